@@ -1,0 +1,246 @@
+package policy
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"sbx/profiles"
+)
+
+// Network says what the sandboxed process may reach.
+type Network int
+
+const (
+	// NetworkIsolated: no network beyond a private loopback.
+	NetworkIsolated Network = iota
+	// NetworkFull: the host's network.
+	NetworkFull
+)
+
+func (n Network) String() string {
+	if n == NetworkFull {
+		return "full"
+	}
+	return "isolated"
+}
+
+func (n Network) MarshalText() ([]byte, error) { return []byte(n.String()), nil }
+
+// Policy is the platform-neutral description of one call's sandbox.
+type Policy struct {
+	Mode profiles.Mode `json:"mode"`
+	// Unrestricted is true for danger-full-access: no file system, network or
+	// syscall rules at all.
+	Unrestricted bool `json:"unrestricted"`
+	// ReadRoots are readable trees. Every mode reads the whole file system
+	// today ("/"), so this is ["/"] unless a future mode narrows reads.
+	ReadRoots []string `json:"read_roots"`
+	// WriteRoots are writable trees.
+	WriteRoots []string `json:"write_roots"`
+	// ReadOnly are subpaths of write roots that stay read-only. They may not
+	// exist yet: creating them must fail too.
+	ReadOnly []string `json:"read_only"`
+	// Devices are device files a shell needs to write even in read-only mode.
+	Devices []string `json:"devices"`
+	Network Network  `json:"network"`
+	// Skipped lists implicit roots left out because they do not exist.
+	Skipped []SkippedPath `json:"skipped,omitempty"`
+}
+
+// SkippedPath is an implicit root that was not granted, and why.
+type SkippedPath struct {
+	Path   string `json:"path"`
+	Reason string `json:"reason"`
+}
+
+// Request is what Build needs to make a Policy.
+type Request struct {
+	Mode profiles.Mode
+	// Cwd is the absolute working directory of the call.
+	Cwd string
+	// WritableRoots are extra writable directories (workspace-write only).
+	WritableRoots []string
+	// ExcludeTmp leaves /tmp out of the writable roots; ExcludeTmpdir $TMPDIR.
+	ExcludeTmp    bool
+	ExcludeTmpdir bool
+	// Tmpdir is the value of $TMPDIR for the call ("" if unset).
+	Tmpdir string
+	// ExtraReadOnly are configured carve-outs beyond .git, relative to each
+	// writable root or absolute.
+	ExtraReadOnly []string
+	// Additional is the effective, normalised additional permission profile.
+	Additional profiles.Profile
+}
+
+// DefaultDevices are the device files any mode may write: shells redirect to
+// /dev/null and read /dev/zero, and a command must keep its terminal.
+var DefaultDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"}
+
+// Build validates req and derives the Policy. Explicit paths (cwd, writable
+// roots, additional write paths) must exist and be directories where a
+// directory is needed; implicit roots (/tmp, $TMPDIR) that do not exist are
+// listed in Skipped.
+func Build(req Request) (Policy, error) {
+	if !filepath.IsAbs(req.Cwd) {
+		return Policy{}, &profiles.FieldError{Field: "cwd", Err: fmt.Errorf("%q is not an absolute path", req.Cwd)}
+	}
+	if err := requireDir(req.Cwd); err != nil {
+		return Policy{}, &profiles.FieldError{Field: "cwd", Err: err}
+	}
+	pol := Policy{
+		Mode:      req.Mode,
+		ReadRoots: []string{"/"},
+		Devices:   DefaultDevices,
+		Network:   NetworkIsolated,
+	}
+	if req.Additional.NetworkEnabled() {
+		pol.Network = NetworkFull
+	}
+	var write []string
+	switch req.Mode {
+	case profiles.DangerFullAccess:
+		pol.Unrestricted = true
+		pol.Network = NetworkFull
+		pol.WriteRoots = []string{"/"}
+		return pol, nil
+	case profiles.WorkspaceWrite:
+		cwd, _ := profiles.ResolvePath(req.Cwd, "/")
+		write = append(write, cwd)
+		for i, r := range req.WritableRoots {
+			abs, err := profiles.ResolvePath(r, req.Cwd)
+			if err == nil {
+				err = requireDir(abs)
+			}
+			if err != nil {
+				return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("writable_roots[%d]", i), Err: err}
+			}
+			write = append(write, abs)
+		}
+		if !req.ExcludeTmp {
+			write = appendImplicit(&pol, write, "/tmp")
+		}
+		if !req.ExcludeTmpdir && req.Tmpdir != "" {
+			write = appendImplicit(&pol, write, req.Tmpdir)
+		}
+	case profiles.ReadOnly:
+		if len(req.WritableRoots) > 0 {
+			return Policy{}, &profiles.FieldError{Field: "writable_roots", Err: errors.New("only valid with sandbox mode workspace-write")}
+		}
+	default:
+		return Policy{}, &profiles.FieldError{Field: "sandbox_mode", Err: fmt.Errorf("invalid mode %d", req.Mode)}
+	}
+	for i, w := range req.Additional.WritePaths() {
+		if !filepath.IsAbs(w) {
+			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i), Err: errors.New("not normalised: relative path")}
+		}
+		if !profiles.Exists(w) {
+			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i), Err: fmt.Errorf("%s does not exist (grant its parent directory to allow creating it)", w)}
+		}
+		write = append(write, w)
+	}
+	for i, r := range req.Additional.ReadPaths() {
+		if !profiles.Exists(r) {
+			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.read[%d]", i), Err: fmt.Errorf("%s does not exist", r)}
+		}
+	}
+	norm := profiles.Build(false, nil, write)
+	pol.WriteRoots = norm.WritePaths()
+	pol.ReadOnly = carveOuts(pol.WriteRoots, req.ExtraReadOnly)
+	return pol, nil
+}
+
+func appendImplicit(pol *Policy, write []string, path string) []string {
+	abs, err := profiles.ResolvePath(path, "/")
+	if err == nil {
+		err = requireDir(abs)
+	}
+	if err != nil {
+		pol.Skipped = append(pol.Skipped, SkippedPath{Path: path, Reason: err.Error()})
+		return write
+	}
+	return append(write, abs)
+}
+
+func requireDir(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("%s does not exist", p)
+		}
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%s is not a directory", p)
+	}
+	return nil
+}
+
+// carveOuts lists the read-only subpaths of each write root: .git (whatever
+// it is, or where it would be created), the gitdir a .git file points to when
+// that is inside a write root, and the configured extras.
+func carveOuts(roots, extra []string) []string {
+	var out []string
+	add := func(p string) {
+		if profiles.CoveredBy(p, roots) && !contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	for _, root := range roots {
+		if root == "/" {
+			continue
+		}
+		dotgit := filepath.Join(root, ".git")
+		add(dotgit)
+		if target, err := filepath.EvalSymlinks(dotgit); err == nil && target != dotgit {
+			add(target)
+		}
+		if gitdir := readGitdirFile(dotgit); gitdir != "" {
+			add(gitdir)
+		}
+		for _, e := range extra {
+			if filepath.IsAbs(e) {
+				add(filepath.Clean(e))
+			} else {
+				add(filepath.Join(root, e))
+			}
+		}
+	}
+	return out
+}
+
+// readGitdirFile returns the resolved target of a "gitdir: PATH" file (as
+// written by git worktree and submodules), or "".
+func readGitdirFile(path string) string {
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() {
+		return ""
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	line, _ := bufio.NewReader(f).ReadString('\n')
+	target, ok := strings.CutPrefix(strings.TrimSpace(line), "gitdir:")
+	if !ok {
+		return ""
+	}
+	r, err := profiles.ResolvePath(strings.TrimSpace(target), filepath.Dir(path))
+	if err != nil {
+		return ""
+	}
+	return r
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
