@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"sbx/profiles"
@@ -100,7 +101,9 @@ func Build(req Request) (Policy, error) {
 	if req.Additional.NetworkEnabled() {
 		pol.Network = NetworkFull
 	}
-	var write []string
+	// write are all writable trees; repos are the ones whose .git is
+	// protected (not /tmp and $TMPDIR, which are scratch space).
+	var write, repos []string
 	switch req.Mode {
 	case profiles.DangerFullAccess:
 		pol.Unrestricted = true
@@ -110,6 +113,7 @@ func Build(req Request) (Policy, error) {
 	case profiles.WorkspaceWrite:
 		cwd, _ := profiles.ResolvePath(req.Cwd, "/")
 		write = append(write, cwd)
+		repos = append(repos, cwd)
 		for i, r := range req.WritableRoots {
 			abs, err := profiles.ResolvePath(r, req.Cwd)
 			if err == nil {
@@ -119,6 +123,7 @@ func Build(req Request) (Policy, error) {
 				return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("writable_roots[%d]", i), Err: err}
 			}
 			write = append(write, abs)
+			repos = append(repos, abs)
 		}
 		if !req.ExcludeTmp {
 			write = appendImplicit(&pol, write, "/tmp")
@@ -141,6 +146,9 @@ func Build(req Request) (Policy, error) {
 			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i), Err: fmt.Errorf("%s does not exist (grant its parent directory to allow creating it)", w)}
 		}
 		write = append(write, w)
+		if fi, err := os.Stat(w); err == nil && fi.IsDir() {
+			repos = append(repos, w)
+		}
 	}
 	for i, r := range req.Additional.ReadPaths() {
 		if !profiles.Exists(r) {
@@ -149,7 +157,7 @@ func Build(req Request) (Policy, error) {
 	}
 	norm := profiles.Build(false, nil, write)
 	pol.WriteRoots = norm.WritePaths()
-	pol.ReadOnly = carveOuts(pol.WriteRoots, req.ExtraReadOnly)
+	pol.ReadOnly = carveOuts(repos, pol.WriteRoots, req.ExtraReadOnly)
 	return pol, nil
 }
 
@@ -179,17 +187,18 @@ func requireDir(p string) error {
 	return nil
 }
 
-// carveOuts lists the read-only subpaths of each write root: .git (whatever
-// it is, or where it would be created), the gitdir a .git file points to when
-// that is inside a write root, and the configured extras.
-func carveOuts(roots, extra []string) []string {
+// carveOuts lists the read-only subpaths of each repo root: .git (whatever
+// it is, or where it would be created), the gitdir a .git file or symlink
+// points to, and the configured extras. Only those inside a write root need
+// protecting; the rest is read-only anyway.
+func carveOuts(repos, writeRoots, extra []string) []string {
 	var out []string
 	add := func(p string) {
-		if profiles.CoveredBy(p, roots) && !contains(out, p) {
+		if profiles.CoveredBy(p, writeRoots) && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
-	for _, root := range roots {
+	for _, root := range repos {
 		if root == "/" {
 			continue
 		}
@@ -236,11 +245,14 @@ func readGitdirFile(path string) string {
 	return r
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+func (n *Network) UnmarshalText(b []byte) error {
+	switch string(b) {
+	case "isolated":
+		*n = NetworkIsolated
+	case "full":
+		*n = NetworkFull
+	default:
+		return fmt.Errorf("unknown network %q", b)
 	}
-	return false
+	return nil
 }

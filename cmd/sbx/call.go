@@ -1,0 +1,149 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"sbx/enforce"
+	"sbx/enforce/host"
+	"sbx/policy"
+	"sbx/profiles"
+)
+
+// request is one call, from `sbx run` flags or `sbx exec` JSON.
+type request struct {
+	Command       []string
+	Cwd           string
+	Mode          profiles.Mode
+	WritableRoots []string
+	ExcludeTmp    bool
+	ExcludeTmpdir bool
+	ReadOnly      []string
+	Network       bool
+	Additional    profiles.Profile
+	Env           []string
+	Timeout       time.Duration
+	Require       []string
+}
+
+// errNotFound marks a command that could not be resolved (exit 127).
+var errNotFound = errors.New("command not found")
+
+// prepare validates r and turns it into a host.Call. Every error names the
+// field at fault; nothing has been run or created when it returns one.
+func prepare(r request) (host.Call, error) {
+	if len(r.Command) == 0 || r.Command[0] == "" {
+		return host.Call{}, &profiles.FieldError{Field: "command", Err: errors.New("empty command")}
+	}
+	for _, f := range r.Require {
+		if !slices.Contains(enforce.Features, f) {
+			return host.Call{}, &profiles.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", f, strings.Join(enforce.Features, ", "))}
+		}
+	}
+	cwd, err := resolveCwd(r.Cwd)
+	if err != nil {
+		return host.Call{}, &profiles.FieldError{Field: "cwd", Err: err}
+	}
+	add, err := r.Additional.Normalize(cwd)
+	if err != nil {
+		return host.Call{}, &profiles.FieldError{Field: "additional_permissions", Err: err}
+	}
+	if r.Network {
+		add = profiles.Merge(add, profiles.Build(true, nil, nil))
+	}
+	pol, err := policy.Build(policy.Request{
+		Mode: r.Mode, Cwd: cwd, WritableRoots: r.WritableRoots,
+		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(r.Env, "TMPDIR"),
+		ExtraReadOnly: r.ReadOnly, Additional: add,
+	})
+	if err != nil {
+		return host.Call{}, err
+	}
+	path, err := lookPath(r.Command[0], cwd, lookupEnv(r.Env, "PATH"))
+	if err != nil {
+		return host.Call{Policy: pol}, err
+	}
+	return host.Call{
+		Policy:  pol,
+		Cmd:     host.Cmd{Path: path, Argv: r.Command, Dir: cwd, Env: r.Env},
+		Require: r.Require,
+		Timeout: r.Timeout,
+	}, nil
+}
+
+func resolveCwd(cwd string) (string, error) {
+	if cwd == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		cwd = wd
+	}
+	abs, err := filepath.Abs(cwd)
+	if err != nil {
+		return "", err
+	}
+	fi, err := os.Stat(abs)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return "", fmt.Errorf("%s does not exist", abs)
+	case err != nil:
+		return "", err
+	case !fi.IsDir():
+		return "", fmt.Errorf("%s is not a directory", abs)
+	}
+	return abs, nil
+}
+
+// lookPath resolves name the way a shell would, with the command's PATH.
+func lookPath(name, cwd, pathEnv string) (string, error) {
+	if strings.Contains(name, "/") {
+		p := name
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(cwd, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("%w: %s", errNotFound, name)
+		}
+		return p, nil
+	}
+	for _, dir := range filepath.SplitList(pathEnv) {
+		if dir == "" {
+			dir = "."
+		}
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(cwd, dir)
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%w: %s", errNotFound, name)
+}
+
+
+func lookupEnv(env []string, key string) string {
+	for i := len(env) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(env[i], key+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// exitStatusFor maps a failure before or at start to an exit status.
+func exitStatusFor(err error) int {
+	switch {
+	case errors.Is(err, errNotFound):
+		return 127
+	case errors.Is(err, host.ErrStart):
+		return 126
+	}
+	return ExitRefused
+}

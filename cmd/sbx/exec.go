@@ -1,0 +1,180 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"sbx/enforce"
+	"sbx/enforce/host"
+	"sbx/profiles"
+)
+
+func init() {
+	register("exec", command{summary: "run one JSON request from stdin, print one JSON result on stdout", run: execCmd})
+}
+
+// execRequest is the wire shape of `sbx exec` (docs/schema/exec-request.json).
+type execRequest struct {
+	Command               []string          `json:"command"`
+	Cwd                   string            `json:"cwd"`
+	SandboxMode           *profiles.Mode    `json:"sandbox_mode"`
+	WritableRoots         []string          `json:"writable_roots"`
+	ExcludeTmp            bool              `json:"exclude_tmp"`
+	ExcludeTmpdir         bool              `json:"exclude_tmpdir"`
+	ReadOnly              []string          `json:"read_only"`
+	NetworkAccess         bool              `json:"network_access"`
+	AdditionalPermissions *profiles.Profile `json:"additional_permissions"`
+	Env                   map[string]string `json:"env"`
+	TimeoutMS             int64             `json:"timeout_ms"`
+	MaxOutputBytes        int               `json:"max_output_bytes"`
+	Require               []string          `json:"require"`
+}
+
+// execResult is the wire shape of the result (docs/schema/exec-result.json).
+type execResult struct {
+	enforce.Report
+	Stdout          string `json:"stdout"`
+	Stderr          string `json:"stderr"`
+	StdoutTruncated bool   `json:"stdout_truncated"`
+	StderrTruncated bool   `json:"stderr_truncated"`
+	Error           string `json:"error,omitempty"`
+}
+
+const defaultMaxOutput = 1 << 20
+
+func execCmd(args []string, stdio Stdio) int {
+	fs := newFlagSet("exec", "Usage: sbx exec < request.json\n\nReads one JSON request on stdin and prints one JSON result on stdout.\nSee docs/json.md for the shapes.\n", stdio)
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	data, err := io.ReadAll(stdio.In)
+	if err != nil {
+		return execRefuse(stdio, fmt.Errorf("read request: %w", err))
+	}
+	var req execRequest
+	if err := profiles.DecodeStrict(data, &req); err != nil {
+		return execRefuse(stdio, err)
+	}
+	if req.TimeoutMS < 0 {
+		return execRefuse(stdio, &profiles.FieldError{Field: "timeout_ms", Err: errors.New("must not be negative")})
+	}
+	if req.MaxOutputBytes < 0 {
+		return execRefuse(stdio, &profiles.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")})
+	}
+	r := request{
+		Command: req.Command, Cwd: req.Cwd, WritableRoots: req.WritableRoots, ExcludeTmp: req.ExcludeTmp,
+		ExcludeTmpdir: req.ExcludeTmpdir, ReadOnly: req.ReadOnly, Network: req.NetworkAccess,
+		Env: mergeEnv(os.Environ(), req.Env), Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require,
+	}
+	if req.SandboxMode != nil {
+		r.Mode = *req.SandboxMode
+	}
+	if req.AdditionalPermissions != nil {
+		r.Additional = *req.AdditionalPermissions
+	}
+	if req.Cwd == "" {
+		return execRefuse(stdio, &profiles.FieldError{Field: "cwd", Err: errors.New("required")})
+	}
+	call, err := prepare(r)
+	res := execResult{Report: enforce.NewReport(r.Mode.String())}
+	if err != nil && !errors.Is(err, errNotFound) {
+		return execRefuse(stdio, err)
+	}
+	if err == nil {
+		res, err = execCall(call, req.MaxOutputBytes)
+	}
+	if err != nil {
+		code := exitStatusFor(err)
+		if errors.Is(err, host.ErrStart) {
+			code = res.ExitCode
+		}
+		if code == ExitRefused {
+			return execRefuse(stdio, err)
+		}
+		res.ExitCode, res.Error = code, err.Error()
+	}
+	return writeJSON(stdio.Out, res)
+}
+
+// execCall runs call with captured, capped output and stdin from /dev/null.
+func execCall(call host.Call, maxOutput int) (execResult, error) {
+	if maxOutput == 0 {
+		maxOutput = defaultMaxOutput
+	}
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return execResult{}, err
+	}
+	defer devnull.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return execResult{}, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return execResult{}, err
+	}
+	stdout, stderr := host.NewCappedBuffer(maxOutput), host.NewCappedBuffer(maxOutput)
+	var wg sync.WaitGroup
+	for _, s := range []struct {
+		r *os.File
+		b *host.CappedBuffer
+	}{{outR, stdout}, {errR, stderr}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			io.Copy(s.b, s.r)
+			s.r.Close()
+		}()
+	}
+	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = devnull, outW, errW
+	rep, err := host.Run(context.Background(), call)
+	// Our copies of the write ends must go, or the readers never see EOF.
+	outW.Close()
+	errW.Close()
+	// A process that escaped the group may hold the pipes open; give the
+	// readers a moment to drain, then stop reading.
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	select {
+	case <-drained:
+	case <-time.After(500 * time.Millisecond):
+		outR.Close()
+		errR.Close()
+		<-drained
+	}
+	return execResult{Report: rep, Stdout: stdout.String(), Stderr: stderr.String(),
+		StdoutTruncated: stdout.Truncated(), StderrTruncated: stderr.Truncated()}, err
+}
+
+func mergeEnv(base []string, extra map[string]string) []string {
+	env := append([]string(nil), base...)
+	for k, v := range extra {
+		env = append(env, k+"="+v)
+	}
+	return env
+}
+
+func execRefuse(stdio Stdio, err error) int {
+	fmt.Fprintf(stdio.Err, "sbx exec: %v\n", err)
+	writeJSON(stdio.Out, map[string]string{"error": err.Error()})
+	return ExitRefused
+}
+
+func writeJSON(w io.Writer, v any) int {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sbx: encode result: %v\n", err)
+		return ExitRefused
+	}
+	w.Write(append(b, '\n'))
+	return 0
+}

@@ -1,0 +1,107 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sbx/enforce"
+	"sbx/enforce/linux"
+)
+
+// ErrStart marks a failure of the exec itself (see linux.ExecFailureStatus).
+var ErrStart = linux.ErrStart
+
+// Compile returns the plan the call's policy gets on this system, without
+// running anything.
+func Compile(c Call) (*linux.Plan, error) { return linux.Compile(c.Policy, linux.Probe()) }
+
+// Run runs the call and reports its outcome. An error means the command did
+// not run (the report is still filled with what is known).
+func Run(ctx context.Context, c Call) (enforce.Report, error) {
+	rep := enforce.NewReport(c.Policy.Mode.String())
+	plan, err := Compile(c)
+	if err != nil {
+		return rep, err
+	}
+	rep.Enforcement = plan.Enforcement()
+	rep.Degraded = append(rep.Degraded, plan.Downgrades...)
+	if err := enforce.CheckRequired(c.Require, plan.Downgrades); err != nil {
+		return rep, err
+	}
+	var sigc chan os.Signal
+	if c.ForwardSignals {
+		// Subscribe before starting, so a Ctrl-C between start and wait is
+		// relayed rather than killing sbx and orphaning the command.
+		sigc = make(chan os.Signal, 4)
+		signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+		defer signal.Stop(sigc)
+	}
+	start := time.Now()
+	proc, err := linux.Start(plan, linux.Spec{Path: c.Cmd.Path, Argv: c.Cmd.Argv, Dir: c.Cmd.Dir, Env: c.Cmd.Env,
+		Stdin: c.Cmd.Stdin, Stdout: c.Cmd.Stdout, Stderr: c.Cmd.Stderr})
+	if err != nil {
+		if errors.Is(err, linux.ErrStart) {
+			rep.ExitCode = linux.ExecFailureStatus(err)
+		}
+		return rep, err
+	}
+	done := make(chan struct{})
+	var ws syscall.WaitStatus
+	var waitErr error
+	go func() {
+		ws, _, waitErr = proc.Wait()
+		close(done)
+	}()
+	ctxDone := ctx.Done()
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+loop:
+	for {
+		select {
+		case <-done:
+			break loop
+		case s := <-sigc:
+			proc.Signal(s.(syscall.Signal))
+		case <-timeout:
+			rep.TimedOut, rep.KilledBy = true, "timeout"
+			proc.Signal(syscall.SIGKILL)
+			timeout = nil
+		case <-ctxDone:
+			rep.KilledBy = "signal"
+			proc.Signal(syscall.SIGKILL)
+			ctxDone = nil
+		}
+	}
+	// The command is gone; take its group with it.
+	proc.Signal(syscall.SIGKILL)
+	rep.DurationMS = time.Since(start).Milliseconds()
+	if waitErr != nil {
+		return rep, waitErr
+	}
+	switch {
+	case ws.Exited():
+		rep.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
+		n := int(ws.Signal())
+		rep.Signal = &n
+		rep.SignalName = unix.SignalName(ws.Signal())
+		rep.ExitCode = 128 + n
+	}
+	return rep, nil
+}
+
+// StageCommand is the hidden subcommand that runs StageMain.
+const StageCommand = linux.StageCommand
+
+// StageMain is the in-sandbox stage of a LaunchStage call.
+func StageMain() int { return linux.StageMain() }

@@ -1,0 +1,259 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// CmpOp is how an ArgCond compares the low 32 bits of a syscall argument.
+type CmpOp int
+
+const (
+	CmpEq       CmpOp = iota + 1 // low32(arg) == Value
+	CmpNe                        // low32(arg) != Value
+	CmpMaskedEq                  // low32(arg) & Mask == Value
+)
+
+// ArgCond is one condition on a syscall argument. It compares only the low 32
+// bits of args[Index], which is exactly what the kernel uses for int and
+// unsigned int parameters (ioctl's cmd, socket's family and protocol), so a
+// caller cannot dodge a rule by setting the high bits: ioctl(fd,
+// TIOCSTI|1<<32) is still TIOCSTI to the kernel and to the filter.
+//
+// IMPORTANT: low-32-bit semantics are wrong for parameters the kernel reads as
+// 64-bit (pointers, sizes, off_t, unsigned long flags). Do not write an
+// ArgCond on such a parameter; the table has none.
+type ArgCond struct {
+	Index int    // argument index, 0..5
+	Op    CmpOp  // comparison
+	Value uint32 // compared with the low word (after Mask for CmpMaskedEq)
+	Mask  uint32 // only for CmpMaskedEq; must be zero otherwise
+}
+
+func (c ArgCond) String() string {
+	switch c.Op {
+	case CmpEq:
+		return fmt.Sprintf("arg%d==%#x", c.Index, c.Value)
+	case CmpNe:
+		return fmt.Sprintf("arg%d!=%#x", c.Index, c.Value)
+	case CmpMaskedEq:
+		return fmt.Sprintf("arg%d&%#x==%#x", c.Index, c.Mask, c.Value)
+	}
+	return fmt.Sprintf("arg%d?op%d", c.Index, int(c.Op))
+}
+
+// seccomp_data layout (include/uapi/linux/seccomp.h):
+//
+//	struct seccomp_data { int nr; __u32 arch; __u64 instruction_pointer; __u64 args[6]; };
+const (
+	seccompDataNrOff   = 0
+	seccompDataArchOff = 4
+	seccompDataArgsOff = 16
+	seccompDataSize    = 64
+	seccompMaxArgs     = 6
+)
+
+// argLowOff is the offset of the low 32-bit word of args[i]. The arguments
+// are native-endian u64s; every architecture this package supports is
+// little-endian, so the low word comes first.
+func argLowOff(i int) uint32 { return uint32(seccompDataArgsOff + 8*i) }
+
+// bpfMaxInsns is BPF_MAXINSNS: the kernel refuses longer classic programs.
+const bpfMaxInsns = 4096
+
+// maxErrno is the kernel's MAX_ERRNO; SECCOMP_RET_ERRNO clamps larger data.
+const maxErrno = 4095
+
+// The instruction subset the compiler emits, and the only one the userspace
+// interpreter in bpf_test.go accepts.
+const (
+	opLdAbsW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	opAndK    = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+	opJeqK    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	opJsetK   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	opJa      = unix.BPF_JMP | unix.BPF_JA
+	opRetK    = unix.BPF_RET | unix.BPF_K
+	retAllow  = unix.SECCOMP_RET_ALLOW
+	retKill   = unix.SECCOMP_RET_KILL_PROCESS
+	retErrnoK = unix.SECCOMP_RET_ERRNO
+)
+
+func stmt(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
+
+// errJumpTooFar is returned when a rule block is too long for the 8-bit
+// conditional jump offsets of classic BPF.
+var errJumpTooFar = errors.New("jump offset exceeds 255 instructions")
+
+// CompileSeccomp compiles a rule table into a classic BPF seccomp program.
+//
+// The program is, in order:
+//
+//  1. arch != native arch         -> SECCOMP_RET_KILL_PROCESS
+//  2. nr has the x32 bit (amd64)  -> SECCOMP_RET_KILL_PROCESS
+//  3. each rule, in table order; the first rule whose Nr and every ArgCond
+//     match returns SECCOMP_RET_ERRNO|rule.Errno
+//  4. SECCOMP_RET_ALLOW
+//
+// A foreign arch or the x32 ABI means the process switched syscall ABI, so
+// every number in the table would mean something else: that is an evasion
+// attempt, not an error to report, hence KILL_PROCESS rather than an errno.
+// Kernels older than 4.14 do not know KILL_PROCESS and kill only the thread.
+//
+// The errors mean the table itself is invalid (a bad argument index or
+// operator, an errno of 0 that would fake success, a program too long for the
+// kernel); no kernel support is probed here.
+func CompileSeccomp(rules []SeccompRule) ([]unix.SockFilter, error) {
+	arch, err := nativeSeccompArch()
+	if err != nil {
+		return nil, err
+	}
+	prog := []unix.SockFilter{
+		stmt(opLdAbsW, seccompDataArchOff),
+		{Code: opJeqK, K: arch.audit, Jt: 1, Jf: 0},
+		stmt(opRetK, retKill),
+		stmt(opLdAbsW, seccompDataNrOff),
+	}
+	if arch.x32Bit != 0 {
+		prog = append(prog,
+			unix.SockFilter{Code: opJsetK, K: arch.x32Bit, Jt: 0, Jf: 1},
+			stmt(opRetK, retKill))
+	}
+	// accNr tracks whether the accumulator still holds nr at the start of the
+	// next block: true after a rule without conditions, whose only way to
+	// fall through is the nr mismatch.
+	accNr := true
+	for i, r := range rules {
+		if err := r.validate(arch); err != nil {
+			return nil, fmt.Errorf("seccomp rule %d (%s): %w", i, r.Name, err)
+		}
+		block, err := compileRule(r, !accNr)
+		if err != nil {
+			return nil, fmt.Errorf("seccomp rule %d (%s): %w", i, r.Name, err)
+		}
+		prog = append(prog, block...)
+		accNr = len(r.Args) == 0
+	}
+	prog = append(prog, stmt(opRetK, retAllow))
+	if len(prog) > bpfMaxInsns {
+		return nil, fmt.Errorf("seccomp program has %d instructions, the kernel allows %d", len(prog), bpfMaxInsns)
+	}
+	return prog, nil
+}
+
+// compileRule emits one self-contained block. Every mismatch jumps to the
+// first instruction after the block, so blocks compose by concatenation and
+// no jump leaves its own block.
+func compileRule(r SeccompRule, reloadNr bool) ([]unix.SockFilter, error) {
+	var b []unix.SockFilter
+	// skips are the mismatch jumps, patched once the block length is known.
+	// For CmpNe the mismatch is the JEQ being true.
+	type skip struct {
+		at     int
+		onTrue bool
+	}
+	var skips []skip
+	if reloadNr {
+		b = append(b, stmt(opLdAbsW, seccompDataNrOff))
+	}
+	skips = append(skips, skip{len(b), false})
+	b = append(b, unix.SockFilter{Code: opJeqK, K: r.Nr})
+	for _, c := range r.Args {
+		b = append(b, stmt(opLdAbsW, argLowOff(c.Index)))
+		switch c.Op {
+		case CmpEq:
+			skips = append(skips, skip{len(b), false})
+			b = append(b, unix.SockFilter{Code: opJeqK, K: c.Value})
+		case CmpNe:
+			skips = append(skips, skip{len(b), true})
+			b = append(b, unix.SockFilter{Code: opJeqK, K: c.Value})
+		case CmpMaskedEq:
+			b = append(b, stmt(opAndK, c.Mask))
+			skips = append(skips, skip{len(b), false})
+			b = append(b, unix.SockFilter{Code: opJeqK, K: c.Value})
+		}
+	}
+	b = append(b, stmt(opRetK, retErrnoK|uint32(r.Errno)))
+	next := len(b)
+	for _, s := range skips {
+		off := next - s.at - 1
+		if off > 255 {
+			return nil, fmt.Errorf("%d conditions: %w", len(r.Args), errJumpTooFar)
+		}
+		if s.onTrue {
+			b[s.at].Jt = uint8(off)
+		} else {
+			b[s.at].Jf = uint8(off)
+		}
+	}
+	return b, nil
+}
+
+func (r SeccompRule) validate(arch seccompArch) error {
+	if r.Name == "" {
+		return errors.New("rule has no syscall name")
+	}
+	if arch.x32Bit != 0 && r.Nr&arch.x32Bit != 0 {
+		return fmt.Errorf("syscall number %#x has the x32 bit set; the prologue kills those before any rule", r.Nr)
+	}
+	// Errno 0 would make the syscall "succeed" without running, which is
+	// never what a deny rule means.
+	if r.Errno <= 0 || r.Errno > maxErrno {
+		return fmt.Errorf("errno %d out of range 1..%d", int(r.Errno), maxErrno)
+	}
+	for _, c := range r.Args {
+		if c.Index < 0 || c.Index >= seccompMaxArgs {
+			return fmt.Errorf("argument index %d out of range 0..%d", c.Index, seccompMaxArgs-1)
+		}
+		switch c.Op {
+		case CmpEq, CmpNe:
+			if c.Mask != 0 {
+				return fmt.Errorf("%s: mask %#x is only meaningful with CmpMaskedEq", c, c.Mask)
+			}
+		case CmpMaskedEq:
+			if c.Mask == 0 {
+				return fmt.Errorf("%s: CmpMaskedEq needs a non-zero mask", c)
+			}
+			if c.Value&^c.Mask != 0 {
+				return fmt.Errorf("%s: value has bits outside the mask and can never match", c)
+			}
+		default:
+			return fmt.Errorf("argument %d: unknown comparison %d", c.Index, int(c.Op))
+		}
+	}
+	return nil
+}
+
+// String renders a rule for sbx explain, for example
+// "ioctl arg1==0x5412 -> EPERM  # TIOCSTI: ...".
+func (r SeccompRule) String() string {
+	var b strings.Builder
+	b.WriteString(r.Name)
+	for i, c := range r.Args {
+		if i == 0 {
+			b.WriteByte(' ')
+		} else {
+			b.WriteString(" && ")
+		}
+		b.WriteString(c.String())
+	}
+	b.WriteString(" -> ")
+	b.WriteString(errnoName(r.Errno))
+	if r.Reason != "" {
+		b.WriteString("  # ")
+		b.WriteString(r.Reason)
+	}
+	return b.String()
+}
+
+func errnoName(e syscall.Errno) string {
+	if n := unix.ErrnoName(e); n != "" {
+		return n
+	}
+	return fmt.Sprintf("errno(%d)", int(e))
+}

@@ -1,0 +1,174 @@
+//go:build linux
+
+package linux
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Landlock access rights, grouped the way policy uses them.
+const (
+	llRead = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
+	// llWrite deliberately leaves out MAKE_CHAR and MAKE_BLOCK: a root caller
+	// could otherwise mknod the host's disk inside a writable root and write
+	// to it through a path Landlock allows.
+	llWrite = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
+		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
+		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
+		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_SYM |
+		unix.LANDLOCK_ACCESS_FS_REFER | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	// llDevice is what a shell needs on /dev/null, /dev/tty and its terminal.
+	llDevice = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	// llFileOnly are the rights Landlock accepts on a rule for a non-directory.
+	llFileOnly = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
+		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE |
+		unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+)
+
+// handledFS returns every file-system right an ABI knows, so that anything
+// not granted by a rule is denied.
+func handledFS(abi int) uint64 {
+	h := uint64(unix.LANDLOCK_ACCESS_FS_MAKE_SYM<<1 - 1) // ABI 1: bits 0..12
+	if abi >= 2 {
+		h |= unix.LANDLOCK_ACCESS_FS_REFER
+	}
+	if abi >= 3 {
+		h |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
+	}
+	if abi >= 5 {
+		h |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	}
+	return h
+}
+
+// LandlockABI returns the Landlock ABI version of the running kernel, 0 when
+// Landlock is not available (not built in, or not enabled in lsm=).
+func LandlockABI() int {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0
+	}
+	return int(v)
+}
+
+// LandlockRule grants Access on the tree (or file) at Path.
+type LandlockRule struct {
+	Path   string
+	Access uint64
+}
+
+// LandlockPlan is the compiled Landlock part of a Plan.
+type LandlockPlan struct {
+	ABI        int
+	HandledFS  uint64
+	HandledNet uint64
+	Scoped     uint64
+	Rules      []LandlockRule
+}
+
+// rulesetAttr mirrors struct landlock_ruleset_attr up to the scoped field
+// (ABI 6). The kernel accepts a longer struct than it knows as long as the
+// tail is zero, so one layout serves every ABI.
+type rulesetAttr struct {
+	handledFS  uint64
+	handledNet uint64
+	scoped     uint64
+}
+
+// apply builds the ruleset and restricts the calling thread. The caller must
+// have locked the goroutine to its thread and set no_new_privs. Rules whose
+// path cannot be opened (e.g. /dev/tty on a system without it) are skipped:
+// skipping a rule only ever denies more.
+func (lp *LandlockPlan) apply() error {
+	attr := rulesetAttr{handledFS: lp.HandledFS, handledNet: lp.HandledNet, scoped: lp.Scoped}
+	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
+	if errno != 0 {
+		return fmt.Errorf("landlock_create_ruleset: %w", errno)
+	}
+	ruleset := int(fd)
+	defer unix.Close(ruleset)
+	for _, r := range lp.Rules {
+		if err := addPathRule(ruleset, r, lp.HandledFS); err != nil {
+			return err
+		}
+	}
+	if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(ruleset), 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_restrict_self: %w", errno)
+	}
+	return nil
+}
+
+func addPathRule(ruleset int, r LandlockRule, handled uint64) error {
+	fd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	access := r.Access & handled
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("landlock rule %s: fstat: %w", r.Path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		access &= llFileOnly
+	}
+	if access == 0 {
+		return nil
+	}
+	attr := struct {
+		allowed  uint64
+		parentFD int32
+	}{access, int32(fd)}
+	// The kernel's struct is packed (12 bytes); pass exactly that.
+	if _, _, errno := unix.Syscall6(unix.SYS_LANDLOCK_ADD_RULE, uintptr(ruleset), unix.LANDLOCK_RULE_PATH_BENEATH,
+		uintptr(unsafe.Pointer(&attr)), 0, 0, 0); errno != 0 {
+		return fmt.Errorf("landlock_add_rule %s: %w", r.Path, errno)
+	}
+	return nil
+}
+
+// accessString names the rights in a mask, for Plan.String.
+func accessString(a uint64) string {
+	names := []struct {
+		bit  uint64
+		name string
+	}{
+		{unix.LANDLOCK_ACCESS_FS_EXECUTE, "execute"}, {unix.LANDLOCK_ACCESS_FS_WRITE_FILE, "write_file"},
+		{unix.LANDLOCK_ACCESS_FS_READ_FILE, "read_file"}, {unix.LANDLOCK_ACCESS_FS_READ_DIR, "read_dir"},
+		{unix.LANDLOCK_ACCESS_FS_REMOVE_DIR, "remove_dir"}, {unix.LANDLOCK_ACCESS_FS_REMOVE_FILE, "remove_file"},
+		{unix.LANDLOCK_ACCESS_FS_MAKE_CHAR, "make_char"}, {unix.LANDLOCK_ACCESS_FS_MAKE_DIR, "make_dir"},
+		{unix.LANDLOCK_ACCESS_FS_MAKE_REG, "make_reg"}, {unix.LANDLOCK_ACCESS_FS_MAKE_SOCK, "make_sock"},
+		{unix.LANDLOCK_ACCESS_FS_MAKE_FIFO, "make_fifo"}, {unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK, "make_block"},
+		{unix.LANDLOCK_ACCESS_FS_MAKE_SYM, "make_sym"}, {unix.LANDLOCK_ACCESS_FS_REFER, "refer"},
+		{unix.LANDLOCK_ACCESS_FS_TRUNCATE, "truncate"}, {unix.LANDLOCK_ACCESS_FS_IOCTL_DEV, "ioctl_dev"},
+	}
+	var out []string
+	for _, n := range names {
+		if a&n.bit != 0 {
+			out = append(out, n.name)
+		}
+	}
+	return strings.Join(out, ",")
+}
+
+// ttyPaths returns the terminal devices behind the standard streams, so the
+// command keeps its terminal under Landlock.
+func ttyPaths() []string {
+	var out []string
+	for fd := 0; fd <= 2; fd++ {
+		p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+		if err != nil {
+			continue
+		}
+		if strings.HasPrefix(p, "/dev/pts/") || strings.HasPrefix(p, "/dev/tty") || p == "/dev/console" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

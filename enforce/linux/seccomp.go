@@ -1,0 +1,301 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"sbx/enforce"
+)
+
+// SocketPolicy selects which socket families the filter lets through.
+type SocketPolicy int
+
+const (
+	SocketsAny           SocketPolicy = iota // network on: no family restriction
+	SocketsLoopbackNetns                     // network off inside a private network namespace
+	SocketsUnixOnly                          // network off without a private namespace
+)
+
+func (s SocketPolicy) String() string {
+	switch s {
+	case SocketsAny:
+		return "any"
+	case SocketsLoopbackNetns:
+		return "loopback-netns"
+	case SocketsUnixOnly:
+		return "unix-only"
+	}
+	return fmt.Sprintf("SocketPolicy(%d)", int(s))
+}
+
+// SeccompRule is one row of the filter table, with the reason it exists.
+// A rule matches when the syscall number is Nr and every ArgCond holds; the
+// filter then returns Errno without running the syscall.
+type SeccompRule struct {
+	Name   string        // syscall name, e.g. "ioctl"
+	Nr     uint32        // syscall number on the native arch
+	Args   []ArgCond     // all must match (AND); empty = always
+	Errno  syscall.Errno // returned errno (SECCOMP_RET_ERRNO)
+	Reason string
+}
+
+// seccompArch is everything about the native architecture the filter
+// depends on. The syscall numbers themselves come from unix.SYS_*, which
+// x/sys generates per GOARCH, so the table below is right for whatever arch
+// this file is built for as long as nativeSeccompArch names the same arch.
+type seccompArch struct {
+	name   string
+	audit  uint32 // AUDIT_ARCH_* that seccomp_data.arch must equal
+	x32Bit uint32 // __X32_SYSCALL_BIT on x86_64, zero elsewhere
+}
+
+// nativeSeccompArch is the only place that knows which architectures the
+// table supports.
+func nativeSeccompArch() (seccompArch, error) {
+	switch runtime.GOARCH {
+	case "amd64":
+		// x32 syscalls arrive with AUDIT_ARCH_X86_64 and nr|0x40000000, so
+		// the arch check alone does not catch them.
+		return seccompArch{name: "x86_64", audit: unix.AUDIT_ARCH_X86_64, x32Bit: 0x40000000}, nil
+	}
+	return seccompArch{}, &enforce.UnsupportedFeatureError{
+		Feature: "seccomp",
+		Reason:  "no seccomp table for GOARCH=" + runtime.GOARCH,
+	}
+}
+
+// SeccompRules returns the deny table for a socket policy, in the order the
+// filter evaluates it: the first matching rule wins, so a narrower rule must
+// come before a broader rule on the same syscall with a different errno.
+// An unknown policy gets the SocketsUnixOnly table: it fails closed.
+//
+// Errno conventions: EPERM for a refused operation, EAFNOSUPPORT for a
+// socket family the policy does not offer (so programs fall back the way
+// they do on a kernel without that family). MPTCP is refused with EPERM
+// before the family checks under every network-off policy.
+//
+// IMPORTANT: this is a deny list on top of Landlock, not an allow list.
+// Syscalls added to the kernel after this table (another mount API, another
+// io_uring-like interface) are allowed until they are listed here.
+func SeccompRules(s SocketPolicy) []SeccompRule {
+	rules := alwaysRules()
+	switch s {
+	case SocketsAny:
+	case SocketsLoopbackNetns:
+		rules = append(rules, mptcpRules()...)
+		rules = append(rules, loopbackNetnsSocketRules()...)
+		rules = append(rules, socketpairRule())
+	default:
+		rules = append(rules, mptcpRules()...)
+		rules = append(rules, unixOnlySocketRules()...)
+		rules = append(rules, socketpairRule())
+	}
+	return rules
+}
+
+func argEq(i int, v uint32) ArgCond { return ArgCond{Index: i, Op: CmpEq, Value: v} }
+func argNe(i int, v uint32) ArgCond { return ArgCond{Index: i, Op: CmpNe, Value: v} }
+
+// alwaysRules apply under every policy that uses seccomp at all. The
+// functions build fresh slices so callers may modify what they get.
+func alwaysRules() []SeccompRule {
+	const eperm = unix.EPERM
+	return []SeccompRule{
+		// Terminal input injection. ioctl's cmd is an unsigned int, so the
+		// low-32-bit compare also catches TIOCSTI|1<<32.
+		{Name: "ioctl", Nr: unix.SYS_IOCTL, Args: []ArgCond{argEq(1, unix.TIOCSTI)}, Errno: eperm,
+			Reason: "TIOCSTI: pushes bytes into a terminal's input queue, so a sandboxed command could type into the user's shell (CVE-2017-5226)"},
+		{Name: "ioctl", Nr: unix.SYS_IOCTL, Args: []ArgCond{argEq(1, unix.TIOCLINUX)}, Errno: eperm,
+			Reason: "TIOCLINUX: pastes the console selection into input on a virtual console, the same injection as TIOCSTI"},
+
+		// Other processes' memory.
+		{Name: "ptrace", Nr: unix.SYS_PTRACE, Errno: eperm,
+			Reason: "reads and writes memory and registers of same-uid processes; Yama may be off"},
+		{Name: "process_vm_readv", Nr: unix.SYS_PROCESS_VM_READV, Errno: eperm,
+			Reason: "reads another same-uid process's memory without ptrace"},
+		{Name: "process_vm_writev", Nr: unix.SYS_PROCESS_VM_WRITEV, Errno: eperm,
+			Reason: "writes another same-uid process's memory without ptrace"},
+
+		// io_uring runs openat, connect, etc. from kernel context without a
+		// syscall, so none of the rules in this table would see them.
+		{Name: "io_uring_setup", Nr: unix.SYS_IO_URING_SETUP, Errno: eperm,
+			Reason: "io_uring operations bypass seccomp, and it is a frequent kernel exploit target"},
+		{Name: "io_uring_enter", Nr: unix.SYS_IO_URING_ENTER, Errno: eperm,
+			Reason: "io_uring, see io_uring_setup; also covers rings inherited from outside"},
+		{Name: "io_uring_register", Nr: unix.SYS_IO_URING_REGISTER, Errno: eperm,
+			Reason: "io_uring, see io_uring_setup"},
+
+		// Kernel attack surface with no use inside a sandbox.
+		{Name: "bpf", Nr: unix.SYS_BPF, Errno: eperm,
+			Reason: "loads programs into the kernel; the verifier is a recurring privilege-escalation source"},
+		{Name: "perf_event_open", Nr: unix.SYS_PERF_EVENT_OPEN, Errno: eperm,
+			Reason: "kernel and CPU side channels, and a recurring privilege-escalation source"},
+		{Name: "userfaultfd", Nr: unix.SYS_USERFAULTFD, Errno: eperm,
+			Reason: "stalls kernel page faults on user memory, the standard primitive for winning kernel races"},
+
+		// Whole-system operations. They need capabilities a sandboxed
+		// command should not have, but the caller may be root.
+		{Name: "kexec_load", Nr: unix.SYS_KEXEC_LOAD, Errno: eperm,
+			Reason: "replaces the running kernel"},
+		{Name: "kexec_file_load", Nr: unix.SYS_KEXEC_FILE_LOAD, Errno: eperm,
+			Reason: "replaces the running kernel"},
+		{Name: "init_module", Nr: unix.SYS_INIT_MODULE, Errno: eperm,
+			Reason: "loads kernel code"},
+		{Name: "finit_module", Nr: unix.SYS_FINIT_MODULE, Errno: eperm,
+			Reason: "loads kernel code from a file descriptor"},
+		{Name: "delete_module", Nr: unix.SYS_DELETE_MODULE, Errno: eperm,
+			Reason: "unloads kernel code other processes rely on"},
+		{Name: "reboot", Nr: unix.SYS_REBOOT, Errno: eperm,
+			Reason: "reboots the host, or kills the pid namespace's init"},
+		{Name: "swapon", Nr: unix.SYS_SWAPON, Errno: eperm,
+			Reason: "swapping to a file the sandbox can read exposes other processes' memory"},
+		{Name: "swapoff", Nr: unix.SYS_SWAPOFF, Errno: eperm,
+			Reason: "changes host memory configuration"},
+		{Name: "acct", Nr: unix.SYS_ACCT, Errno: eperm,
+			Reason: "writes accounting records of every process on the host to a chosen file"},
+
+		// The mount table is set up by the launcher before the filter; inside
+		// a user namespace these would let the command undo read-only binds.
+		{Name: "mount", Nr: unix.SYS_MOUNT, Errno: eperm,
+			Reason: "could remount read-only binds read-write or cover protected paths"},
+		{Name: "umount2", Nr: unix.SYS_UMOUNT2, Errno: eperm,
+			Reason: "could uncover paths hidden by the sandbox's mounts"},
+		{Name: "pivot_root", Nr: unix.SYS_PIVOT_ROOT, Errno: eperm,
+			Reason: "changes the root of the mount namespace"},
+		{Name: "move_mount", Nr: unix.SYS_MOVE_MOUNT, Errno: eperm,
+			Reason: "new mount API (Linux 5.2): same power as mount"},
+		{Name: "open_tree", Nr: unix.SYS_OPEN_TREE, Errno: eperm,
+			Reason: "new mount API: clones mount trees for move_mount"},
+		{Name: "open_tree_attr", Nr: unix.SYS_OPEN_TREE_ATTR, Errno: eperm,
+			Reason: "new mount API (Linux 6.15): open_tree plus mount_setattr"},
+		{Name: "fsopen", Nr: unix.SYS_FSOPEN, Errno: eperm,
+			Reason: "new mount API: creates a filesystem context"},
+		{Name: "fsconfig", Nr: unix.SYS_FSCONFIG, Errno: eperm,
+			Reason: "new mount API: configures a filesystem context, a past overflow site (CVE-2022-0185)"},
+		{Name: "fsmount", Nr: unix.SYS_FSMOUNT, Errno: eperm,
+			Reason: "new mount API: turns a filesystem context into a mount"},
+		{Name: "fspick", Nr: unix.SYS_FSPICK, Errno: eperm,
+			Reason: "new mount API: reconfigures an existing mount"},
+		{Name: "mount_setattr", Nr: unix.SYS_MOUNT_SETATTR, Errno: eperm,
+			Reason: "could clear MOUNT_ATTR_RDONLY on the sandbox's read-only binds"},
+
+		// Kernel keyrings are not namespaced.
+		{Name: "add_key", Nr: unix.SYS_ADD_KEY, Errno: eperm,
+			Reason: "keyrings are shared with the user's session outside the sandbox"},
+		{Name: "request_key", Nr: unix.SYS_REQUEST_KEY, Errno: eperm,
+			Reason: "reads keys (Kerberos tickets, fscrypt keys) from the user's keyrings"},
+		{Name: "keyctl", Nr: unix.SYS_KEYCTL, Errno: eperm,
+			Reason: "reads and changes the user's keyrings; a recurring exploit target"},
+	}
+}
+
+// mptcpRules come before the family checks so an MPTCP socket gets the same
+// EPERM whichever network-off policy is active.
+func mptcpRules() []SeccompRule {
+	const reason = "MPTCP: Landlock's TCP bind/connect rules do not cover IPPROTO_MPTCP sockets"
+	return []SeccompRule{
+		{Name: "socket", Nr: unix.SYS_SOCKET, Errno: unix.EPERM, Reason: reason,
+			Args: []ArgCond{argEq(0, unix.AF_INET), argEq(2, unix.IPPROTO_MPTCP)}},
+		{Name: "socket", Nr: unix.SYS_SOCKET, Errno: unix.EPERM, Reason: reason,
+			Args: []ArgCond{argEq(0, unix.AF_INET6), argEq(2, unix.IPPROTO_MPTCP)}},
+	}
+}
+
+// loopbackNetnsSocketRules leave inet sockets alone because the private
+// network namespace has only lo; the families they refuse either leave the
+// namespace or are kernel code nobody in the sandbox needs.
+func loopbackNetnsSocketRules() []SeccompRule {
+	return []SeccompRule{
+		// Must precede the family rule below, which lets AF_NETLINK through.
+		{Name: "socket", Nr: unix.SYS_SOCKET, Errno: unix.EAFNOSUPPORT,
+			Args:   []ArgCond{argEq(0, unix.AF_NETLINK), argNe(2, unix.NETLINK_ROUTE)},
+			Reason: "netlink other than NETLINK_ROUTE (audit, uevent, xfrm, netfilter) is host-wide or attack surface; getaddrinfo and ip need only route"},
+		{Name: "socket", Nr: unix.SYS_SOCKET, Errno: unix.EAFNOSUPPORT,
+			Args: []ArgCond{
+				argNe(0, unix.AF_UNIX), argNe(0, unix.AF_INET), argNe(0, unix.AF_INET6), argNe(0, unix.AF_NETLINK),
+			},
+			Reason: "families other than unix, inet, inet6, netlink: AF_VSOCK reaches the hypervisor host from any namespace, AF_PACKET and the rest are unneeded kernel code"},
+	}
+}
+
+// unixOnlySocketRules are for network off without a network namespace,
+// where any inet socket would reach the real network.
+//
+// IMPORTANT: seccomp cannot see sockaddrs (they are behind a pointer), so
+// abstract AF_UNIX sockets of host services stay reachable here; that is
+// Landlock's abstract-unix scope to close, where the kernel has it.
+func unixOnlySocketRules() []SeccompRule {
+	return []SeccompRule{
+		{Name: "socket", Nr: unix.SYS_SOCKET, Errno: unix.EAFNOSUPPORT,
+			Args:   []ArgCond{argNe(0, unix.AF_UNIX)},
+			Reason: "network off without a private network namespace: only AF_UNIX"},
+	}
+}
+
+// socketpairRule exists because AF_UNIX is not the only family with
+// socketpair: AF_TIPC has one since Linux 4.12, and asking for it makes the
+// kernel autoload the tipc module.
+func socketpairRule() SeccompRule {
+	return SeccompRule{Name: "socketpair", Nr: unix.SYS_SOCKETPAIR, Errno: unix.EAFNOSUPPORT,
+		Args:   []ArgCond{argNe(0, unix.AF_UNIX)},
+		Reason: "only AF_UNIX pairs; AF_TIPC would autoload a network protocol module"}
+}
+
+// DescribeSeccomp renders the whole program a rule table compiles to,
+// including the fixed architecture checks and the default, one line each.
+func DescribeSeccomp(rules []SeccompRule) string {
+	var b strings.Builder
+	arch, err := nativeSeccompArch()
+	if err != nil {
+		fmt.Fprintf(&b, "unsupported: %v\n", err)
+		return b.String()
+	}
+	fmt.Fprintf(&b, "arch!=%s -> KILL_PROCESS  # a foreign syscall ABI (i386 int 0x80) would make every number below mean another syscall\n", arch.name)
+	if arch.x32Bit != 0 {
+		fmt.Fprintf(&b, "nr&%#x -> KILL_PROCESS  # x32 ABI, same evasion as a foreign arch\n", arch.x32Bit)
+	}
+	for _, r := range rules {
+		b.WriteString(r.String())
+		b.WriteByte('\n')
+	}
+	b.WriteString("default -> ALLOW\n")
+	return b.String()
+}
+
+// LoadSeccomp installs prog on the calling thread with
+// seccomp(SECCOMP_SET_MODE_FILTER, 0, prog).
+//
+// It deliberately passes no SECCOMP_FILTER_FLAG_TSYNC: only the launcher
+// thread that is about to execve the command is filtered, not the rest of
+// the Go runtime. The caller must hold runtime.LockOSThread for the rest of
+// that thread's life and must have set no_new_privs on it; without
+// no_new_privs LoadSeccomp refuses rather than relying on CAP_SYS_ADMIN.
+// Errors are prefixed "seccomp: "; the kernel's errno is wrapped (EINVAL if
+// the kernel lacks CONFIG_SECCOMP_FILTER or rejects the program).
+func LoadSeccomp(prog []unix.SockFilter) error {
+	if len(prog) == 0 || len(prog) > bpfMaxInsns {
+		return fmt.Errorf("seccomp: program length %d out of range 1..%d", len(prog), bpfMaxInsns)
+	}
+	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
+	if err != nil {
+		return fmt.Errorf("seccomp: prctl(PR_GET_NO_NEW_PRIVS): %w", err)
+	}
+	if nnp != 1 {
+		return errors.New("seccomp: no_new_privs is not set on the calling thread")
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(prog)
+	if errno != 0 {
+		return fmt.Errorf("seccomp: %w", errno)
+	}
+	return nil
+}

@@ -1,0 +1,123 @@
+package enforce
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNotSupported is matched by every UnsupportedFeatureError.
+var ErrNotSupported = errors.New("not supported")
+
+// UnsupportedFeatureError says a required feature is missing on this system.
+type UnsupportedFeatureError struct {
+	Feature string
+	Reason  string
+}
+
+func (e *UnsupportedFeatureError) Error() string {
+	return fmt.Sprintf("required feature %s is not available: %s", e.Feature, e.Reason)
+}
+
+func (e *UnsupportedFeatureError) Is(target error) bool { return target == ErrNotSupported }
+
+// Downgrade is a feature the backend could not apply, and why.
+type Downgrade struct {
+	Feature string `json:"feature"`
+	Reason  string `json:"reason"`
+}
+
+// Enforcement describes what a backend applied to one call.
+type Enforcement struct {
+	Platform string `json:"platform"`
+	// Launch is how the command was started: "thread" (restricted launcher
+	// thread, no second sbx start), "stage" (sbx re-executed inside new
+	// namespaces), or "direct" (danger-full-access).
+	Launch           string        `json:"launch"`
+	Landlock         *LandlockInfo `json:"landlock,omitempty"`
+	Seccomp          *SeccompInfo  `json:"seccomp,omitempty"`
+	NetworkNamespace bool          `json:"network_namespace"`
+	MountNamespace   bool          `json:"mount_namespace"`
+	UserNamespace    bool          `json:"user_namespace"`
+	NoNewPrivs       bool          `json:"no_new_privs"`
+	NewSession       bool          `json:"new_session"`
+	ParentDeathKill  bool          `json:"parent_death_kill"`
+	ClosedFDs        bool          `json:"closed_fds"`
+	ReadOnlyMounts   []string      `json:"read_only_mounts,omitempty"`
+}
+
+// LandlockInfo is the Landlock part of an Enforcement.
+type LandlockInfo struct {
+	ABI       int      `json:"abi"`
+	FS        bool     `json:"fs"`
+	NetTCP    bool     `json:"net_tcp"`
+	Scopes    []string `json:"scopes,omitempty"`
+	Rules     int      `json:"rules"`
+	Features  []string `json:"features,omitempty"`
+}
+
+// SeccompInfo is the seccomp part of an Enforcement.
+type SeccompInfo struct {
+	Sockets string `json:"sockets"`
+	Rules   int    `json:"rules"`
+}
+
+// Denial is one operation the sandbox blocked, with the evidence for it.
+type Denial struct {
+	Operation  string   `json:"operation"`
+	Path       string   `json:"path,omitempty"`
+	Address    *Address `json:"address,omitempty"`
+	Syscall    string   `json:"syscall,omitempty"`
+	PID        int      `json:"pid"`
+	Source     string   `json:"source"`
+	Confidence string   `json:"confidence"`
+	Count      int      `json:"count"`
+	Reason     string   `json:"reason,omitempty"`
+}
+
+// Address is the network part of a Denial.
+type Address struct {
+	Family  string `json:"family"`
+	Address string `json:"address,omitempty"`
+	Port    int    `json:"port,omitempty"`
+}
+
+// Report is the outcome of one call, in the same shape on every platform.
+type Report struct {
+	ExitCode int `json:"exit_code"`
+	// Signal is the number of the signal that ended the command, or null.
+	Signal      *int        `json:"signal"`
+	SignalName  string      `json:"signal_name,omitempty"`
+	Mode        string      `json:"mode"`
+	Enforcement Enforcement `json:"enforcement"`
+	Degraded    []Downgrade `json:"degraded"`
+	Denials     []Denial    `json:"denials"`
+	TimedOut    bool        `json:"timed_out"`
+	// KilledBy is "timeout" or "signal" when sbx ended the command.
+	KilledBy   string `json:"killed_by,omitempty"`
+	DurationMS int64  `json:"duration_ms"`
+}
+
+// Features are the names --require accepts; each is the Feature of the
+// Downgrade a backend reports when it cannot apply it.
+var Features = []string{
+	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope",
+	"netns", "mountns", "carve-out-create", "seccomp",
+}
+
+// CheckRequired returns an UnsupportedFeatureError for the first required
+// feature that was downgraded.
+func CheckRequired(required []string, downgrades []Downgrade) error {
+	for _, r := range required {
+		for _, d := range downgrades {
+			if d.Feature == r {
+				return &UnsupportedFeatureError{Feature: r, Reason: d.Reason}
+			}
+		}
+	}
+	return nil
+}
+
+// NewReport returns an empty report for mode, with empty (not null) lists.
+func NewReport(mode string) Report {
+	return Report{Mode: mode, Degraded: []Downgrade{}, Denials: []Denial{}}
+}
