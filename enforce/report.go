@@ -47,12 +47,12 @@ type Enforcement struct {
 
 // LandlockInfo is the Landlock part of an Enforcement.
 type LandlockInfo struct {
-	ABI       int      `json:"abi"`
-	FS        bool     `json:"fs"`
-	NetTCP    bool     `json:"net_tcp"`
-	Scopes    []string `json:"scopes,omitempty"`
-	Rules     int      `json:"rules"`
-	Features  []string `json:"features,omitempty"`
+	ABI      int      `json:"abi"`
+	FS       bool     `json:"fs"`
+	NetTCP   bool     `json:"net_tcp"`
+	Scopes   []string `json:"scopes,omitempty"`
+	Rules    int      `json:"rules"`
+	Features []string `json:"features,omitempty"`
 }
 
 // SeccompInfo is the seccomp part of an Enforcement.

@@ -29,7 +29,7 @@ var (
 	// ErrUnpaired: sandbox_permissions and justification come as a pair.
 	ErrUnpaired = errors.New("sandbox_permissions and justification come as a pair")
 	// ErrEmptyJustification: the justification is only white space.
-	ErrEmptyJustification = errors.New("justification must not be empty or only white space")
+	ErrEmptyJustification = errors.New("must not be empty or only white space")
 	// ErrSameLevel: require_escalated to the mode the call already has.
 	ErrSameLevel = errors.New("require_escalated to the standing mode escalates nothing: the target must be strictly wider")
 	// ErrNarrowing: require_escalated to a narrower mode.
@@ -135,10 +135,14 @@ func checkLadder(standing, target profiles.Mode) error {
 }
 
 func checkAdds(s Standing, p profiles.Profile) error {
-	for field, paths := range map[string][]string{"file_system.read": p.ReadPaths(), "file_system.write": p.WritePaths()} {
-		for i, path := range paths {
+	fields := []struct {
+		name  string
+		paths []string
+	}{{"file_system.read", p.ReadPaths()}, {"file_system.write", p.WritePaths()}}
+	for _, f := range fields {
+		for i, path := range f.paths {
 			if !filepath.IsAbs(path) {
-				return &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.%s[%d]", field, i), Err: ErrNotNormalised}
+				return &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.%s[%d]", f.name, i), Err: ErrNotNormalised}
 			}
 		}
 	}

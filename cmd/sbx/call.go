@@ -127,7 +127,6 @@ func lookPath(name, cwd, pathEnv string) (string, error) {
 	return "", fmt.Errorf("%w: %s", errNotFound, name)
 }
 
-
 func lookupEnv(env []string, key string) string {
 	for i := len(env) - 1; i >= 0; i-- {
 		if v, ok := strings.CutPrefix(env[i], key+"="); ok {

@@ -70,14 +70,13 @@ const bpfMaxInsns = 4096
 // maxErrno is the kernel's MAX_ERRNO; SECCOMP_RET_ERRNO clamps larger data.
 const maxErrno = 4095
 
-// The instruction subset the compiler emits, and the only one the userspace
-// interpreter in bpf_test.go accepts.
+// The instruction subset the compiler emits. The userspace interpreter in
+// bpf_test.go accepts these plus JGT and JA, and fails on anything else.
 const (
 	opLdAbsW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 	opAndK    = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	opJeqK    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
 	opJsetK   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-	opJa      = unix.BPF_JMP | unix.BPF_JA
 	opRetK    = unix.BPF_RET | unix.BPF_K
 	retAllow  = unix.SECCOMP_RET_ALLOW
 	retKill   = unix.SECCOMP_RET_KILL_PROCESS

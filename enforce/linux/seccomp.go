@@ -214,7 +214,8 @@ func mptcpRules() []SeccompRule {
 // namespace or are kernel code nobody in the sandbox needs.
 func loopbackNetnsSocketRules() []SeccompRule {
 	return []SeccompRule{
-		// Must precede the family rule below, which lets AF_NETLINK through.
+		// Disjoint from the family rule below (which lets AF_NETLINK
+		// through), so their order does not matter; MPTCP's does.
 		{Name: "socket", Nr: unix.SYS_SOCKET, Errno: unix.EAFNOSUPPORT,
 			Args:   []ArgCond{argEq(0, unix.AF_NETLINK), argNe(2, unix.NETLINK_ROUTE)},
 			Reason: "netlink other than NETLINK_ROUTE (audit, uevent, xfrm, netfilter) is host-wide or attack surface; getaddrinfo and ip need only route"},

@@ -1,0 +1,75 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+
+	"sbx/profiles"
+)
+
+func init() {
+	register("normalize-grant", command{
+		summary: "normalise a request_permissions response (JSON on stdin, JSON on stdout)",
+		run:     normalizeGrantCmd,
+	})
+}
+
+const normalizeGrantUsage = `Usage: sbx normalize-grant < response.json
+
+Normalises a request_permissions response for runtimes not written in Go.
+Reads {"cwd", "requested", "granted", "scope", "strict_auto_review"} on stdin
+and prints {"permissions", "scope", "strict_auto_review"} on stdout: the grant
+intersected with the request, relative paths resolved against cwd, and
+strict_auto_review with session scope turned into an empty turn grant.
+Unknown fields are errors. Exit status 125 on bad input.
+`
+
+// maxNormalizeInput bounds stdin: a request is a few kilobytes.
+const maxNormalizeInput = 1 << 20
+
+func normalizeGrantCmd(args []string, stdio Stdio) int {
+	fs := flag.NewFlagSet("normalize-grant", flag.ContinueOnError)
+	fs.SetOutput(stdio.Err)
+	fs.Usage = func() { fmt.Fprint(stdio.Err, normalizeGrantUsage) }
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return ExitRefused
+	}
+	if fs.NArg() > 0 {
+		return normalizeGrantRefuse(stdio, fmt.Errorf("unexpected argument %q (the request is read from stdin)", fs.Arg(0)))
+	}
+	data, err := io.ReadAll(io.LimitReader(stdio.In, maxNormalizeInput+1))
+	if err != nil {
+		return normalizeGrantRefuse(stdio, fmt.Errorf("read stdin: %w", err))
+	}
+	if len(data) > maxNormalizeInput {
+		return normalizeGrantRefuse(stdio, fmt.Errorf("stdin: longer than %d bytes", maxNormalizeInput))
+	}
+	req, err := profiles.DecodeNormalizeRequest(data)
+	if err != nil {
+		return normalizeGrantRefuse(stdio, err)
+	}
+	res, err := profiles.NormalizeResponse(req)
+	if err != nil {
+		return normalizeGrantRefuse(stdio, err)
+	}
+	b, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return normalizeGrantRefuse(stdio, fmt.Errorf("encode result: %w", err))
+	}
+	stdio.Out.Write(append(b, '\n'))
+	return 0
+}
+
+// normalizeGrantRefuse prints the one-line error a calling runtime can log:
+// "sbx normalize-grant: <field>: <problem>".
+func normalizeGrantRefuse(stdio Stdio, err error) int {
+	fmt.Fprintf(stdio.Err, "sbx normalize-grant: %s\n", strings.ReplaceAll(err.Error(), "\n", " "))
+	return ExitRefused
+}

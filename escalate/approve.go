@@ -1,0 +1,289 @@
+package escalate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"sbx/profiles"
+)
+
+// Outcome is an approver's answer. Only AllowedOnce lets a call proceed; any
+// other value, including one not listed here, is a denial.
+type Outcome string
+
+const (
+	AllowedOnce Outcome = "allowed-once"
+	Rejected    Outcome = "rejected"
+	Cancelled   Outcome = "cancelled"
+	Unavailable Outcome = "unavailable"
+)
+
+// ErrDenied matches every denial of Decide: errors.Is(err, ErrDenied).
+var ErrDenied = errors.New("denied")
+
+// denial is a sentinel that matches ErrDenied while keeping its own text, so a
+// caller can tell the reasons apart and still test for "denied" once.
+type denial struct{ text string }
+
+func (d *denial) Error() string        { return d.text }
+func (d *denial) Is(target error) bool { return target == ErrDenied }
+
+// The denials. Each matches ErrDenied.
+var (
+	ErrNeverAsks       error = &denial{"approval policy never: the call needs approval, so it is denied without asking"}
+	ErrNoApprover      error = &denial{"no approver is configured"}
+	ErrRejected        error = &denial{"the approver rejected the call"}
+	ErrCancelled       error = &denial{"the approval was cancelled"}
+	ErrUnavailable     error = &denial{"no approver was available to answer"}
+	ErrTimeout         error = &denial{"the approver did not answer in time"}
+	ErrApproverFailed  error = &denial{"the approver failed"}
+	ErrMalformedAnswer error = &denial{"the approver's answer is malformed"}
+	ErrUnknownOutcome  error = &denial{"the approver's answer is not a known outcome"}
+)
+
+// ApprovalRequest is what an approver is shown. Exactly one of TargetMode
+// (require_escalated) and AdditionalPermissions (with_additional_permissions)
+// is set.
+type ApprovalRequest struct {
+	CallID                string            `json:"call_id"`
+	Tool                  string            `json:"tool"`
+	TargetMode            *profiles.Mode    `json:"target_mode,omitempty"`
+	AdditionalPermissions *profiles.Profile `json:"additional_permissions,omitempty"`
+	Justification         string            `json:"justification"`
+	Cwd                   string            `json:"cwd"`
+}
+
+// Approver answers approval requests. An implementation should honour ctx,
+// but Decide does not rely on it: once ctx is done, a late answer is ignored.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) (Outcome, error)
+}
+
+// ApproverFunc adapts a function to Approver (tests, in-process runtimes).
+type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Outcome, error)
+
+func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Outcome, error) {
+	return f(ctx, req)
+}
+
+// Via says how a call obtained what it runs with.
+type Via int
+
+const (
+	// ViaStanding: nothing beyond the standing policy was asked for.
+	ViaStanding Via = iota
+	// ViaGrant: the call's additional permissions were already granted
+	// (session or turn grants), so nobody was asked.
+	ViaGrant
+	// ViaApproval: an approver answered allowed-once.
+	ViaApproval
+)
+
+var viaNames = [...]string{"standing", "grant", "approval"}
+
+func (v Via) String() string {
+	if v < 0 || int(v) >= len(viaNames) {
+		return fmt.Sprintf("Via(%d)", int(v))
+	}
+	return viaNames[v]
+}
+
+func (v Via) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+
+// Decision is what one call may run with. It is transient: it applies to this
+// call only and changes no preset, default or stored grant.
+type Decision struct {
+	// Mode is the call's mode: the approved target of require_escalated, else
+	// the standing mode.
+	Mode profiles.Mode `json:"mode"`
+	// Additional is the call's own explicit profile, now allowed. Sticky grants
+	// are not in it: the caller unions them in (profiles.Grants.Effective).
+	Additional profiles.Profile `json:"additional"`
+	Via        Via              `json:"via"`
+}
+
+type askRule int
+
+const (
+	denyWithoutAsking askRule = iota
+	askApprover
+)
+
+// askRules says what each approval policy does with a call that needs
+// approval: an escalation that neither the standing policy nor the grants
+// cover. Anything else never reaches this table.
+var askRules = map[profiles.ApprovalPolicy]askRule{
+	// DESIGN.md: never ask, and deny whatever would need asking.
+	profiles.ApprovalNever: denyWithoutAsking,
+	// The call requested more: ask.
+	profiles.ApprovalOnRequest: askApprover,
+	// Asks at least as often as on-request. sbx has no trusted-command list,
+	// so asking before non-escalating commands is the runtime's business.
+	profiles.ApprovalUntrusted: askApprover,
+	// An escalation under on-failure is the retry after a sandbox denial
+	// (the exact-retry hint): that retry is what on-failure asks about. sbx
+	// does not rerun a failed call by itself.
+	profiles.ApprovalOnFailure: askApprover,
+}
+
+// Decide validates the call, and when it asks for something the standing
+// policy and grants do not cover, obtains approval under the approval policy.
+// Validation errors come first and nobody is asked; every refusal after that
+// matches ErrDenied. Only an exact allowed-once proceeds.
+func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Approver) (Decision, error) {
+	if err := Validate(c); err != nil {
+		return Decision{}, err
+	}
+	dec := Decision{Mode: c.Standing.Mode}
+	switch c.SandboxPermissions {
+	case UseDefault:
+		// Under strict review a call that rides on sticky grants is shown to
+		// the approver too; otherwise nothing was asked for.
+		if !c.StrictAutoReview || missing(c.Standing, profiles.Profile{}, c.Granted).IsEmpty() {
+			return dec, nil
+		}
+	case WithAdditionalPermissions:
+		dec.Additional = c.Additional
+		if missing(c.Standing, c.Granted, c.Additional).IsEmpty() && !c.StrictAutoReview {
+			dec.Via = ViaGrant
+			return dec, nil
+		}
+	case RequireEscalated:
+		dec.Mode = c.Target
+	}
+	rule, ok := askRules[ap]
+	if !ok {
+		return Decision{}, fmt.Errorf("approval policy %v: %w", ap, ErrDenied)
+	}
+	if rule == denyWithoutAsking {
+		return Decision{}, fmt.Errorf("approval denied: %w", ErrNeverAsks)
+	}
+	if err := ask(ctx, approver, requestFor(c)); err != nil {
+		return Decision{}, fmt.Errorf("approval denied: %w", err)
+	}
+	dec.Via = ViaApproval
+	return dec, nil
+}
+
+func requestFor(c Call) ApprovalRequest {
+	req := ApprovalRequest{CallID: c.CallID, Tool: c.Tool, Justification: c.Justification, Cwd: c.Cwd}
+	if c.SandboxPermissions == RequireEscalated {
+		t := c.Target
+		req.TargetMode = &t
+	} else {
+		p := c.Additional
+		if c.SandboxPermissions == UseDefault {
+			p = c.Granted // strict review of a call running on its grants
+		}
+		req.AdditionalPermissions = &p
+	}
+	return req
+}
+
+type answer struct {
+	outcome Outcome
+	err     error
+}
+
+// ask races the approver against ctx: cancellation settles at once and a
+// later answer is dropped (the goroutine finishes into a buffered channel).
+func ask(ctx context.Context, approver Approver, req ApprovalRequest) error {
+	if approver == nil {
+		return ErrNoApprover
+	}
+	if ctx.Err() != nil {
+		return contextDenial(ctx)
+	}
+	ch := make(chan answer, 1)
+	go func() {
+		// A panicking approver (say, a typed nil) is a failed one: denied.
+		defer func() {
+			if r := recover(); r != nil {
+				ch <- answer{err: fmt.Errorf("panic: %v", r)}
+			}
+		}()
+		o, err := approver.Approve(ctx, req)
+		ch <- answer{o, err}
+	}()
+	select {
+	case <-ctx.Done():
+		return contextDenial(ctx)
+	case a := <-ch:
+		if ctx.Err() != nil {
+			return contextDenial(ctx) // answered, but after cancellation
+		}
+		return outcomeError(a)
+	}
+}
+
+func outcomeError(a answer) error {
+	switch {
+	case a.err != nil && errors.Is(a.err, ErrDenied):
+		return a.err
+	case errors.Is(a.err, context.DeadlineExceeded):
+		return fmt.Errorf("%w: %v", ErrTimeout, a.err)
+	case a.err != nil:
+		return fmt.Errorf("%w: %v", ErrApproverFailed, a.err)
+	}
+	switch a.outcome {
+	case AllowedOnce:
+		return nil
+	case Rejected:
+		return ErrRejected
+	case Cancelled:
+		return ErrCancelled
+	case Unavailable:
+		return ErrUnavailable
+	}
+	return fmt.Errorf("%w: %q", ErrUnknownOutcome, string(a.outcome))
+}
+
+func contextDenial(ctx context.Context) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return ErrTimeout
+	}
+	return ErrCancelled
+}
+
+// ChildPolicy is the approval policy of a delegated child: always never,
+// whatever the parent's. A child cannot ask; what would need asking is denied.
+func ChildPolicy(parent profiles.ApprovalPolicy) profiles.ApprovalPolicy {
+	return profiles.ApprovalNever
+}
+
+// CallContext is what a call inherits from its session.
+type CallContext struct {
+	EnvironmentID string
+	// SessionMode is the session's explicit sandbox override; nil when the
+	// session runs under the deployment default.
+	SessionMode *profiles.Mode
+	// DefaultMode is the deployment default, read from this process's own
+	// configuration.
+	DefaultMode    profiles.Mode
+	ApprovalPolicy profiles.ApprovalPolicy
+	// Grants are the sticky grants of the environment (session + turn).
+	Grants profiles.Grants
+}
+
+// StandingMode is the session override when there is one, else the default.
+func (c CallContext) StandingMode() profiles.Mode {
+	if c.SessionMode != nil {
+		return *c.SessionMode
+	}
+	return c.DefaultMode
+}
+
+// ForChild returns the context of a delegated child: only the parent's
+// explicit session sandbox override, and approval policy never. It takes no
+// grants (session, turn or one-shot), no environment and not the parent's
+// deployment default: the child's launcher fills DefaultMode from its own
+// configuration, and until then it is read-only, the narrowest mode.
+func ForChild(parent CallContext) CallContext {
+	child := CallContext{ApprovalPolicy: ChildPolicy(parent.ApprovalPolicy)}
+	if parent.SessionMode != nil {
+		m := *parent.SessionMode
+		child.SessionMode = &m
+	}
+	return child
+}

@@ -1,0 +1,231 @@
+package escalate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+
+	"sbx/policy"
+	"sbx/profiles"
+)
+
+// DefaultGuardPath is where the deployment guard lives when no --guard is
+// given. A missing file there means an empty guard.
+const DefaultGuardPath = "/etc/sbx/guard.json"
+
+// defaultGuardPath is DefaultGuardPath, a variable so tests can point it away.
+var defaultGuardPath = DefaultGuardPath
+
+// Guard is the deployment's final, monotone layer (DESIGN.md rule 1): paths
+// that may never be written or read, and network that may never be enabled.
+// File format (strict JSON, absolute paths):
+//
+//	{"deny_read": ["/etc/shadow"], "deny_write": ["/etc"], "deny_network": true}
+//
+// A deny_read path is never written either.
+type Guard struct {
+	DenyRead    []string `json:"deny_read,omitempty"`
+	DenyWrite   []string `json:"deny_write,omitempty"`
+	DenyNetwork bool     `json:"deny_network,omitempty"`
+}
+
+// LoadGuard reads the guard file at path. With path "" it reads
+// DefaultGuardPath and a missing file is an empty guard; a file named
+// explicitly must exist. Paths are resolved (symlinks in their existing part)
+// because the kernel enforces the object, and write roots are resolved too.
+func LoadGuard(path string) (Guard, error) {
+	explicit := path != ""
+	if !explicit {
+		path = defaultGuardPath
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if !explicit && errors.Is(err, os.ErrNotExist) {
+			return Guard{}, nil
+		}
+		return Guard{}, fmt.Errorf("guard: %w", err)
+	}
+	g, err := ParseGuard(data)
+	if err != nil {
+		return Guard{}, fmt.Errorf("guard %s: %w", path, err)
+	}
+	return g, nil
+}
+
+// ParseGuard decodes and validates a guard file's contents.
+func ParseGuard(data []byte) (Guard, error) {
+	var g Guard
+	if err := profiles.DecodeStrict(data, &g); err != nil {
+		return Guard{}, err
+	}
+	var err error
+	if g.DenyRead, err = guardPaths(g.DenyRead, "deny_read"); err != nil {
+		return Guard{}, err
+	}
+	if g.DenyWrite, err = guardPaths(g.DenyWrite, "deny_write"); err != nil {
+		return Guard{}, err
+	}
+	return g, nil
+}
+
+func guardPaths(paths []string, field string) ([]string, error) {
+	var out []string
+	for i, p := range paths {
+		if !filepath.IsAbs(p) {
+			return nil, &profiles.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: fmt.Errorf("%q is not an absolute path", p)}
+		}
+		r, err := profiles.ResolvePath(p, "/")
+		if err != nil {
+			return nil, &profiles.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
+		}
+		out = append(out, r)
+	}
+	return foldPaths(out), nil
+}
+
+// IsEmpty reports whether the guard takes nothing away.
+func (g Guard) IsEmpty() bool { return len(g.DenyRead) == 0 && len(g.DenyWrite) == 0 && !g.DenyNetwork }
+
+// Removal is one thing the guard took away, for the report.
+type Removal struct {
+	// What is "unrestricted", "write_root", "carve_out" (made read-only),
+	// "device", "read_root", "read" (masked) or "network".
+	What   string `json:"what"`
+	Path   string `json:"path,omitempty"`
+	Reason string `json:"reason"`
+}
+
+// Applied is a policy after the guard.
+type Applied struct {
+	Policy policy.Policy `json:"policy"`
+	// MaskRead are paths the backend must make unreadable (and unwritable):
+	// the guard's deny_read paths that a read root covers.
+	//
+	// IMPORTANT: Policy has no field for unreadable paths, so deny_read is
+	// enforced only by a backend that masks MaskRead.
+	MaskRead []string  `json:"mask_read,omitempty"`
+	Removed  []Removal `json:"removed,omitempty"`
+}
+
+// Apply takes away from p what the guard denies. It is applied last, after
+// the mode, grants and any approved escalation, and it is monotone: the result
+// never has a write root, device, network or unrestricted flag that p lacks,
+// and never a writable path that p did not have writable. Applying it twice
+// gives the same policy.
+//
+//   - A danger-full-access policy loses Unrestricted when the guard restricts
+//     anything, so that the backend enforces the rest.
+//   - Write roots and devices inside a denied path are removed.
+//   - Denied paths under a remaining write root become read-only carve-outs.
+//   - deny_network turns the network off.
+//   - deny_read paths are returned in MaskRead; read roots inside them go.
+//
+// IMPORTANT: a backend that ignores ReadOnly or MaskRead for a policy whose
+// Mode is danger-full-access does not enforce the guard.
+func (g Guard) Apply(p policy.Policy) Applied {
+	a := Applied{Policy: clonePolicy(p)}
+	out := &a.Policy
+	denied := foldPaths(append(append([]string(nil), g.DenyWrite...), g.DenyRead...))
+	if out.Unrestricted && !g.IsEmpty() {
+		out.Unrestricted = false
+		a.remove("unrestricted", "", "the guard restricts even danger-full-access")
+	}
+	out.WriteRoots = a.dropInside(out.WriteRoots, denied, "write_root")
+	out.Devices = a.dropInside(out.Devices, denied, "device")
+	out.ReadRoots = a.dropInside(out.ReadRoots, g.DenyRead, "read_root")
+	out.ReadOnly = keepOverlapping(out.ReadOnly, out.WriteRoots)
+	for _, d := range denied {
+		if profiles.CoveredBy(d, out.WriteRoots) && !profiles.CoveredBy(d, out.ReadOnly) {
+			out.ReadOnly = append(out.ReadOnly, d)
+			a.remove("carve_out", d, "denied by the guard: read-only inside a write root")
+		}
+	}
+	for _, d := range g.DenyRead {
+		if overlapsAny(d, out.ReadRoots) {
+			a.MaskRead = append(a.MaskRead, d)
+			a.remove("read", d, "deny_read in the guard: masked")
+		}
+	}
+	if g.DenyNetwork && out.Network != policy.NetworkIsolated {
+		out.Network = policy.NetworkIsolated
+		a.remove("network", "", "deny_network in the guard")
+	}
+	return a
+}
+
+func (a *Applied) remove(what, path, reason string) {
+	a.Removed = append(a.Removed, Removal{What: what, Path: path, Reason: reason})
+}
+
+// dropInside returns paths without those inside any of denied, recording each.
+func (a *Applied) dropInside(paths, denied []string, what string) []string {
+	var out []string
+	for _, p := range paths {
+		if d := coveringPath(p, denied); d != "" {
+			a.remove(what, p, fmt.Sprintf("inside %s, denied by the guard", d))
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+func coveringPath(p string, bases []string) string {
+	for _, b := range bases {
+		if profiles.Within(p, b) {
+			return b
+		}
+	}
+	return ""
+}
+
+// keepOverlapping keeps the carve-outs that still overlap a write root (lie
+// inside one or contain one). The others protect nothing once their root is
+// gone, and Policy promises carve-outs lie inside write roots; dropping only
+// those can never make a path writable.
+func keepOverlapping(carveOuts, roots []string) []string {
+	var out []string
+	for _, c := range carveOuts {
+		if overlapsAny(c, roots) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func overlapsAny(p string, roots []string) bool {
+	for _, r := range roots {
+		if profiles.Within(p, r) || profiles.Within(r, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// foldPaths sorts, de-duplicates and drops paths inside another of the list.
+func foldPaths(paths []string) []string {
+	s := append([]string(nil), paths...)
+	sort.Strings(s)
+	var out []string
+	for _, p := range s {
+		if !profiles.CoveredBy(p, out) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// clonePolicy copies the slices so that Apply never writes into the caller's
+// arrays (policy.DefaultDevices is shared by every policy).
+func clonePolicy(p policy.Policy) policy.Policy {
+	c := p
+	c.ReadRoots = slices.Clone(p.ReadRoots)
+	c.WriteRoots = slices.Clone(p.WriteRoots)
+	c.ReadOnly = slices.Clone(p.ReadOnly)
+	c.Devices = slices.Clone(p.Devices)
+	c.Skipped = slices.Clone(p.Skipped)
+	return c
+}

@@ -1,0 +1,123 @@
+package profiles
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestDecodeNormalizeRequestRefusals(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"unknown top-level field", `{"cwd":"/x","scopes":"turn"}`, "scopes: unknown field"},
+		{"unknown nested field", `{"cwd":"/x","granted":{"file_system":{"wirte":["a"]}}}`, "granted.file_system.wirte: unknown field"},
+		{"unknown scope", `{"cwd":"/x","scope":"forever"}`, `scope: unknown grant scope "forever"`},
+		{"strict not a bool", `{"cwd":"/x","strict_auto_review":"yes"}`, "strict_auto_review: expected bool"},
+		{"trailing data", `{"cwd":"/x"} {}`, "trailing data"},
+		{"empty input", ``, "empty input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := DecodeNormalizeRequest([]byte(tt.in))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestNormalizeResponseRefusals(t *testing.T) {
+	tests := []struct {
+		name  string
+		req   NormalizeRequest
+		field string
+	}{
+		{"no cwd", NormalizeRequest{}, "cwd"},
+		{"relative cwd", NormalizeRequest{Cwd: "repo"}, "cwd"},
+		{"bad scope value", NormalizeRequest{Cwd: r, Scope: Scope(7)}, "scope"},
+		{"empty requested path", NormalizeRequest{Cwd: r, Requested: Profile{FileSystem: &FileSystem{Read: []string{""}}}}, "requested.file_system.read[0]"},
+		{"NUL in granted path", NormalizeRequest{Cwd: r, Granted: Profile{FileSystem: &FileSystem{Write: []string{"a\x00b"}}}}, "granted.file_system.write[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := NormalizeResponse(tt.req)
+			var fe *FieldError
+			if !errors.As(err, &fe) || fe.Field != tt.field {
+				t.Fatalf("err = %v, want a FieldError for %q", err, tt.field)
+			}
+		})
+	}
+}
+
+func TestNormalizeResponse(t *testing.T) {
+	fs := func(read, write []string) *FileSystem { return &FileSystem{Read: read, Write: write} }
+	tests := []struct {
+		name string
+		req  NormalizeRequest
+		want NormalizeResult
+	}{
+		{
+			name: "session with strict yields an empty turn grant",
+			req: NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{true}}, Granted: Profile{Network: &Network{true}},
+				Scope: ScopeSession, StrictAutoReview: true},
+			want: NormalizeResult{Scope: ScopeTurn},
+		},
+		{
+			name: "turn with strict keeps strict",
+			req: NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{true}}, Granted: Profile{Network: &Network{true}},
+				Scope: ScopeTurn, StrictAutoReview: true},
+			want: NormalizeResult{Permissions: p(true, nil, nil), Scope: ScopeTurn, StrictAutoReview: true},
+		},
+		{
+			name: "relative paths resolve against cwd on both sides",
+			req:  NormalizeRequest{Cwd: r, Requested: Profile{FileSystem: fs(nil, paths("build"))}, Granted: Profile{FileSystem: fs(nil, paths("./build/out"))}, Scope: ScopeSession},
+			want: NormalizeResult{Permissions: p(false, nil, paths(r+"/build/out")), Scope: ScopeSession},
+		},
+		{
+			name: "a .. escape in the grant is outside the request and dropped",
+			req:  NormalizeRequest{Cwd: r, Requested: Profile{FileSystem: fs(nil, paths("build"))}, Granted: Profile{FileSystem: fs(nil, paths("build/../../etc"))}},
+			want: NormalizeResult{Scope: ScopeTurn},
+		},
+		{
+			name: "a .. that stays inside survives",
+			req:  NormalizeRequest{Cwd: r, Requested: Profile{FileSystem: fs(paths("."), nil)}, Granted: Profile{FileSystem: fs(paths("src/../doc"), nil)}},
+			want: NormalizeResult{Permissions: p(false, paths(r+"/doc"), nil), Scope: ScopeTurn},
+		},
+		{
+			name: "granted network not requested",
+			req:  NormalizeRequest{Cwd: r, Requested: Profile{FileSystem: fs(paths("a"), nil)}, Granted: Profile{Network: &Network{true}, FileSystem: fs(paths("a"), nil)}},
+			want: NormalizeResult{Permissions: p(false, paths(r+"/a"), nil), Scope: ScopeTurn},
+		},
+		{
+			name: "empty grant is a valid answer",
+			req:  NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{true}}, Scope: ScopeSession},
+			want: NormalizeResult{Scope: ScopeSession},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := NormalizeResponse(tt.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("got %+v %s, want %+v %s", got, show(got.Permissions), tt.want, show(tt.want.Permissions))
+			}
+		})
+	}
+}
+
+func TestDecodeNormalizeRequestScopeDefaultsToTurn(t *testing.T) {
+	for _, in := range []string{`{"cwd":"/x"}`, `{"cwd":"/x","scope":null}`} {
+		req, err := DecodeNormalizeRequest([]byte(in))
+		if err != nil || req.Scope != ScopeTurn {
+			t.Errorf("%s: scope %v, err %v; want turn", in, req.Scope, err)
+		}
+	}
+	req, err := DecodeNormalizeRequest([]byte(`{"cwd":"/x","scope":"session","strict_auto_review":true}`))
+	if err != nil || req.Scope != ScopeSession || !req.StrictAutoReview {
+		t.Errorf("got %+v, %v", req, err)
+	}
+}
