@@ -43,6 +43,7 @@ type Enforcement struct {
 	ParentDeathKill  bool          `json:"parent_death_kill"`
 	ClosedFDs        bool          `json:"closed_fds"`
 	ReadOnlyMounts   []string      `json:"read_only_mounts,omitempty"`
+	MaskedPaths      []string      `json:"masked_paths,omitempty"`
 }
 
 // LandlockInfo is the Landlock part of an Enforcement.
@@ -101,7 +102,7 @@ type Report struct {
 // Downgrade a backend reports when it cannot apply it.
 var Features = []string{
 	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope",
-	"netns", "mountns", "carve-out-create", "seccomp",
+	"netns", "mountns", "mask", "carve-out-create", "seccomp",
 }
 
 // CheckRequired returns an UnsupportedFeatureError for the first required

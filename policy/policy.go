@@ -48,6 +48,9 @@ type Policy struct {
 	// Devices are device files a shell needs to write even in read-only mode.
 	Devices []string `json:"devices"`
 	Network Network  `json:"network"`
+	// Masked are paths that may be neither read nor written (the guard's
+	// deny-read list); a backend hides them.
+	Masked []string `json:"masked,omitempty"`
 	// Skipped lists implicit roots left out because they do not exist.
 	Skipped []SkippedPath `json:"skipped,omitempty"`
 }

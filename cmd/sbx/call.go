@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -29,6 +30,7 @@ type request struct {
 	Env           []string
 	Timeout       time.Duration
 	Require       []string
+	Escalation    escalation
 }
 
 // errNotFound marks a command that could not be resolved (exit 127).
@@ -36,44 +38,51 @@ var errNotFound = errors.New("command not found")
 
 // prepare validates r and turns it into a host.Call. Every error names the
 // field at fault; nothing has been run or created when it returns one.
-func prepare(r request) (host.Call, error) {
+func prepare(r request) (host.Call, permissionsReport, error) {
 	if len(r.Command) == 0 || r.Command[0] == "" {
-		return host.Call{}, &profiles.FieldError{Field: "command", Err: errors.New("empty command")}
+		return host.Call{}, permissionsReport{}, &profiles.FieldError{Field: "command", Err: errors.New("empty command")}
 	}
 	for _, f := range r.Require {
 		if !slices.Contains(enforce.Features, f) {
-			return host.Call{}, &profiles.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", f, strings.Join(enforce.Features, ", "))}
+			return host.Call{}, permissionsReport{}, &profiles.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", f, strings.Join(enforce.Features, ", "))}
 		}
 	}
 	cwd, err := resolveCwd(r.Cwd)
 	if err != nil {
-		return host.Call{}, &profiles.FieldError{Field: "cwd", Err: err}
+		return host.Call{}, permissionsReport{}, &profiles.FieldError{Field: "cwd", Err: err}
 	}
-	add, err := r.Additional.Normalize(cwd)
+	explicit, err := r.Additional.Normalize(cwd)
 	if err != nil {
-		return host.Call{}, &profiles.FieldError{Field: "additional_permissions", Err: err}
+		return host.Call{}, permissionsReport{}, &profiles.FieldError{Field: "additional_permissions", Err: err}
 	}
+	// Without sandbox_permissions, additional permissions are the caller's
+	// own configuration, not a request that needs approval.
+	var preauth profiles.Profile
 	if r.Network {
-		add = profiles.Merge(add, profiles.Build(true, nil, nil))
+		preauth = profiles.Build(true, nil, nil)
 	}
-	pol, err := policy.Build(policy.Request{
+	if r.Escalation.SandboxPermissions == profiles.UseDefault {
+		preauth, explicit = profiles.Merge(preauth, explicit), profiles.Profile{}
+	}
+	base := policy.Request{
 		Mode: r.Mode, Cwd: cwd, WritableRoots: r.WritableRoots,
 		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(r.Env, "TMPDIR"),
-		ExtraReadOnly: r.ReadOnly, Additional: add,
-	})
+		ExtraReadOnly: r.ReadOnly,
+	}
+	pol, perms, err := resolvePermissions(context.Background(), base, explicit, preauth, r.Escalation)
 	if err != nil {
-		return host.Call{}, err
+		return host.Call{}, perms, err
 	}
 	path, err := lookPath(r.Command[0], cwd, lookupEnv(r.Env, "PATH"))
 	if err != nil {
-		return host.Call{Policy: pol}, err
+		return host.Call{Policy: pol}, perms, err
 	}
 	return host.Call{
 		Policy:  pol,
 		Cmd:     host.Cmd{Path: path, Argv: r.Command, Dir: cwd, Env: r.Env},
 		Require: r.Require,
 		Timeout: r.Timeout,
-	}, nil
+	}, perms, nil
 }
 
 func resolveCwd(cwd string) (string, error) {
@@ -145,4 +154,11 @@ func exitStatusFor(err error) int {
 		return 126
 	}
 	return ExitRefused
+}
+
+// callReport is the report of `sbx run --report` and the core of the
+// `sbx exec` result: what was enforced plus where the permissions came from.
+type callReport struct {
+	enforce.Report
+	Permissions permissionsReport `json:"permissions"`
 }

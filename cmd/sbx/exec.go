@@ -12,6 +12,7 @@ import (
 
 	"sbx/enforce"
 	"sbx/enforce/host"
+	"sbx/escalate"
 	"sbx/profiles"
 )
 
@@ -21,24 +22,35 @@ func init() {
 
 // execRequest is the wire shape of `sbx exec` (docs/schema/exec-request.json).
 type execRequest struct {
-	Command               []string          `json:"command"`
-	Cwd                   string            `json:"cwd"`
-	SandboxMode           *profiles.Mode    `json:"sandbox_mode"`
-	WritableRoots         []string          `json:"writable_roots"`
-	ExcludeTmp            bool              `json:"exclude_tmp"`
-	ExcludeTmpdir         bool              `json:"exclude_tmpdir"`
-	ReadOnly              []string          `json:"read_only"`
-	NetworkAccess         bool              `json:"network_access"`
-	AdditionalPermissions *profiles.Profile `json:"additional_permissions"`
-	Env                   map[string]string `json:"env"`
-	TimeoutMS             int64             `json:"timeout_ms"`
-	MaxOutputBytes        int               `json:"max_output_bytes"`
-	Require               []string          `json:"require"`
+	Command               []string                     `json:"command"`
+	Cwd                   string                       `json:"cwd"`
+	SandboxMode           *profiles.Mode               `json:"sandbox_mode"`
+	WritableRoots         []string                     `json:"writable_roots"`
+	ExcludeTmp            bool                         `json:"exclude_tmp"`
+	ExcludeTmpdir         bool                         `json:"exclude_tmpdir"`
+	ReadOnly              []string                     `json:"read_only"`
+	NetworkAccess         bool                         `json:"network_access"`
+	AdditionalPermissions *profiles.Profile            `json:"additional_permissions"`
+	Env                   map[string]string            `json:"env"`
+	TimeoutMS             int64                        `json:"timeout_ms"`
+	MaxOutputBytes        int                          `json:"max_output_bytes"`
+	Require               []string                     `json:"require"`
+	CallID                string                       `json:"call_id"`
+	EnvironmentID         string                       `json:"environment_id"`
+	Grants                *profiles.Grants             `json:"grants"`
+	SandboxPermissions    *profiles.SandboxPermissions `json:"sandbox_permissions"`
+	Justification         string                       `json:"justification"`
+	// EscalateTo is the target mode of a require_escalated call.
+	EscalateTo     *profiles.Mode           `json:"escalate_to"`
+	ApprovalPolicy *profiles.ApprovalPolicy `json:"approval_policy"`
+	// Approver is the argv of an approver program.
+	Approver []string `json:"approver"`
+	Guard    string   `json:"guard"`
 }
 
 // execResult is the wire shape of the result (docs/schema/exec-result.json).
 type execResult struct {
-	enforce.Report
+	callReport
 	Stdout          string `json:"stdout"`
 	Stderr          string `json:"stderr"`
 	StdoutTruncated bool   `json:"stdout_truncated"`
@@ -78,16 +90,24 @@ func execCmd(args []string, stdio Stdio) int {
 	if req.AdditionalPermissions != nil {
 		r.Additional = *req.AdditionalPermissions
 	}
+	e, err := req.escalation()
+	if err != nil {
+		return execRefuse(stdio, err)
+	}
+	r.Escalation = e
 	if req.Cwd == "" {
 		return execRefuse(stdio, &profiles.FieldError{Field: "cwd", Err: errors.New("required")})
 	}
-	call, err := prepare(r)
-	res := execResult{Report: enforce.NewReport(r.Mode.String())}
+	call, perms, err := prepare(r)
+	res := execResult{callReport: callReport{Report: enforce.NewReport(perms.Mode.String()), Permissions: perms}}
 	if err != nil && !errors.Is(err, errNotFound) {
 		return execRefuse(stdio, err)
 	}
 	if err == nil {
-		res, err = execCall(call, req.MaxOutputBytes)
+		var out execResult
+		out, err = execCall(call, req.MaxOutputBytes)
+		out.Permissions = perms
+		res = out
 	}
 	if err != nil {
 		code := exitStatusFor(err)
@@ -151,8 +171,36 @@ func execCall(call host.Call, maxOutput int) (execResult, error) {
 		errR.Close()
 		<-drained
 	}
-	return execResult{Report: rep, Stdout: stdout.String(), Stderr: stderr.String(),
+	return execResult{callReport: callReport{Report: rep}, Stdout: stdout.String(), Stderr: stderr.String(),
 		StdoutTruncated: stdout.Truncated(), StderrTruncated: stderr.Truncated()}, err
+}
+
+// escalation maps the request's permission fields. Without
+// approval_policy an exec call never asks anyone: agent runtimes decide
+// approval themselves and pass the answer as grants or an approver.
+func (req execRequest) escalation() (escalation, error) {
+	e := escalation{CallID: req.CallID, EnvironmentID: req.EnvironmentID, Justification: req.Justification, GuardPath: req.Guard}
+	if req.Grants != nil {
+		e.Grants = *req.Grants
+	}
+	if req.SandboxPermissions != nil {
+		e.SandboxPermissions = *req.SandboxPermissions
+	}
+	if req.ApprovalPolicy != nil {
+		e.ApprovalPolicy = *req.ApprovalPolicy
+	}
+	if req.EscalateTo != nil {
+		if e.SandboxPermissions != profiles.RequireEscalated {
+			return e, &profiles.FieldError{Field: "escalate_to", Err: errors.New(`only valid with sandbox_permissions "require_escalated"`)}
+		}
+		e.Target = *req.EscalateTo
+	} else if e.SandboxPermissions == profiles.RequireEscalated {
+		return e, &profiles.FieldError{Field: "escalate_to", Err: errors.New(`required with sandbox_permissions "require_escalated"`)}
+	}
+	if len(req.Approver) > 0 {
+		e.Approver = escalate.CommandApprover{Argv: req.Approver}
+	}
+	return e, nil
 }
 
 func mergeEnv(base []string, extra map[string]string) []string {

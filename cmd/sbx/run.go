@@ -11,6 +11,7 @@ import (
 
 	"sbx/enforce"
 	"sbx/enforce/host"
+	"sbx/escalate"
 	"sbx/profiles"
 )
 
@@ -68,6 +69,14 @@ type runFlags struct {
 	excludeTmp    bool
 	excludeTmpdir bool
 	require       listFlag
+
+	sandboxPermissions string
+	escalateTo         string
+	justification      string
+	approvalPolicy     string
+	approver           string
+	guard              string
+	preset             string
 }
 
 func (rf *runFlags) register(fs *flag.FlagSet) {
@@ -80,19 +89,71 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&rf.network, "network", false, "allow network access")
 	fs.BoolVar(&rf.excludeTmp, "exclude-tmp", false, "do not make /tmp writable in workspace-write")
 	fs.BoolVar(&rf.excludeTmpdir, "exclude-tmpdir", false, "do not make $TMPDIR writable in workspace-write")
+	fs.StringVar(&rf.sandboxPermissions, "sandbox-permissions", "", "per-call escalation: use_default, with_additional_permissions (the --allow-* flags become a request needing approval) or require_escalated")
+	fs.StringVar(&rf.escalateTo, "escalate", "", "ask to run this call in a wider `MODE` (implies --sandbox-permissions require_escalated)")
+	fs.StringVar(&rf.justification, "justification", "", "why the call needs more than its standing mode (required with an escalation)")
+	fs.StringVar(&rf.approvalPolicy, "approval-policy", "", "never, on-request, on-failure or untrusted (default on-request; never denies anything that needs asking)")
+	fs.StringVar(&rf.approver, "approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout); default: ask on the terminal")
+	fs.StringVar(&rf.guard, "guard", "", "deployment guard `FILE` (default "+escalate.DefaultGuardPath+" when it exists)")
+	fs.StringVar(&rf.preset, "preset", "", "preset `KEY` setting mode and approval policy (see sbx presets)")
 	fs.Var(&rf.require, "require", "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(enforce.Features, ", ")+")")
 }
 
-func (rf *runFlags) request(command []string) request {
+// request builds the call from the flags; set tells which flags were given,
+// so contradictory ones are refused instead of one silently winning.
+func (rf *runFlags) request(command []string, set map[string]bool) (request, error) {
 	var add profiles.Profile
 	if len(rf.allowRead) > 0 || len(rf.allowWrite) > 0 {
 		add.FileSystem = &profiles.FileSystem{Read: rf.allowRead, Write: rf.allowWrite}
 	}
-	return request{
+	r := request{
 		Command: command, Cwd: rf.cwd, Mode: rf.mode, WritableRoots: rf.writableRoots,
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, ReadOnly: rf.readOnly,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require,
 	}
+	e := &r.Escalation
+	e.ApprovalPolicy = profiles.ApprovalOnRequest
+	e.Justification, e.GuardPath = rf.justification, rf.guard
+	if rf.preset != "" {
+		if set["mode"] || set["approval-policy"] {
+			return r, &profiles.FieldError{Field: "--preset", Err: errors.New("contradicts --mode/--approval-policy: give one or the other")}
+		}
+		p, err := profiles.Builtin().Select(rf.preset)
+		if err != nil {
+			return r, &profiles.FieldError{Field: "--preset", Err: err}
+		}
+		r.Mode, e.ApprovalPolicy = p.SandboxMode, p.ApprovalPolicy
+	}
+	if rf.approvalPolicy != "" {
+		ap, err := profiles.ParseApprovalPolicy(rf.approvalPolicy)
+		if err != nil {
+			return r, &profiles.FieldError{Field: "--approval-policy", Err: err}
+		}
+		e.ApprovalPolicy = ap
+	}
+	if rf.sandboxPermissions != "" {
+		sp, err := profiles.ParseSandboxPermissions(rf.sandboxPermissions)
+		if err != nil {
+			return r, &profiles.FieldError{Field: "--sandbox-permissions", Err: err}
+		}
+		e.SandboxPermissions = sp
+	}
+	if rf.escalateTo != "" {
+		if set["sandbox-permissions"] && e.SandboxPermissions != profiles.RequireEscalated {
+			return r, &profiles.FieldError{Field: "--escalate", Err: errors.New("contradicts --sandbox-permissions " + rf.sandboxPermissions)}
+		}
+		target, err := profiles.ParseMode(rf.escalateTo)
+		if err != nil {
+			return r, &profiles.FieldError{Field: "--escalate", Err: err}
+		}
+		e.SandboxPermissions, e.Target = profiles.RequireEscalated, target
+	}
+	if rf.approver != "" {
+		e.Approver = escalate.CommandApprover{Argv: strings.Fields(rf.approver)}
+	} else {
+		e.Approver = escalate.TerminalApprover{}
+	}
+	return r, nil
 }
 
 func newFlagSet(name, usage string, stdio Stdio) *flag.FlagSet {
@@ -128,16 +189,23 @@ func runCmd(args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sbx run: command: empty command (usage: sbx run [flags] -- COMMAND [ARG...])")
 		return ExitRefused
 	}
-	call, err := prepare(rf.request(fs.Args()))
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	req, err := rf.request(fs.Args(), set)
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
+		return ExitRefused
+	}
+	call, perms, err := prepare(req)
 	if err != nil && !errors.Is(err, errNotFound) {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
 		return ExitRefused
 	}
-	rep := enforce.NewReport(rf.mode.String())
+	rep := callReport{Report: enforce.NewReport(perms.Mode.String()), Permissions: perms}
 	if err == nil {
 		call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		call.ForwardSignals = true
-		rep, err = host.Run(context.Background(), call)
+		rep.Report, err = host.Run(context.Background(), call)
 	}
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)

@@ -145,7 +145,7 @@ func enterNamespaces(p *Plan) error {
 	if p.NewNetNS {
 		flags |= unix.CLONE_NEWNET
 	}
-	if len(p.ReadOnlyMounts) > 0 {
+	if p.needsMountNS() {
 		flags |= unix.CLONE_NEWNS
 	}
 	if flags == 0 {
@@ -166,7 +166,7 @@ func setupNamespaces(p *Plan) error {
 			return err
 		}
 	}
-	if len(p.ReadOnlyMounts) == 0 {
+	if !p.needsMountNS() {
 		return nil
 	}
 	// Our mounts must not propagate back to the host.
@@ -177,6 +177,33 @@ func setupNamespaces(p *Plan) error {
 		if err := bindReadOnly(path); err != nil {
 			return err
 		}
+	}
+	for _, path := range p.MaskedMounts {
+		if err := mask(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mask hides path: a directory under an empty read-only tmpfs, anything
+// else under a read-only bind of /dev/null.
+func mask(path string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fmt.Errorf("mask %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if err := unix.Mount("sbx-mask", path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0500"); err != nil {
+			return fmt.Errorf("mask %s: mount tmpfs: %w", path, err)
+		}
+		return nil
+	}
+	if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("mask %s: bind /dev/null: %w", path, err)
+	}
+	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mask %s: remount read-only: %w", path, err)
 	}
 	return nil
 }
@@ -297,7 +324,7 @@ func startStage(p *Plan, spec Spec) (*Process, error) {
 	if p.NewNetNS {
 		flags |= unix.CLONE_NEWNET
 	}
-	if len(p.ReadOnlyMounts) > 0 {
+	if p.needsMountNS() {
 		flags |= unix.CLONE_NEWNS
 	}
 	attr.Sys.Cloneflags = flags

@@ -83,8 +83,11 @@ type Plan struct {
 	// ReadOnlyMounts are existing carve-outs bind-mounted read-only in a
 	// private mount namespace.
 	ReadOnlyMounts []string
-	Downgrades     []enforce.Downgrade
-	SeccompProg    []unix.SockFilter
+	// MaskedMounts are existing paths the guard forbids reading, hidden under
+	// an empty read-only tmpfs (directories) or /dev/null (files).
+	MaskedMounts []string
+	Downgrades   []enforce.Downgrade
+	SeccompProg  []unix.SockFilter
 }
 
 // Compile turns pol into a Plan for sys. It fails only on an internal error;
@@ -105,7 +108,8 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 				Reason: ro + " does not exist; creating it is not prevented"})
 		}
 	}
-	needNS := pol.Network == policy.NetworkIsolated || len(p.ReadOnlyMounts) > 0
+	p.MaskedMounts = existing(pol.Masked)
+	needNS := pol.Network == policy.NetworkIsolated || p.needsMountNS()
 	switch {
 	case !needNS:
 	case sys.Privileged:
@@ -118,6 +122,11 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "mountns",
 				Reason: "no user namespaces (" + sys.UserNSReason + "): read-only carve-outs " + strings.Join(p.ReadOnlyMounts, ", ") + " are writable"})
 			p.ReadOnlyMounts = nil
+		}
+		if len(p.MaskedMounts) > 0 {
+			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "mask",
+				Reason: "no user namespaces (" + sys.UserNSReason + "): guard deny-read paths " + strings.Join(p.MaskedMounts, ", ") + " stay readable"})
+			p.MaskedMounts = nil
 		}
 		if pol.Network == policy.NetworkIsolated {
 			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "netns",
@@ -195,7 +204,8 @@ func (p *Plan) Enforcement() enforce.Enforcement {
 		return e
 	}
 	e.NetworkNamespace = p.NewNetNS
-	e.MountNamespace = len(p.ReadOnlyMounts) > 0
+	e.MountNamespace = p.needsMountNS()
+	e.MaskedPaths = p.MaskedMounts
 	e.UserNamespace = p.NewUserNS
 	e.ReadOnlyMounts = p.ReadOnlyMounts
 	e.Seccomp = &enforce.SeccompInfo{Sockets: p.Sockets.String(), Rules: len(p.Seccomp)}
@@ -229,9 +239,12 @@ func (p *Plan) String() string {
 		b.WriteString("no restrictions (danger-full-access)\n")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "namespaces: user=%t net=%t mount=%t\n", p.NewUserNS, p.NewNetNS, len(p.ReadOnlyMounts) > 0)
+	fmt.Fprintf(&b, "namespaces: user=%t net=%t mount=%t\n", p.NewUserNS, p.NewNetNS, p.needsMountNS())
 	for _, m := range p.ReadOnlyMounts {
 		fmt.Fprintf(&b, "mount: ro-bind %s\n", m)
+	}
+	for _, m := range p.MaskedMounts {
+		fmt.Fprintf(&b, "mount: mask %s\n", m)
 	}
 	if lp := p.Landlock; lp != nil {
 		fmt.Fprintf(&b, "landlock: abi=%d handled_fs=%s\n", lp.ABI, accessString(lp.HandledFS))
@@ -251,6 +264,10 @@ func (p *Plan) String() string {
 	}
 	return b.String()
 }
+
+// needsMountNS reports whether the plan changes mounts, which needs a
+// private mount namespace.
+func (p *Plan) needsMountNS() bool { return len(p.ReadOnlyMounts) > 0 || len(p.MaskedMounts) > 0 }
 
 func existing(paths []string) []string {
 	var out []string
