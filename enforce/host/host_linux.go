@@ -105,3 +105,19 @@ const StageCommand = linux.StageCommand
 
 // StageMain is the in-sandbox stage of a LaunchStage call.
 func StageMain() int { return linux.StageMain() }
+
+// Check is one line of `sbx doctor`.
+type Check = linux.Check
+
+// Doctor probes what this system can enforce.
+func Doctor() []Check { return linux.Doctor() }
+
+// Explain compiles the call's policy without running anything and returns
+// the plan's stable text and its structured form.
+func Explain(c Call) (string, any, error) {
+	plan, err := Compile(c)
+	if err != nil {
+		return "", nil, err
+	}
+	return plan.String(), plan, nil
+}

@@ -22,3 +22,21 @@ const StageCommand = "__stage"
 
 // StageMain has nothing to do on this platform.
 func StageMain() int { return 125 }
+
+// Check is one line of `sbx doctor`.
+type Check struct {
+	Feature   string `json:"feature"`
+	Available bool   `json:"available"`
+	Detail    string `json:"detail"`
+	Fallback  string `json:"fallback,omitempty"`
+}
+
+// Doctor reports that this platform has no backend yet.
+func Doctor() []Check {
+	return []Check{{Feature: "sandbox", Detail: "no backend for " + runtime.GOOS + " yet", Fallback: "refuse to run"}}
+}
+
+// Explain is not available without a backend.
+func Explain(c Call) (string, any, error) {
+	return "", nil, &enforce.UnsupportedFeatureError{Feature: "sandbox", Reason: "no backend for " + runtime.GOOS + " yet"}
+}

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"fmt"
+	"text/tabwriter"
+
+	"sbx/enforce/host"
+)
+
+func init() {
+	register("doctor", command{summary: "show what this kernel and user can enforce, and what sbx does about each gap", run: doctorCmd})
+}
+
+func doctorCmd(args []string, stdio Stdio) int {
+	fs := newFlagSet("doctor", "Usage: sbx doctor [--json]\n\nProbes Landlock, seccomp, namespaces and cgroups on this system.\n\nFlags:\n", stdio)
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	checks := host.Doctor()
+	if *asJSON {
+		return writeJSON(stdio.Out, map[string]any{"checks": checks})
+	}
+	tw := tabwriter.NewWriter(stdio.Out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "FEATURE\tOK\tDETAIL\tWHEN MISSING")
+	for _, c := range checks {
+		ok := "no"
+		if c.Available {
+			ok = "yes"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Feature, ok, c.Detail, c.Fallback)
+	}
+	tw.Flush()
+	return 0
+}

@@ -1,0 +1,60 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+
+	"sbx/enforce/host"
+)
+
+func init() {
+	register("explain", command{summary: "print the compiled sandbox plan for run flags, without running anything", run: explainCmd})
+}
+
+const explainUsage = `Usage: sbx explain [run flags] [--json] [-- COMMAND...]
+
+Prints what "sbx run" with the same flags would enforce on this system:
+namespaces, mounts, Landlock rules (path and rights), seccomp rules (syscall,
+condition, errno, reason) and every degradation. Nothing is run.
+
+Flags:
+`
+
+func explainCmd(args []string, stdio Stdio) int {
+	fs := newFlagSet("explain", explainUsage, stdio)
+	var rf runFlags
+	rf.register(fs)
+	asJSON := fs.Bool("json", false, "print the plan as JSON")
+	if code, ok := parseFlags(fs, args); !ok {
+		return code
+	}
+	command := fs.Args()
+	if len(command) == 0 {
+		command = []string{"true"}
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	req, err := rf.request(command, set)
+	if err == nil {
+		var call host.Call
+		call, _, err = prepare(req)
+		if errors.Is(err, errNotFound) {
+			err = nil
+		}
+		if err == nil {
+			var text string
+			var plan any
+			text, plan, err = host.Explain(call)
+			if err == nil {
+				if *asJSON {
+					return writeJSON(stdio.Out, plan)
+				}
+				fmt.Fprint(stdio.Out, text)
+				return 0
+			}
+		}
+	}
+	fmt.Fprintf(stdio.Err, "sbx explain: %v\n", err)
+	return ExitRefused
+}
