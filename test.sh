@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# test.sh — the project's test command (see README). As root it runs the whole
+# suite twice: once as root, once as an unprivileged user (created if
+# missing), because sbx takes different launch paths for each.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+echo "== vet and cross-builds"
+go vet ./...
+for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 linux/arm64; do
+  GOOS=${target%/*} GOARCH=${target#*/} go build ./... && echo "build $target ok"
+done
+
+echo "== tests as $(id -un)"
+go test -count=1 ./...
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "not root: skipping the unprivileged-user pass (it needs runuser)"
+  exit 0
+fi
+
+user=${SBX_TEST_USER:-sbxtest}
+id "$user" >/dev/null 2>&1 || useradd -m -s /bin/bash "$user"
+dir=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
+trap 'rm -rf "$dir"' EXIT
+chmod 0755 "$dir"
+go build -o "$dir/sbx" ./cmd/sbx
+CGO_ENABLED=0 go build -o "$dir/probe" ./integration/probe
+go test -c -o "$dir/integration.test" ./integration
+chmod -R a+rx "$dir"
+home=$(getent passwd "$user" | cut -d: -f6)
+echo "== integration tests as $user (uid $(id -u "$user"))"
+rc=0
+(cd "$dir" && runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
+  SBX_BIN="$dir/sbx" SBX_PROBE="$dir/probe" ./integration.test -test.count=1 -test.v) >"$dir/unpriv.log" 2>&1 || rc=$?
+grep -E '^(--- |PASS|FAIL)|^ +--- (FAIL|SKIP)' "$dir/unpriv.log" || true
+if [ $rc -ne 0 ]; then
+  echo "unprivileged integration tests FAILED (exit $rc)"
+  grep -B2 -A25 -- '--- FAIL' "$dir/unpriv.log" | head -150 || tail -60 "$dir/unpriv.log"
+  exit 1
+fi
+echo "unprivileged integration tests: PASS"
