@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -25,6 +26,14 @@ func DecodeStrict(data []byte, v any) error {
 				if path := unknownFieldPath(generic, reflect.TypeOf(v), ""); path != "" {
 					return fmt.Errorf("%s: unknown field", path)
 				}
+			}
+		}
+		var generic any
+		if json.Unmarshal(data, &generic) == nil {
+			// A value's own UnmarshalText error (an unknown mode) comes
+			// without the field name; find the field by re-decoding leaves.
+			if path, ferr := badTextField(generic, reflect.TypeOf(v), ""); ferr != nil {
+				return &FieldError{Field: path, Err: ferr}
 			}
 		}
 		return describeJSONError(err)
@@ -49,6 +58,8 @@ func describeJSONError(err error) error {
 		return fmt.Errorf("malformed JSON at byte %d: %v", syntaxErr.Offset, err)
 	case errors.Is(err, io.EOF):
 		return errors.New("empty input: expected a JSON object")
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("malformed JSON: unexpected end of input")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json gives no typed error for unknown fields; its text is
 		// stable (`json: unknown field "x"`).
@@ -70,46 +81,98 @@ type FieldError struct {
 func (e *FieldError) Error() string { return e.Field + ": " + e.Err.Error() }
 func (e *FieldError) Unwrap() error { return e.Err }
 
-// unknownFieldPath walks a generic JSON value against the Go type it was
-// decoded into and returns the dotted path of the first key that type lacks.
-func unknownFieldPath(v any, t reflect.Type, prefix string) string {
+// walkJSON calls visit for every node of a generic JSON value, with the Go
+// type the node decodes into and its dotted path, in a stable order; it
+// stops at the first node for which visit returns a path.
+func walkJSON(v any, t reflect.Type, path string, visit func(v any, t reflect.Type, path string) (string, error)) (string, error) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
+	if p, err := visit(v, t, path); p != "" {
+		return p, err
+	}
 	switch val := v.(type) {
 	case map[string]any:
-		if t.Kind() == reflect.Map {
-			for k, e := range val {
-				if p := unknownFieldPath(e, t.Elem(), join(prefix, k)); p != "" {
-					return p
+		var fields map[string]reflect.Type
+		switch t.Kind() {
+		case reflect.Struct:
+			fields = jsonFields(t)
+		case reflect.Map:
+		default:
+			return "", nil
+		}
+		keys := make([]string, 0, len(val))
+		for k := range val {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			var et reflect.Type
+			if fields != nil {
+				ft, ok := fields[k]
+				if !ok {
+					continue
 				}
+				et = ft
+			} else {
+				et = t.Elem()
 			}
-			return ""
-		}
-		if t.Kind() != reflect.Struct {
-			return ""
-		}
-		fields := jsonFields(t)
-		for k, e := range val {
-			ft, ok := fields[k]
-			if !ok {
-				return join(prefix, k)
-			}
-			if p := unknownFieldPath(e, ft, join(prefix, k)); p != "" {
-				return p
+			if p, err := walkJSON(val[k], et, join(path, k), visit); p != "" {
+				return p, err
 			}
 		}
 	case []any:
 		if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
-			return ""
+			return "", nil
 		}
 		for i, e := range val {
-			if p := unknownFieldPath(e, t.Elem(), prefix+"["+strconv.Itoa(i)+"]"); p != "" {
-				return p
+			if p, err := walkJSON(e, t.Elem(), path+"["+strconv.Itoa(i)+"]", visit); p != "" {
+				return p, err
 			}
 		}
 	}
-	return ""
+	return "", nil
+}
+
+// unknownFieldPath returns the path of the first key the Go type lacks.
+func unknownFieldPath(v any, t reflect.Type, prefix string) string {
+	p, _ := walkJSON(v, t, prefix, func(v any, t reflect.Type, path string) (string, error) {
+		m, ok := v.(map[string]any)
+		if !ok || t.Kind() != reflect.Struct {
+			return "", nil
+		}
+		fields := jsonFields(t)
+		keys := make([]string, 0, len(m))
+		for k := range m {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if _, ok := fields[k]; !ok {
+				return join(path, k), nil
+			}
+		}
+		return "", nil
+	})
+	return p
+}
+
+var textUnmarshaler = reflect.TypeOf((*interface{ UnmarshalText([]byte) error })(nil)).Elem()
+
+// badTextField finds the first string whose Go type rejects it in
+// UnmarshalText, and returns its dotted path and the type's error.
+func badTextField(v any, t reflect.Type, prefix string) (string, error) {
+	return walkJSON(v, t, prefix, func(v any, t reflect.Type, path string) (string, error) {
+		str, ok := v.(string)
+		if !ok || !reflect.PointerTo(t).Implements(textUnmarshaler) {
+			return "", nil
+		}
+		target := reflect.New(t).Interface().(interface{ UnmarshalText([]byte) error })
+		if err := target.UnmarshalText([]byte(str)); err != nil {
+			return path, err
+		}
+		return "", nil
+	})
 }
 
 func jsonFields(t reflect.Type) map[string]reflect.Type {

@@ -14,7 +14,7 @@ func init() {
 func doctorCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("doctor", "Usage: sbx doctor [--json]\n\nProbes Landlock, seccomp, namespaces and cgroups on this system.\n\nFlags:\n", stdio)
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
 	checks := host.Doctor()

@@ -62,7 +62,7 @@ const defaultMaxOutput = 1 << 20
 
 func execCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("exec", "Usage: sbx exec < request.json\n\nReads one JSON request on stdin and prints one JSON result on stdout.\nSee docs/json.md for the shapes.\n", stdio)
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
 	data, err := io.ReadAll(stdio.In)

@@ -24,9 +24,9 @@ Flags:
 func explainCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("explain", explainUsage, stdio)
 	var rf runFlags
-	rf.register(fs)
+	rf.register(fs.FlagSet)
 	asJSON := fs.Bool("json", false, "print the plan as JSON")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
 	command := fs.Args()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -156,33 +157,46 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 	return r, nil
 }
 
-func newFlagSet(name, usage string, stdio Stdio) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stdio.Err)
-	fs.Usage = func() {
-		fmt.Fprint(stdio.Err, usage)
-		fs.PrintDefaults()
-	}
-	return fs
+// flagSet is a subcommand's flags with its help text.
+type flagSet struct {
+	*flag.FlagSet
+	usage string
+	stdio Stdio
 }
 
-// parseFlags parses args and maps -h and flag errors to an exit status.
-func parseFlags(fs *flag.FlagSet, args []string) (int, bool) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0, false
-		}
+func newFlagSet(name, usage string, stdio Stdio) *flagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	// The flag package would print the whole usage after an error; parse
+	// reports errors in one line instead.
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &flagSet{FlagSet: fs, usage: usage, stdio: stdio}
+}
+
+// parse parses args: -h prints the help (exit 0), a bad flag prints one
+// line naming it (exit 125); ok is true when the subcommand should go on.
+func (fs *flagSet) parse(args []string) (code int, ok bool) {
+	err := fs.Parse(args)
+	switch {
+	case err == nil:
+		return 0, true
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(fs.stdio.Err, fs.usage)
+		fs.SetOutput(fs.stdio.Err)
+		fs.PrintDefaults()
+		return 0, false
+	default:
+		fmt.Fprintf(fs.stdio.Err, "sbx %s: %v (see sbx %s --help)\n", fs.Name(), err, fs.Name())
 		return ExitRefused, false
 	}
-	return 0, true
 }
 
 func runCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("run", runUsage, stdio)
 	var rf runFlags
-	rf.register(fs)
+	rf.register(fs.FlagSet)
 	report := fs.String("report", "", "write the JSON report to `FILE` when the command ends")
-	if code, ok := parseFlags(fs, args); !ok {
+	if code, ok := fs.parse(args); !ok {
 		return code
 	}
 	if fs.NArg() == 0 {
