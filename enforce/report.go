@@ -38,6 +38,7 @@ type Enforcement struct {
 	NetworkNamespace bool          `json:"network_namespace"`
 	MountNamespace   bool          `json:"mount_namespace"`
 	UserNamespace    bool          `json:"user_namespace"`
+	PIDNamespace     bool          `json:"pid_namespace"`
 	NoNewPrivs       bool          `json:"no_new_privs"`
 	NewSession       bool          `json:"new_session"`
 	ParentDeathKill  bool          `json:"parent_death_kill"`
@@ -92,7 +93,10 @@ type Report struct {
 	Enforcement Enforcement `json:"enforcement"`
 	Degraded    []Downgrade `json:"degraded"`
 	Denials     []Denial    `json:"denials"`
-	TimedOut    bool        `json:"timed_out"`
+	// DenialsDropped counts denials left out of Denials because the list
+	// reached its cap of distinct entries (each listed one has a count).
+	DenialsDropped int  `json:"denials_dropped,omitempty"`
+	TimedOut       bool `json:"timed_out"`
 	// KilledBy is "timeout" or "signal" when sbx ended the command.
 	KilledBy   string `json:"killed_by,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
@@ -102,7 +106,7 @@ type Report struct {
 // Downgrade a backend reports when it cannot apply it.
 var Features = []string{
 	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope",
-	"netns", "mountns", "mask", "carve-out-create", "seccomp",
+	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports",
 }
 
 // CheckRequired returns an UnsupportedFeatureError for the first required

@@ -14,11 +14,14 @@ import (
 	"sbx/enforce/host"
 	"sbx/policy"
 	"sbx/profiles"
+	"sbx/shells"
 )
 
 // request is one call, from `sbx run` flags or `sbx exec` JSON.
 type request struct {
-	Command       []string
+	Command []string
+	// Shell, when set, makes Command from a shell kind and a script.
+	Shell         *shells.Spec
 	Cwd           string
 	Mode          profiles.Mode
 	WritableRoots []string
@@ -27,10 +30,12 @@ type request struct {
 	ReadOnly      []string
 	Network       bool
 	Additional    profiles.Profile
-	Env           []string
-	Timeout       time.Duration
-	Require       []string
-	Escalation    escalation
+	// Env is sbx's own environment; EnvPolicy makes the command's from it.
+	Env        []string
+	EnvPolicy  profiles.EnvPolicy
+	Timeout    time.Duration
+	Require    []string
+	Escalation escalation
 }
 
 // errNotFound marks a command that could not be resolved (exit 127).
@@ -38,22 +43,38 @@ var errNotFound = errors.New("command not found")
 
 // prepare validates r and turns it into a host.Call. Every error names the
 // field at fault; nothing has been run or created when it returns one.
-func prepare(r request) (host.Call, permissionsReport, error) {
+func prepare(r request) (host.Call, callReport, error) {
+	if r.Shell != nil {
+		if len(r.Command) > 0 {
+			return host.Call{}, callReport{}, &profiles.FieldError{Field: "shell", Err: errors.New("give a command or a shell script, not both")}
+		}
+		argv, err := shells.Command(*r.Shell, func(name string) (string, error) {
+			return lookPath(name, "/", lookupEnv(r.Env, "PATH"))
+		})
+		if err != nil {
+			return host.Call{}, callReport{}, &profiles.FieldError{Field: "shell", Err: err}
+		}
+		r.Command = argv
+	}
 	if len(r.Command) == 0 || r.Command[0] == "" {
-		return host.Call{}, permissionsReport{}, &profiles.FieldError{Field: "command", Err: errors.New("empty command")}
+		return host.Call{}, callReport{}, &profiles.FieldError{Field: "command", Err: errors.New("empty command")}
 	}
 	for _, f := range r.Require {
 		if !slices.Contains(enforce.Features, f) {
-			return host.Call{}, permissionsReport{}, &profiles.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", f, strings.Join(enforce.Features, ", "))}
+			return host.Call{}, callReport{}, &profiles.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", f, strings.Join(enforce.Features, ", "))}
 		}
 	}
 	cwd, err := resolveCwd(r.Cwd)
 	if err != nil {
-		return host.Call{}, permissionsReport{}, &profiles.FieldError{Field: "cwd", Err: err}
+		return host.Call{}, callReport{}, &profiles.FieldError{Field: "cwd", Err: err}
+	}
+	env, envRep, err := r.EnvPolicy.Apply(r.Env)
+	if err != nil {
+		return host.Call{}, callReport{}, err
 	}
 	explicit, err := r.Additional.Normalize(cwd)
 	if err != nil {
-		return host.Call{}, permissionsReport{}, &profiles.FieldError{Field: "additional_permissions", Err: err}
+		return host.Call{}, callReport{}, &profiles.FieldError{Field: "additional_permissions", Err: err}
 	}
 	// Without sandbox_permissions, additional permissions are the caller's
 	// own configuration, not a request that needs approval.
@@ -66,23 +87,24 @@ func prepare(r request) (host.Call, permissionsReport, error) {
 	}
 	base := policy.Request{
 		Mode: r.Mode, Cwd: cwd, WritableRoots: r.WritableRoots,
-		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(r.Env, "TMPDIR"),
+		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(env, "TMPDIR"),
 		ExtraReadOnly: r.ReadOnly,
 	}
 	pol, perms, err := resolvePermissions(context.Background(), base, explicit, preauth, r.Escalation)
+	meta := callReport{Report: enforce.NewReport(perms.Mode.String()), Permissions: perms, Env: envRep}
 	if err != nil {
-		return host.Call{}, perms, err
+		return host.Call{}, meta, err
 	}
-	path, err := lookPath(r.Command[0], cwd, lookupEnv(r.Env, "PATH"))
+	path, err := lookPath(r.Command[0], cwd, lookupEnv(env, "PATH"))
 	if err != nil {
-		return host.Call{Policy: pol}, perms, err
+		return host.Call{Policy: pol}, meta, err
 	}
 	return host.Call{
 		Policy:  pol,
-		Cmd:     host.Cmd{Path: path, Argv: r.Command, Dir: cwd, Env: r.Env},
+		Cmd:     host.Cmd{Path: path, Argv: r.Command, Dir: cwd, Env: env},
 		Require: r.Require,
 		Timeout: r.Timeout,
-	}, perms, nil
+	}, meta, nil
 }
 
 func resolveCwd(cwd string) (string, error) {
@@ -161,4 +183,8 @@ func exitStatusFor(err error) int {
 type callReport struct {
 	enforce.Report
 	Permissions permissionsReport `json:"permissions"`
+	// Env names what the environment policy stripped and set (never values).
+	Env profiles.EnvReport `json:"env"`
+	// Retry is the exact-retry hint when the sandbox denied something.
+	Retry *retryHint `json:"retry,omitempty"`
 }

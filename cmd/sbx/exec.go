@@ -10,10 +10,10 @@ import (
 	"sync"
 	"time"
 
-	"sbx/enforce"
 	"sbx/enforce/host"
 	"sbx/escalate"
 	"sbx/profiles"
+	"sbx/shells"
 )
 
 func init() {
@@ -32,6 +32,8 @@ type execRequest struct {
 	NetworkAccess         bool                         `json:"network_access"`
 	AdditionalPermissions *profiles.Profile            `json:"additional_permissions"`
 	Env                   map[string]string            `json:"env"`
+	EnvPolicy             *profiles.EnvPolicy          `json:"env_policy"`
+	Shell                 *shells.Spec                 `json:"shell"`
 	TimeoutMS             int64                        `json:"timeout_ms"`
 	MaxOutputBytes        int                          `json:"max_output_bytes"`
 	Require               []string                     `json:"require"`
@@ -82,7 +84,7 @@ func execCmd(args []string, stdio Stdio) int {
 	r := request{
 		Command: req.Command, Cwd: req.Cwd, WritableRoots: req.WritableRoots, ExcludeTmp: req.ExcludeTmp,
 		ExcludeTmpdir: req.ExcludeTmpdir, ReadOnly: req.ReadOnly, Network: req.NetworkAccess,
-		Env: mergeEnv(os.Environ(), req.Env), Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require,
+		Env: os.Environ(), Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require,
 	}
 	if req.SandboxMode != nil {
 		r.Mode = *req.SandboxMode
@@ -90,6 +92,14 @@ func execCmd(args []string, stdio Stdio) int {
 	if req.AdditionalPermissions != nil {
 		r.Additional = *req.AdditionalPermissions
 	}
+	if req.EnvPolicy != nil {
+		r.EnvPolicy = *req.EnvPolicy
+		if len(r.EnvPolicy.Set) > 0 {
+			return execRefuse(stdio, &profiles.FieldError{Field: "env_policy.set", Err: errors.New(`use the top-level "env" object`)})
+		}
+	}
+	r.EnvPolicy.Set = req.Env
+	r.Shell = req.Shell
 	e, err := req.escalation()
 	if err != nil {
 		return execRefuse(stdio, err)
@@ -98,15 +108,19 @@ func execCmd(args []string, stdio Stdio) int {
 	if req.Cwd == "" {
 		return execRefuse(stdio, &profiles.FieldError{Field: "cwd", Err: errors.New("required")})
 	}
-	call, perms, err := prepare(r)
-	res := execResult{callReport: callReport{Report: enforce.NewReport(perms.Mode.String()), Permissions: perms}}
+	call, meta, err := prepare(r)
+	res := execResult{callReport: meta}
 	if err != nil && !errors.Is(err, errNotFound) {
 		return execRefuse(stdio, err)
 	}
 	if err == nil {
 		var out execResult
 		out, err = execCall(call, req.MaxOutputBytes)
-		out.Permissions = perms
+		out.Permissions, out.Env = meta.Permissions, meta.Env
+		if len(out.Denials) > 0 {
+			out.Retry = smallestRetry(call.Policy, r, call.Cmd.Dir, out.Denials)
+			out.Retry.Request = execRetryRequest(data, out.Retry.Retry)
+		}
 		res = out
 	}
 	if err != nil {
@@ -201,14 +215,6 @@ func (req execRequest) escalation() (escalation, error) {
 		e.Approver = escalate.CommandApprover{Argv: req.Approver}
 	}
 	return e, nil
-}
-
-func mergeEnv(base []string, extra map[string]string) []string {
-	env := append([]string(nil), base...)
-	for k, v := range extra {
-		env = append(env, k+"="+v)
-	}
-	return env
 }
 
 func execRefuse(stdio Stdio, err error) int {

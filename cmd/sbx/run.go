@@ -14,6 +14,7 @@ import (
 	"sbx/enforce/host"
 	"sbx/escalate"
 	"sbx/profiles"
+	"sbx/shells"
 )
 
 func init() {
@@ -70,6 +71,12 @@ type runFlags struct {
 	excludeTmp    bool
 	excludeTmpdir bool
 	require       listFlag
+	shell         string
+	script        string
+	login         bool
+	envMode       string
+	envAllow      listFlag
+	setenv        listFlag
 
 	sandboxPermissions string
 	escalateTo         string
@@ -97,6 +104,12 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.approver, "approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout); default: ask on the terminal")
 	fs.StringVar(&rf.guard, "guard", "", "deployment guard `FILE` (default "+escalate.DefaultGuardPath+" when it exists)")
 	fs.StringVar(&rf.preset, "preset", "", "preset `KEY` setting mode and approval policy (see sbx presets)")
+	fs.StringVar(&rf.shell, "shell", "", "run the -c script with this shell: bash, sh, zsh, pwsh, powershell or cmd (no profile files unless --login)")
+	fs.StringVar(&rf.script, "c", "", "the script for --shell")
+	fs.BoolVar(&rf.login, "login", false, "run --shell as a login shell (reads its profile files)")
+	fs.StringVar(&rf.envMode, "env-mode", "inherit", "environment of the command: inherit (minus secret-looking names: "+strings.Join(profiles.SecretPatterns, " ")+"), clean, or allow-list")
+	fs.Var(&rf.envAllow, "env-allow", "variable name or glob to keep (allow-list mode, or a secret-looking name in inherit mode; repeatable)")
+	fs.Var(&rf.setenv, "setenv", "set `NAME=VALUE` for the command (repeatable; never stripped)")
 	fs.Var(&rf.require, "require", "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(enforce.Features, ", ")+")")
 }
 
@@ -111,6 +124,27 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 		Command: command, Cwd: rf.cwd, Mode: rf.mode, WritableRoots: rf.writableRoots,
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, ReadOnly: rf.readOnly,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require,
+	}
+	if rf.shell != "" || rf.script != "" {
+		kind, err := shells.ParseKind(rf.shell)
+		if err != nil {
+			return r, &profiles.FieldError{Field: "--shell", Err: err}
+		}
+		if !set["c"] {
+			return r, &profiles.FieldError{Field: "-c", Err: errors.New("--shell needs -c SCRIPT")}
+		}
+		r.Shell = &shells.Spec{Kind: kind, Script: rf.script, Login: rf.login}
+	}
+	r.EnvPolicy = profiles.EnvPolicy{Mode: profiles.EnvMode(rf.envMode), Allow: rf.envAllow}
+	for _, kv := range rf.setenv {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return r, &profiles.FieldError{Field: "--setenv", Err: fmt.Errorf("%q is not NAME=VALUE", kv)}
+		}
+		if r.EnvPolicy.Set == nil {
+			r.EnvPolicy.Set = map[string]string{}
+		}
+		r.EnvPolicy.Set[k] = v
 	}
 	e := &r.Escalation
 	e.ApprovalPolicy = profiles.ApprovalOnRequest
@@ -196,10 +230,11 @@ func runCmd(args []string, stdio Stdio) int {
 	var rf runFlags
 	rf.register(fs.FlagSet)
 	report := fs.String("report", "", "write the JSON report to `FILE` when the command ends")
+	explain := fs.Bool("explain-denials", false, "after the command, print what the sandbox denied and the retry command on stderr (default: when stderr is a terminal)")
 	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	if fs.NArg() == 0 {
+	if fs.NArg() == 0 && rf.shell == "" {
 		fmt.Fprintln(stdio.Err, "sbx run: command: empty command (usage: sbx run [flags] -- COMMAND [ARG...])")
 		return ExitRefused
 	}
@@ -210,16 +245,28 @@ func runCmd(args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
 		return ExitRefused
 	}
-	call, perms, err := prepare(req)
+	call, rep, err := prepare(req)
 	if err != nil && !errors.Is(err, errNotFound) {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
 		return ExitRefused
 	}
-	rep := callReport{Report: enforce.NewReport(perms.Mode.String()), Permissions: perms}
 	if err == nil {
 		call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		call.ForwardSignals = true
 		rep.Report, err = host.Run(context.Background(), call)
+		if len(rep.Denials) > 0 {
+			rep.Retry = smallestRetry(call.Policy, req, call.Cmd.Dir, rep.Denials)
+			orig, _ := req.Additional.Normalize(call.Cmd.Dir)
+			rep.Retry.Argv = runRetryArgv(fs.FlagSet, args, rep.Retry.Retry, orig)
+		}
+		show := *explain
+		if !set["explain-denials"] {
+			f, ok := stdio.Err.(*os.File)
+			show = ok && host.IsTerminal(f)
+		}
+		if show {
+			explainDenials(stdio.Err, rep.Denials, rep.DenialsDropped, rep.Retry)
+		}
 	}
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)

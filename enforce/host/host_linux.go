@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"os/signal"
+	"slices"
 	"syscall"
 	"time"
 
@@ -28,6 +29,9 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	plan, err := Compile(c)
 	if err != nil {
 		return rep, err
+	}
+	if slices.Contains(c.Require, "denial-reports") && plan.Supervise != linux.SuperviseOff {
+		plan.Supervise = linux.SuperviseRequired
 	}
 	rep.Enforcement = plan.Enforcement()
 	rep.Degraded = append(rep.Degraded, plan.Downgrades...)
@@ -84,6 +88,15 @@ loop:
 	}
 	// The command is gone; take its group with it.
 	proc.Signal(syscall.SIGKILL)
+	sv := proc.EndSupervision()
+	rep.Denials = append(rep.Denials, sv.Denials...)
+	rep.DenialsDropped += sv.Dropped
+	if len(sv.Downgrades) > 0 {
+		// The supervisor could not be set up: what counted on it is as
+		// without it.
+		rep.Degraded = append(rep.Degraded[:0], plan.UnsupervisedDowngrades()...)
+		rep.Degraded = append(rep.Degraded, sv.Downgrades...)
+	}
 	rep.DurationMS = time.Since(start).Milliseconds()
 	if waitErr != nil {
 		return rep, waitErr

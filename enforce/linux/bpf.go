@@ -18,6 +18,7 @@ const (
 	CmpEq       CmpOp = iota + 1 // low32(arg) == Value
 	CmpNe                        // low32(arg) != Value
 	CmpMaskedEq                  // low32(arg) & Mask == Value
+	CmpAnySet                    // low32(arg) & Mask != 0 (compiled to JSET)
 )
 
 // ArgCond is one condition on a syscall argument. It compares only the low 32
@@ -32,8 +33,8 @@ const (
 type ArgCond struct {
 	Index int    // argument index, 0..5
 	Op    CmpOp  // comparison
-	Value uint32 // compared with the low word (after Mask for CmpMaskedEq)
-	Mask  uint32 // only for CmpMaskedEq; must be zero otherwise
+	Value uint32 // compared with the low word (after Mask for CmpMaskedEq); zero for CmpAnySet
+	Mask  uint32 // only for CmpMaskedEq and CmpAnySet; must be zero otherwise
 }
 
 func (c ArgCond) String() string {
@@ -44,6 +45,8 @@ func (c ArgCond) String() string {
 		return fmt.Sprintf("arg%d!=%#x", c.Index, c.Value)
 	case CmpMaskedEq:
 		return fmt.Sprintf("arg%d&%#x==%#x", c.Index, c.Mask, c.Value)
+	case CmpAnySet:
+		return fmt.Sprintf("arg%d&%#x!=0", c.Index, c.Mask)
 	}
 	return fmt.Sprintf("arg%d?op%d", c.Index, int(c.Op))
 }
@@ -73,14 +76,15 @@ const maxErrno = 4095
 // The instruction subset the compiler emits. The userspace interpreter in
 // bpf_test.go accepts these plus JGT and JA, and fails on anything else.
 const (
-	opLdAbsW  = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-	opAndK    = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
-	opJeqK    = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-	opJsetK   = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
-	opRetK    = unix.BPF_RET | unix.BPF_K
-	retAllow  = unix.SECCOMP_RET_ALLOW
-	retKill   = unix.SECCOMP_RET_KILL_PROCESS
-	retErrnoK = unix.SECCOMP_RET_ERRNO
+	opLdAbsW   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+	opAndK     = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
+	opJeqK     = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	opJsetK    = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
+	opRetK     = unix.BPF_RET | unix.BPF_K
+	retAllow   = unix.SECCOMP_RET_ALLOW
+	retKill    = unix.SECCOMP_RET_KILL_PROCESS
+	retErrnoK  = unix.SECCOMP_RET_ERRNO
+	retUnotify = unix.SECCOMP_RET_USER_NOTIF
 )
 
 func stmt(code uint16, k uint32) unix.SockFilter { return unix.SockFilter{Code: code, K: k} }
@@ -96,7 +100,8 @@ var errJumpTooFar = errors.New("jump offset exceeds 255 instructions")
 //  1. arch != native arch         -> SECCOMP_RET_KILL_PROCESS
 //  2. nr has the x32 bit (amd64)  -> SECCOMP_RET_KILL_PROCESS
 //  3. each rule, in table order; the first rule whose Nr and every ArgCond
-//     match returns SECCOMP_RET_ERRNO|rule.Errno
+//     match returns SECCOMP_RET_ERRNO|rule.Errno, or SECCOMP_RET_USER_NOTIF
+//     for an ActNotify rule (the supervisor decides; see supervise.go)
 //  4. SECCOMP_RET_ALLOW
 //
 // A foreign arch or the x32 ABI means the process switched syscall ABI, so
@@ -175,9 +180,13 @@ func compileRule(r SeccompRule, reloadNr bool) ([]unix.SockFilter, error) {
 			b = append(b, stmt(opAndK, c.Mask))
 			skips = append(skips, skip{len(b), false})
 			b = append(b, unix.SockFilter{Code: opJeqK, K: c.Value})
+		case CmpAnySet:
+			// JSET is true when A & K != 0: the mismatch is its false branch.
+			skips = append(skips, skip{len(b), false})
+			b = append(b, unix.SockFilter{Code: opJsetK, K: c.Mask})
 		}
 	}
-	b = append(b, stmt(opRetK, retErrnoK|uint32(r.Errno)))
+	b = append(b, stmt(opRetK, r.ret()))
 	next := len(b)
 	for _, s := range skips {
 		off := next - s.at - 1
@@ -200,10 +209,21 @@ func (r SeccompRule) validate(arch seccompArch) error {
 	if arch.x32Bit != 0 && r.Nr&arch.x32Bit != 0 {
 		return fmt.Errorf("syscall number %#x has the x32 bit set; the prologue kills those before any rule", r.Nr)
 	}
-	// Errno 0 would make the syscall "succeed" without running, which is
-	// never what a deny rule means.
-	if r.Errno <= 0 || r.Errno > maxErrno {
-		return fmt.Errorf("errno %d out of range 1..%d", int(r.Errno), maxErrno)
+	switch r.Action {
+	case ActErrno:
+		// Errno 0 would make the syscall "succeed" without running, which is
+		// never what a deny rule means.
+		if r.Errno <= 0 || r.Errno > maxErrno {
+			return fmt.Errorf("errno %d out of range 1..%d", int(r.Errno), maxErrno)
+		}
+	case ActNotify:
+		// The supervisor picks the errno; one in the table would suggest
+		// the filter returns it.
+		if r.Errno != 0 {
+			return fmt.Errorf("errno %d on a user-notification rule: the supervisor decides", int(r.Errno))
+		}
+	default:
+		return fmt.Errorf("unknown action %d", int(r.Action))
 	}
 	for _, c := range r.Args {
 		if c.Index < 0 || c.Index >= seccompMaxArgs {
@@ -212,7 +232,14 @@ func (r SeccompRule) validate(arch seccompArch) error {
 		switch c.Op {
 		case CmpEq, CmpNe:
 			if c.Mask != 0 {
-				return fmt.Errorf("%s: mask %#x is only meaningful with CmpMaskedEq", c, c.Mask)
+				return fmt.Errorf("%s: mask %#x is only meaningful with CmpMaskedEq and CmpAnySet", c, c.Mask)
+			}
+		case CmpAnySet:
+			if c.Mask == 0 {
+				return fmt.Errorf("%s: CmpAnySet needs a non-zero mask", c)
+			}
+			if c.Value != 0 {
+				return fmt.Errorf("%s: CmpAnySet takes no value", c)
 			}
 		case CmpMaskedEq:
 			if c.Mask == 0 {
@@ -242,12 +269,24 @@ func (r SeccompRule) String() string {
 		b.WriteString(c.String())
 	}
 	b.WriteString(" -> ")
-	b.WriteString(errnoName(r.Errno))
+	if r.Action == ActNotify {
+		b.WriteString("USER_NOTIF")
+	} else {
+		b.WriteString(errnoName(r.Errno))
+	}
 	if r.Reason != "" {
 		b.WriteString("  # ")
 		b.WriteString(r.Reason)
 	}
 	return b.String()
+}
+
+// ret is the filter's return value for a matching call.
+func (r SeccompRule) ret() uint32 {
+	if r.Action == ActNotify {
+		return retUnotify
+	}
+	return retErrnoK | uint32(r.Errno)
 }
 
 func errnoName(e syscall.Errno) string {

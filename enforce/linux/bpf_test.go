@@ -124,8 +124,9 @@ func jumpOff(cond bool, ins unix.SockFilter) int {
 func retErrno(e unix.Errno) uint32 { return unix.SECCOMP_RET_ERRNO | uint32(e) }
 
 const (
-	retAllowT = uint32(unix.SECCOMP_RET_ALLOW)
-	retKillT  = uint32(unix.SECCOMP_RET_KILL_PROCESS)
+	retAllowT  = uint32(unix.SECCOMP_RET_ALLOW)
+	retKillT   = uint32(unix.SECCOMP_RET_KILL_PROCESS)
+	retNotifyT = uint32(unix.SECCOMP_RET_USER_NOTIF)
 )
 
 func describeRet(r uint32) string {
@@ -134,6 +135,8 @@ func describeRet(r uint32) string {
 		return "ALLOW"
 	case r == retKillT:
 		return "KILL_PROCESS"
+	case r == retNotifyT:
+		return "USER_NOTIF"
 	case r&unix.SECCOMP_RET_ACTION_FULL == unix.SECCOMP_RET_ERRNO:
 		return "ERRNO(" + errnoName(unix.Errno(r&unix.SECCOMP_RET_DATA)) + ")"
 	}
@@ -232,6 +235,10 @@ func TestCompileSeccompRejectsInvalidRules(t *testing.T) {
 		{"mask on CmpEq", with(func(r *SeccompRule) { r.Args = []ArgCond{{Index: 0, Op: CmpEq, Value: 1, Mask: 1}} }), "mask"},
 		{"CmpMaskedEq without mask", with(func(r *SeccompRule) { r.Args = []ArgCond{{Index: 0, Op: CmpMaskedEq}} }), "non-zero mask"},
 		{"value outside mask", with(func(r *SeccompRule) { r.Args = []ArgCond{{Index: 0, Op: CmpMaskedEq, Value: 3, Mask: 1}} }), "never match"},
+		{"CmpAnySet without mask", with(func(r *SeccompRule) { r.Args = []ArgCond{{Index: 0, Op: CmpAnySet}} }), "non-zero mask"},
+		{"CmpAnySet with a value", with(func(r *SeccompRule) { r.Args = []ArgCond{{Index: 0, Op: CmpAnySet, Mask: 3, Value: 1}} }), "no value"},
+		{"notify with an errno", with(func(r *SeccompRule) { r.Action = ActNotify }), "supervisor decides"},
+		{"unknown action", with(func(r *SeccompRule) { r.Action = 7 }), "unknown action"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -319,6 +326,37 @@ func TestCompileSeccompMaskedEq(t *testing.T) {
 	}
 }
 
+func TestCompileSeccompAnySetNotify(t *testing.T) {
+	prog, err := CompileSeccomp([]SeccompRule{
+		{Name: "x", Nr: 9, Errno: unix.EACCES, Args: []ArgCond{argEq(0, 1)}},
+		{Name: "x", Nr: 9, Action: ActNotify, Args: []ArgCond{argAnySet(2, 0x243)}},
+		{Name: "y", Nr: 10, Action: ActNotify},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		data seccompData
+		want uint32
+	}{
+		{"errno rule first", x86(9, 1, 0, 0x1), retErrno(unix.EACCES)},
+		{"one mask bit", x86(9, 0, 0, 0x1), retNotifyT},
+		{"another mask bit", x86(9, 0, 0, 0x200), retNotifyT},
+		{"all mask bits", x86(9, 0, 0, 0x243), retNotifyT},
+		{"bits outside the mask", x86(9, 0, 0, 0x80000), retAllowT},
+		{"mask bits only in the high word", x86(9, 0, 0, 0x243<<32), retAllowT},
+		{"zero", x86(9, 0, 0, 0), retAllowT},
+		{"unconditional notify after a conditional rule", x86(10, 0, 0, 0), retNotifyT},
+		{"other nr", x86(11, 0, 0, 0x243), retAllowT},
+	}
+	for _, tt := range tests {
+		if got, err := runFilter(prog, tt.data); err != nil || got != tt.want {
+			t.Errorf("%s: got %s, %v; want %s", tt.name, describeRet(got), err, describeRet(tt.want))
+		}
+	}
+}
+
 // TestCompileSeccompNrReload pins the accumulator tracking: a rule with
 // conditions leaves an argument in A, so the next rule must reload nr.
 func TestCompileSeccompNrReload(t *testing.T) {
@@ -362,6 +400,8 @@ func TestSeccompRuleString(t *testing.T) {
 		{SeccompRule{Name: "x", Args: []ArgCond{{Index: 2, Op: CmpMaskedEq, Mask: 0xf0, Value: 0x10}}, Errno: unix.EACCES, Reason: "r"},
 			"x arg2&0xf0==0x10 -> EACCES  # r"},
 		{SeccompRule{Name: "ptrace", Errno: unix.EPERM, Reason: "memory"}, "ptrace -> EPERM  # memory"},
+		{SeccompRule{Name: "openat", Args: []ArgCond{argAnySet(2, 0x243)}, Action: ActNotify, Reason: "w"},
+			"openat arg2&0x243!=0 -> USER_NOTIF  # w"},
 	}
 	for _, tt := range tests {
 		if got := tt.rule.String(); got != tt.want {

@@ -48,6 +48,9 @@ func Doctor() []Check {
 			Detail: fmt.Sprintf("needs ABI %d: %s", f.abi, f.detail), Fallback: "reported as degraded"})
 	}
 	out = append(out, seccompCheck())
+	out = append(out, Check{Feature: "denial-reports", Available: sys.UserNotif,
+		Detail:   strings.TrimSpace("seccomp user notification (Linux 5.0): the supervisor reports what the policy forbids " + sys.UserNotifReason),
+		Fallback: "denials are not reported; reported as degraded \"denial-reports\""})
 	out = append(out, Check{Feature: "privileged", Available: sys.Privileged,
 		Detail:   fmt.Sprintf("euid %d, CAP_SYS_ADMIN %t: namespaces made by the launcher thread", os.Geteuid(), sys.Privileged),
 		Fallback: "user namespace + re-executed stage (about 2 ms more per call)"})

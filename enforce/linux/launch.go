@@ -3,10 +3,13 @@
 package linux
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
 	"runtime"
 	"syscall"
 
@@ -26,8 +29,14 @@ type Spec struct {
 
 // Process is a started command.
 type Process struct {
-	Pid  int
-	done chan exitResult
+	Pid     int
+	initPid int // PID namespace init of a thread launch, 0 if none
+	// lifeline keeps the namespace's init (thread launch) or the stage
+	// (stage launch) alive; closing it ends them.
+	lifeline *os.File
+	done     chan exitResult
+	// sup is the seccomp supervisor, nil when the plan has none.
+	sup *supervisor
 }
 
 type exitResult struct {
@@ -48,18 +57,61 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 	if err := markInheritedCloexec(); err != nil {
 		return nil, err
 	}
+	var sup *supervisor
+	if p.Supervise != SuperviseOff && p.Launch != LaunchDirect {
+		var err error
+		if sup, err = newSupervisor(p); err != nil {
+			return nil, err
+		}
+	}
+	var pr *Process
+	var err error
 	switch p.Launch {
 	case LaunchStage:
-		return startStage(p, spec)
+		pr, err = startStage(p, spec, sup)
 	default:
-		return startThread(p, spec)
+		pr, err = startThread(p, spec, sup)
 	}
+	if err != nil && sup != nil {
+		sup.release()
+	}
+	return pr, err
 }
 
-// Wait waits for the command to end.
+// EndSupervision stops the seccomp supervisor, once the command has ended,
+// and returns what it saw. Without a supervisor it returns nothing.
+func (pr *Process) EndSupervision() SupervisionResult {
+	if pr.sup == nil {
+		return SupervisionResult{}
+	}
+	res := pr.sup.finish()
+	pr.sup = nil
+	return res
+}
+
+// Wait waits for the command to end, then ends every process it left in
+// its PID namespace.
 func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
 	r := <-pr.done
+	pr.stopInit()
 	return r.status, r.rusage, r.err
+}
+
+// stopInit kills the PID namespace's init, which kills every process in the
+// namespace, and reaps it. It must not run on the restricted launcher
+// thread: Landlock's signal scope forbids signalling init, which was started
+// before the restrictions. (The thread's exit would also kill init through
+// its parent-death signal, but without waiting for it.)
+func (pr *Process) stopInit() {
+	if pr.lifeline != nil {
+		pr.lifeline.Close()
+		pr.lifeline = nil
+	}
+	if pr.initPid > 0 {
+		unix.Kill(pr.initPid, unix.SIGKILL)
+		wait(pr.initPid)
+		pr.initPid = 0
+	}
 }
 
 // Signal sends sig to the command's process group (it leads a new session).
@@ -87,40 +139,75 @@ func procAttr(spec Spec, extra ...uintptr) *syscall.ProcAttr {
 // restricted thread to other goroutines. It returns while locked, which makes
 // the runtime end the thread. It also outlives the command, because
 // PR_SET_PDEATHSIG fires when the forking thread exits.
-func startThread(p *Plan, spec Spec) (*Process, error) {
+func startThread(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
 	type started struct {
-		pid int
-		err error
+		pid, initPid int
+		lifeline     *os.File
+		lis          listener
+		err          error
 	}
 	startc := make(chan started, 1)
 	pr := &Process{done: make(chan exitResult, 1)}
 	go func() {
 		runtime.LockOSThread()
+		st := started{lis: listener{fd: -1}}
 		if p.Launch == LaunchThread {
-			if err := enterNamespaces(p); err != nil {
-				startc <- started{err: err}
-				return
+			err := enterNamespaces(p)
+			if err == nil {
+				err = setupNamespaces(p)
 			}
-			if err := setupNamespaces(p); err != nil {
-				startc <- started{err: err}
-				return
+			if err == nil && p.NewPIDNS {
+				// Before the restrictions: init is exec'd from a memfd.
+				st.initPid, st.lifeline, err = startInit()
 			}
-			if err := restrictThread(p); err != nil {
-				startc <- started{err: err}
+			if err == nil {
+				st.lis, err = restrictThread(p)
+			}
+			if err != nil {
+				st.err = err
+				startc <- st
 				return
 			}
 		}
-		pid, err := syscall.ForkExec(spec.Path, spec.Argv, procAttr(spec))
+		if sup != nil {
+			// Supervise before the fork: should a call between fork and
+			// exec ever be one the filter notifies, an unanswered
+			// notification would hang the vfork child and this thread.
+			// (The runtime starts the supervisor's threads from its
+			// template thread, never from this restricted one.)
+			sup.attach(st.lis)
+			st.lis = listener{fd: -1}
+		}
+		attr := procAttr(spec)
+		if st.initPid > 0 {
+			// Go's child would see getppid() == 0 across the PID namespace,
+			// take its parent for dead and kill itself. Init's parent-death
+			// signal covers the command: init's death kills the namespace.
+			attr.Sys.Pdeathsig = 0
+		}
+		pid, err := syscall.ForkExec(spec.Path, spec.Argv, attr)
 		if err != nil {
-			startc <- started{err: fmt.Errorf("%w: %s: %w", ErrStart, spec.Argv[0], err)}
+			st.err = fmt.Errorf("%w: %s: %w", ErrStart, spec.Argv[0], err)
+			startc <- st
 			return
 		}
-		startc <- started{pid: pid}
+		st.pid = pid
+		startc <- st
 		pr.done <- wait(pid)
 	}()
 	s := <-startc
+	pr.initPid, pr.lifeline = s.initPid, s.lifeline
 	if s.err != nil {
+		if s.lis.fd >= 0 {
+			unix.Close(s.lis.fd)
+		}
+		pr.stopInit()
 		return nil, s.err
+	}
+	if sup != nil {
+		pr.sup = sup
+	} else if s.lis.fd >= 0 {
+		unix.Close(s.lis.fd)
 	}
 	pr.Pid = s.pid
 	return pr, nil
@@ -137,11 +224,46 @@ func wait(pid int) exitResult {
 	}
 }
 
-// enterNamespaces moves the launcher thread into new namespaces. Network and
-// mount namespaces can be unshared by one thread of a multi-threaded process
-// (a user namespace cannot: that case uses the stage).
+// startInit starts the PID namespace's init: the first child of a thread
+// that unshared CLONE_NEWPID becomes PID 1 there. Its stdin is the read end
+// of a pipe whose write end (close-on-exec, so never the command's) is
+// returned as the lifeline: closing it, or sbx's death, ends init and the
+// namespace. Its stdout and stderr are /dev/null, so it never holds the
+// command's pipes open.
+func startInit() (pid int, lifeline *os.File, err error) {
+	path, err := initExecutable()
+	if err != nil {
+		return 0, nil, err
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return 0, nil, fmt.Errorf("pid namespace init: %w", err)
+	}
+	defer null.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return 0, nil, fmt.Errorf("pid namespace init: %w", err)
+	}
+	defer r.Close()
+	pid, err = syscall.ForkExec(path, []string{"sbx-init"}, &syscall.ProcAttr{
+		Dir: "/", Env: []string{}, Files: []uintptr{r.Fd(), null.Fd(), null.Fd()},
+		Sys: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
+	})
+	if err != nil {
+		w.Close()
+		return 0, nil, fmt.Errorf("pid namespace init: %w", err)
+	}
+	return pid, w, nil
+}
+
+// enterNamespaces moves the launcher thread into new namespaces. Network,
+// mount and (for its children) PID namespaces can be unshared by one thread
+// of a multi-threaded process (a user namespace cannot: that uses the stage).
 func enterNamespaces(p *Plan) error {
 	var flags int
+	if p.NewPIDNS {
+		flags |= unix.CLONE_NEWPID
+	}
 	if p.NewNetNS {
 		flags |= unix.CLONE_NEWNET
 	}
@@ -255,17 +377,17 @@ func loopbackUp() error {
 
 // restrictThread applies no_new_privs, Landlock and seccomp to the calling
 // thread, in that order: seccomp last so the filter need not allow the
-// Landlock syscalls.
-func restrictThread(p *Plan) error {
+// Landlock syscalls. For a supervised plan it returns the filter's listener.
+func restrictThread(p *Plan) (listener, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+		return listener{fd: -1}, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	if p.Landlock != nil {
 		if err := p.Landlock.apply(); err != nil {
-			return err
+			return listener{fd: -1}, err
 		}
 	}
-	return LoadSeccomp(p.SeccompProg)
+	return loadFilter(p)
 }
 
 // markInheritedCloexec marks every fd above stderr close-on-exec, so fds sbx
@@ -295,29 +417,68 @@ func markInheritedCloexec() error {
 
 // stagePayload is what the parent sends the stage on fd 3.
 type stagePayload struct {
-	Plan *Plan
-	Path string
-	Argv []string
-	Dir  string
-	Env  []string
+	// StatusFD is the stage's fd for the command's wait status when the
+	// stage is PID 1 of a new PID namespace (0: exec the command instead).
+	StatusFD int
+	Plan     *Plan
+	Path     string
+	Argv     []string
+	Dir      string
+	Env      []string
+	// ListenerSocket is the fd of the unix socket the stage sends its
+	// seccomp listener on (SCM_RIGHTS), 0 when the plan is unsupervised.
+	ListenerSocket int `json:",omitempty"`
 }
 
 // startStage re-executes sbx as a hidden stage inside a new user namespace
 // (plus network and mount namespaces as planned). The parent, unrestricted,
 // writes the uid/gid maps; the stage sets up loopback and mounts, restricts
 // itself and execs the command, which keeps the stage's pid.
-func startStage(p *Plan, spec Spec) (*Process, error) {
+func startStage(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stage pipe: %w", err)
 	}
 	defer r.Close()
 	defer w.Close()
-	payload, err := json.Marshal(stagePayload{Plan: p, Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env})
+	pl := stagePayload{Plan: p, Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env}
+	extra := []uintptr{r.Fd()}
+	// The stage sends the seccomp listener back on a socketpair: fd 4 in
+	// the stage, close-on-exec there before the command runs.
+	parentSock, stageSock := -1, -1
+	if sup != nil {
+		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return nil, fmt.Errorf("stage: listener socketpair: %w", err)
+		}
+		parentSock, stageSock = pair[0], pair[1]
+		defer func() {
+			if parentSock >= 0 {
+				unix.Close(parentSock)
+			}
+		}()
+		defer unix.Close(stageSock)
+		extra = append(extra, uintptr(stageSock))
+		pl.ListenerSocket = 3 + len(extra) - 1
+	}
+	// A stage that is PID 1 reports the command's raw wait status on a pipe:
+	// as init it cannot die of the command's signal itself.
+	var statusR *os.File
+	if p.NewPIDNS {
+		sr, sw, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("stage status pipe: %w", err)
+		}
+		statusR = sr
+		defer sw.Close()
+		extra = append(extra, sw.Fd())
+		pl.StatusFD = 3 + len(extra) - 1
+	}
+	payload, err := json.Marshal(pl)
 	if err != nil {
 		return nil, fmt.Errorf("stage payload: %w", err)
 	}
-	attr := procAttr(spec, r.Fd())
+	attr := procAttr(spec, extra...)
 	attr.Dir = "/"
 	attr.Env = []string{}
 	flags := uintptr(unix.CLONE_NEWUSER)
@@ -326,6 +487,9 @@ func startStage(p *Plan, spec Spec) (*Process, error) {
 	}
 	if p.needsMountNS() {
 		flags |= unix.CLONE_NEWNS
+	}
+	if p.NewPIDNS {
+		flags |= unix.CLONE_NEWPID
 	}
 	attr.Sys.Cloneflags = flags
 	uid, gid := os.Getuid(), os.Getgid()
@@ -346,10 +510,33 @@ func startStage(p *Plan, spec Spec) (*Process, error) {
 		return nil, fmt.Errorf("stage: clone into new user namespace: %w", err)
 	}
 	pr := &Process{Pid: pid, done: make(chan exitResult, 1)}
-	go func() { pr.done <- wait(pid) }()
+	if p.NewPIDNS {
+		// Keep the plan pipe open as the stage's lifeline (see StageMain).
+		dup, err := unix.FcntlInt(w.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+		if err != nil {
+			return nil, fmt.Errorf("stage: lifeline: %w", err)
+		}
+		pr.lifeline = os.NewFile(uintptr(dup), "stage-lifeline")
+	}
+	go func() {
+		res := wait(pid)
+		if statusR != nil {
+			var b [4]byte
+			if n, _ := io.ReadFull(statusR, b[:]); n == 4 {
+				res.status = syscall.WaitStatus(binary.LittleEndian.Uint32(b[:]))
+			}
+			statusR.Close()
+		}
+		pr.done <- res
+	}()
 	r.Close()
 	if _, err := w.Write(payload); err != nil {
 		return nil, fmt.Errorf("stage: send plan: %w", err)
+	}
+	if sup != nil {
+		sup.receive(parentSock)
+		parentSock = -1
+		pr.sup = sup
 	}
 	return pr, nil
 }
@@ -365,7 +552,16 @@ func StageMain() int {
 	f := os.NewFile(3, "stage-plan")
 	var pl stagePayload
 	err := json.NewDecoder(f).Decode(&pl)
-	f.Close()
+	if err != nil || pl.StatusFD == 0 {
+		f.Close()
+	} else {
+		// The plan pipe is also the stage's lifeline: sbx keeps its end open
+		// while the call runs, and its death (even of SIGKILL) closes it.
+		go func() {
+			io.Copy(io.Discard, f)
+			os.Exit(137)
+		}()
+	}
 	if err != nil || pl.Plan == nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: read plan: %v\n", err)
 		return 125
@@ -375,7 +571,18 @@ func StageMain() int {
 		err = dropStageCaps()
 	}
 	if err == nil {
-		err = restrictThread(pl.Plan)
+		var lis listener
+		lis, err = restrictThread(pl.Plan)
+		if err == nil && pl.ListenerSocket > 0 {
+			// Before exec, so the parent is supervising by the time the
+			// command makes its first supervised call (which would wait for
+			// it anyway). Neither fd reaches the command.
+			err = sendListener(pl.ListenerSocket, lis)
+			unix.Close(pl.ListenerSocket)
+		}
+		if lis.fd >= 0 {
+			unix.Close(lis.fd)
+		}
 	}
 	if err == nil {
 		err = markInheritedCloexec()
@@ -388,9 +595,53 @@ func StageMain() int {
 		fmt.Fprintf(os.Stderr, "sbx: chdir %s: %v\n", pl.Dir, err)
 		return 125
 	}
+	if pl.StatusFD > 0 {
+		return stageInit(pl)
+	}
 	err = unix.Exec(pl.Path, pl.Argv, pl.Env)
 	fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", pl.Argv[0], err)
 	return ExecFailureStatus(err)
+}
+
+// stageInit runs the command as a child of the stage, which is PID 1 of the
+// call's PID namespace: it relays sbx's signals (init only receives signals
+// it handles), reaps orphans, and reports the command's wait status on
+// StatusFD. When it returns, the kernel kills whatever is left in the
+// namespace, and if sbx dies first, the stage's parent-death signal does.
+func stageInit(pl stagePayload) int {
+	status := os.NewFile(uintptr(pl.StatusFD), "stage-status")
+	sigc := make(chan os.Signal, 4)
+	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	// The fork runs on this (restricted, locked) main thread, so the command
+	// inherits its restrictions.
+	pid, err := syscall.ForkExec(pl.Path, pl.Argv, &syscall.ProcAttr{Env: pl.Env,
+		Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true}})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", pl.Argv[0], err)
+		return ExecFailureStatus(err)
+	}
+	go func() {
+		for s := range sigc {
+			syscall.Kill(-pid, s.(syscall.Signal))
+		}
+	}()
+	for {
+		var ws syscall.WaitStatus
+		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "sbx stage: wait: %v\n", err)
+			return 125
+		}
+		if wpid == pid {
+			var b [4]byte
+			binary.LittleEndian.PutUint32(b[:], uint32(ws))
+			status.Write(b[:])
+			return 0
+		}
+	}
 }
 
 // dropStageCaps clears the ambient and inheritable capabilities the stage

@@ -5,6 +5,8 @@ package linux
 import (
 	"fmt"
 	"os"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -30,6 +32,10 @@ type System struct {
 	UserNS bool
 	// UserNSReason says why UserNS is false.
 	UserNSReason string
+	// UserNotif: seccomp user notification (Linux 5.0), for the supervisor.
+	UserNotif bool
+	// UserNotifReason says why UserNotif is false.
+	UserNotifReason string
 }
 
 // Probe inspects the running kernel and user. It makes no namespaces: the
@@ -38,7 +44,22 @@ type System struct {
 func Probe() System {
 	s := System{LandlockABI: LandlockABI(), Privileged: hasCapSysAdmin()}
 	s.UserNS, s.UserNSReason = userNSAllowed()
+	s.UserNotif, s.UserNotifReason = userNotifAvailable()
 	return s
+}
+
+// userNotifAvailable reads the seccomp actions the kernel offers. When the
+// list cannot be read, it says yes: loading the filter then finds out, and
+// a failure there is reported the same way.
+func userNotifAvailable() (bool, string) {
+	b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	if err != nil {
+		return true, ""
+	}
+	if slices.Contains(strings.Fields(string(b)), "user_notif") {
+		return true, ""
+	}
+	return false, "the kernel has no seccomp user notification (Linux 5.0)"
 }
 
 func hasCapSysAdmin() bool {
@@ -77,6 +98,9 @@ type Plan struct {
 	Sockets  SocketPolicy
 	// NewNetNS: a private network namespace with only loopback up.
 	NewNetNS bool
+	// NewPIDNS: the command runs in a new PID namespace whose init dies with
+	// sbx, taking every process of the call with it.
+	NewPIDNS bool
 	// NewUserNS: the namespaces are created inside a new user namespace
 	// (unprivileged caller); this needs the stage launch.
 	NewUserNS bool
@@ -86,9 +110,54 @@ type Plan struct {
 	// MaskedMounts are existing paths the guard forbids reading, hidden under
 	// an empty read-only tmpfs (directories) or /dev/null (files).
 	MaskedMounts []string
-	Downgrades   []enforce.Downgrade
-	SeccompProg  []unix.SockFilter
+	// Devices are the device files the command may write: the policy's and
+	// the terminals behind sbx's standard streams, resolved.
+	Devices []string
+	// Supervise says whether the seccomp supervisor runs (supervise.go).
+	Supervise   Supervise
+	Downgrades  []enforce.Downgrade
+	SeccompProg []unix.SockFilter
+	// SeccompPlainProg is the filter without its user-notification rules,
+	// loaded instead when no listener can be had at launch (Supervise is
+	// SuperviseBestEffort).
+	SeccompPlainProg []unix.SockFilter `json:",omitempty"`
+	// unsupervised holds, by index into Downgrades, what a downgrade that
+	// counts on the supervisor says without it.
+	unsupervised map[int]enforce.Downgrade
 }
+
+// addSupervised records a downgrade whose reason counts on the supervisor,
+// and what it says instead if the supervisor cannot run after all.
+func (p *Plan) addSupervised(d, unsupervised enforce.Downgrade) {
+	if p.unsupervised == nil {
+		p.unsupervised = map[int]enforce.Downgrade{}
+	}
+	p.unsupervised[len(p.Downgrades)] = unsupervised
+	p.Downgrades = append(p.Downgrades, d)
+}
+
+// UnsupervisedDowngrades is Downgrades as they read when the supervisor
+// could not be set up at launch (SupervisionResult.Downgrades says so).
+func (p *Plan) UnsupervisedDowngrades() []enforce.Downgrade {
+	out := slices.Clone(p.Downgrades)
+	for i, d := range p.unsupervised {
+		out[i] = d
+	}
+	return out
+}
+
+// Supervise is whether the seccomp supervisor runs for a plan.
+type Supervise int
+
+const (
+	// SuperviseOff: no supervisor; denials are not reported.
+	SuperviseOff Supervise = iota
+	// SuperviseBestEffort: run it; if the listener cannot be had at launch,
+	// run without and report a "denial-reports" downgrade.
+	SuperviseBestEffort
+	// SuperviseRequired: run it, or fail the launch (--require denial-reports).
+	SuperviseRequired
+)
 
 // Compile turns pol into a Plan for sys. It fails only on an internal error;
 // whatever the kernel lacks becomes a Downgrade.
@@ -98,29 +167,59 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		p.Launch = LaunchDirect
 		return p, nil
 	}
+	sup := Unsupervised
+	if sys.UserNotif {
+		p.Supervise, sup = SuperviseBestEffort, Supervised
+	} else {
+		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "denial-reports",
+			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported"})
+	}
 	p.ReadOnlyMounts = existing(pol.ReadOnly)
 	for _, ro := range pol.ReadOnly {
-		if !slices.Contains(p.ReadOnlyMounts, ro) {
-			// IMPORTANT: Landlock cannot subtract a subpath from a granted tree,
-			// and a bind mount needs the path to exist, so a carve-out that does
-			// not exist yet (a missing .git) is not protected against creation.
-			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "carve-out-create",
-				Reason: ro + " does not exist; creating it is not prevented"})
+		if slices.Contains(p.ReadOnlyMounts, ro) {
+			continue
+		}
+		// IMPORTANT: Landlock cannot subtract a subpath from a granted tree,
+		// and a bind mount needs the path to exist, so a carve-out that does
+		// not exist yet (a missing .git) is protected against creation only
+		// by the supervisor, which checks a path read from the command's
+		// memory: a racing thread can change it after the check. That is
+		// best effort, so the downgrade stays and --require
+		// carve-out-create still refuses to run.
+		plain := enforce.Downgrade{Feature: "carve-out-create", Reason: ro + " does not exist; creating it is not prevented"}
+		if p.Supervise != SuperviseOff {
+			p.addSupervised(enforce.Downgrade{Feature: "carve-out-create",
+				Reason: ro + " does not exist; the seccomp supervisor refuses creating it, best effort: a racing thread can change the path after the check"}, plain)
+		} else {
+			p.Downgrades = append(p.Downgrades, plain)
 		}
 	}
 	p.MaskedMounts = existing(pol.Masked)
-	needNS := pol.Network == policy.NetworkIsolated || p.needsMountNS()
+	// Every sandboxed call gets a PID namespace, so that the whole tree dies
+	// with sbx; hence namespaces are always needed.
+	needNS := true
 	switch {
-	case !needNS:
 	case sys.Privileged:
+		p.NewPIDNS = runtime.GOARCH == "amd64" // the thread launch's init is x86-64 code
+		if !p.NewPIDNS {
+			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "pidns",
+				Reason: "no PID namespace init for " + runtime.GOARCH + " yet: processes the command leaves behind survive if sbx is killed"})
+		}
 	case sys.UserNS:
-		p.NewUserNS = true
+		p.NewUserNS, p.NewPIDNS = true, true
 		p.Launch = LaunchStage
 	default:
 		needNS = false
+		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "pidns",
+			Reason: "no user namespaces (" + sys.UserNSReason + "): processes the command leaves behind survive if sbx is killed"})
 		if len(p.ReadOnlyMounts) > 0 {
-			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "mountns",
-				Reason: "no user namespaces (" + sys.UserNSReason + "): read-only carve-outs " + strings.Join(p.ReadOnlyMounts, ", ") + " are writable"})
+			plain := enforce.Downgrade{Feature: "mountns",
+				Reason: "no user namespaces (" + sys.UserNSReason + "): read-only carve-outs " + strings.Join(p.ReadOnlyMounts, ", ") + " are writable"}
+			if p.Supervise != SuperviseOff {
+				p.addSupervised(enforce.Downgrade{Feature: "mountns", Reason: plain.Reason + " (the seccomp supervisor refuses the writes it sees, best effort)"}, plain)
+			} else {
+				p.Downgrades = append(p.Downgrades, plain)
+			}
 			p.ReadOnlyMounts = nil
 		}
 		if len(p.MaskedMounts) > 0 {
@@ -142,14 +241,35 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	default:
 		p.Sockets = SocketsUnixOnly
 	}
-	p.Seccomp = SeccompRules(p.Sockets)
+	p.Seccomp = SeccompTable(p.Sockets, sup)
 	prog, err := CompileSeccomp(p.Seccomp)
 	if err != nil {
 		return nil, err
 	}
 	p.SeccompProg = prog
+	if sup == Supervised {
+		if p.SeccompPlainProg, err = CompileSeccomp(SeccompRules(p.Sockets)); err != nil {
+			return nil, err
+		}
+	}
+	p.Devices = resolveAll(append(slices.Clone(pol.Devices), ttyPaths()...))
 	p.compileLandlock(sys.LandlockABI)
 	return p, nil
+}
+
+// resolveAll resolves symlinks in each path that exists and drops
+// duplicates; a path that cannot be resolved is kept as it is.
+func resolveAll(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			p = r
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 func (p *Plan) compileLandlock(abi int) {
@@ -163,7 +283,7 @@ func (p *Plan) compileLandlock(abi int) {
 	for _, r := range pol.ReadRoots {
 		lp.Rules = append(lp.Rules, LandlockRule{Path: r, Access: llRead})
 	}
-	for _, d := range append(append([]string(nil), pol.Devices...), ttyPaths()...) {
+	for _, d := range p.Devices {
 		lp.Rules = append(lp.Rules, LandlockRule{Path: d, Access: llDevice})
 	}
 	for _, w := range pol.WriteRoots {
@@ -207,6 +327,7 @@ func (p *Plan) Enforcement() enforce.Enforcement {
 	e.MountNamespace = p.needsMountNS()
 	e.MaskedPaths = p.MaskedMounts
 	e.UserNamespace = p.NewUserNS
+	e.PIDNamespace = p.NewPIDNS
 	e.ReadOnlyMounts = p.ReadOnlyMounts
 	e.Seccomp = &enforce.SeccompInfo{Sockets: p.Sockets.String(), Rules: len(p.Seccomp)}
 	if lp := p.Landlock; lp != nil {
@@ -239,7 +360,7 @@ func (p *Plan) String() string {
 		b.WriteString("no restrictions (danger-full-access)\n")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "namespaces: user=%t net=%t mount=%t\n", p.NewUserNS, p.NewNetNS, p.needsMountNS())
+	fmt.Fprintf(&b, "namespaces: user=%t pid=%t net=%t mount=%t\n", p.NewUserNS, p.NewPIDNS, p.NewNetNS, p.needsMountNS())
 	for _, m := range p.ReadOnlyMounts {
 		fmt.Fprintf(&b, "mount: ro-bind %s\n", m)
 	}
@@ -256,6 +377,9 @@ func (p *Plan) String() string {
 		}
 	}
 	fmt.Fprintf(&b, "seccomp: sockets=%s\n", p.Sockets)
+	if p.Supervise != SuperviseOff {
+		b.WriteString("supervisor: USER_NOTIF calls are checked against the policy; what it forbids is refused and reported, the rest continues to Landlock\n")
+	}
 	for _, r := range p.Seccomp {
 		fmt.Fprintf(&b, "seccomp: %s\n", r)
 	}

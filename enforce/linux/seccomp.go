@@ -36,15 +36,48 @@ func (s SocketPolicy) String() string {
 	return fmt.Sprintf("SocketPolicy(%d)", int(s))
 }
 
+// RuleAction is what the filter does with a call a rule matches.
+type RuleAction int
+
+const (
+	// ActErrno fails the call with the rule's Errno without running it.
+	ActErrno RuleAction = iota
+	// ActNotify hands the call to the supervisor in the sbx parent
+	// (SECCOMP_RET_USER_NOTIF), which refuses it with an errno or lets the
+	// kernel run it, where Landlock still applies (supervise.go).
+	ActNotify
+)
+
 // SeccompRule is one row of the filter table, with the reason it exists.
 // A rule matches when the syscall number is Nr and every ArgCond holds; the
-// filter then returns Errno without running the syscall.
+// filter then returns Errno without running the syscall (ActErrno), or asks
+// the supervisor (ActNotify).
 type SeccompRule struct {
 	Name   string        // syscall name, e.g. "ioctl"
 	Nr     uint32        // syscall number on the native arch
 	Args   []ArgCond     // all must match (AND); empty = always
-	Errno  syscall.Errno // returned errno (SECCOMP_RET_ERRNO)
+	Action RuleAction    // ActErrno unless set
+	Errno  syscall.Errno // returned errno (ActErrno only; zero for ActNotify)
 	Reason string
+}
+
+// Supervision says whether the filter hands calls to the supervisor.
+type Supervision int
+
+const (
+	// Unsupervised: the table has ActErrno rules only.
+	Unsupervised Supervision = iota
+	// Supervised: write-intent file-system calls, and connect/bind or inet
+	// socket creation when the network is off, go to the supervisor so that
+	// what the policy forbids is reported as a denial.
+	Supervised
+)
+
+func (s Supervision) String() string {
+	if s == Supervised {
+		return "supervised"
+	}
+	return "unsupervised"
 }
 
 // seccompArch is everything about the native architecture the filter
@@ -85,7 +118,17 @@ func nativeSeccompArch() (seccompArch, error) {
 // IMPORTANT: this is a deny list on top of Landlock, not an allow list.
 // Syscalls added to the kernel after this table (another mount API, another
 // io_uring-like interface) are allowed until they are listed here.
-func SeccompRules(s SocketPolicy) []SeccompRule {
+func SeccompRules(s SocketPolicy) []SeccompRule { return SeccompTable(s, Unsupervised) }
+
+// SeccompTable is SeccompRules plus, when supervised, the user-notification
+// rules. Every ActErrno rule keeps its place and its priority over the
+// notification rules, which come after all of them, with one exception: under
+// SocketsUnixOnly, inet and inet6 socket() calls are notified before the
+// family rule that would refuse them, so that the refusal is seen. The
+// supervisor refuses those with the family rule's EAFNOSUPPORT, always: it
+// never lets one through (see supervise.go), and without a listener the
+// kernel fails them with ENOSYS. Either way the call is refused.
+func SeccompTable(s SocketPolicy, sup Supervision) []SeccompRule {
 	rules := alwaysRules()
 	switch s {
 	case SocketsAny:
@@ -95,14 +138,83 @@ func SeccompRules(s SocketPolicy) []SeccompRule {
 		rules = append(rules, socketpairRule())
 	default:
 		rules = append(rules, mptcpRules()...)
+		if sup == Supervised {
+			rules = append(rules, inetSocketNotifyRules()...)
+		}
 		rules = append(rules, unixOnlySocketRules()...)
 		rules = append(rules, socketpairRule())
+	}
+	if sup != Supervised {
+		return rules
+	}
+	rules = append(rules, writeNotifyRules()...)
+	if s == SocketsLoopbackNetns {
+		rules = append(rules, netNotifyRules()...)
 	}
 	return rules
 }
 
-func argEq(i int, v uint32) ArgCond { return ArgCond{Index: i, Op: CmpEq, Value: v} }
-func argNe(i int, v uint32) ArgCond { return ArgCond{Index: i, Op: CmpNe, Value: v} }
+func argEq(i int, v uint32) ArgCond     { return ArgCond{Index: i, Op: CmpEq, Value: v} }
+func argNe(i int, v uint32) ArgCond     { return ArgCond{Index: i, Op: CmpNe, Value: v} }
+func argAnySet(i int, m uint32) ArgCond { return ArgCond{Index: i, Op: CmpAnySet, Mask: m} }
+
+// openWriteFlags are the open(2) flags that make an open a write: the
+// access modes and the flags that create or truncate. O_TMPFILE needs
+// O_WRONLY or O_RDWR, so it is covered; O_APPEND alone opens read-only.
+const openWriteFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
+
+// writeNotifyRules send every call that can change a file-system object to
+// the supervisor. Each is one the kernel would otherwise check against
+// Landlock (or, for chmod and chown, not check at all: see the IMPORTANT
+// note in supervise.go). Reads never go there: they are not restricted, so
+// supervising them would only cost time.
+func writeNotifyRules() []SeccompRule {
+	n := func(name string, nr uint32, reason string, args ...ArgCond) SeccompRule {
+		return SeccompRule{Name: name, Nr: nr, Args: args, Action: ActNotify, Reason: reason}
+	}
+	rules := []SeccompRule{
+		n("openat", unix.SYS_OPENAT, "open for writing, creating or truncating", argAnySet(2, openWriteFlags)),
+		// struct open_how is behind a pointer, which seccomp cannot read.
+		n("openat2", unix.SYS_OPENAT2, "any openat2: its flags are behind a pointer"),
+		n("mkdirat", unix.SYS_MKDIRAT, "creates a directory"),
+		n("mknodat", unix.SYS_MKNODAT, "creates a file, fifo, socket or device node"),
+		n("unlinkat", unix.SYS_UNLINKAT, "removes a file or directory"),
+		n("renameat", unix.SYS_RENAMEAT, "removes a name and creates another"),
+		n("renameat2", unix.SYS_RENAMEAT2, "removes a name and creates another, or exchanges two"),
+		n("linkat", unix.SYS_LINKAT, "creates a hard link"),
+		n("symlinkat", unix.SYS_SYMLINKAT, "creates a symbolic link"),
+		n("truncate", unix.SYS_TRUNCATE, "changes a file's size by path"),
+		n("fchmodat", unix.SYS_FCHMODAT, "changes a mode by path"),
+		n("fchmodat2", unix.SYS_FCHMODAT2, "changes a mode by path (Linux 6.6)"),
+		n("fchmod", unix.SYS_FCHMOD, "changes a mode through a file descriptor"),
+		n("fchownat", unix.SYS_FCHOWNAT, "changes an owner by path"),
+		n("fchown", unix.SYS_FCHOWN, "changes an owner through a file descriptor"),
+	}
+	return append(rules, legacyWriteNotifyRules(n)...)
+}
+
+// netNotifyRules, under SocketsLoopbackNetns only, let the supervisor see
+// connect and bind: the private namespace would refuse a connect to the
+// outside anyway (ENETUNREACH), but without a record of it. With the network
+// on nothing is supervised; under SocketsUnixOnly no inet socket exists.
+func netNotifyRules() []SeccompRule {
+	return []SeccompRule{
+		{Name: "connect", Nr: unix.SYS_CONNECT, Action: ActNotify,
+			Reason: "network off: a connect outside loopback is a denial (sockaddrs are behind a pointer, so every connect goes)"},
+		{Name: "bind", Nr: unix.SYS_BIND, Action: ActNotify,
+			Reason: "network off: a bind to an address outside loopback is a denial"},
+	}
+}
+
+// inetSocketNotifyRules come before unixOnlySocketRules' family rule; the
+// supervisor always refuses them with EAFNOSUPPORT (see SeccompTable).
+func inetSocketNotifyRules() []SeccompRule {
+	const reason = "network off without a private namespace: an inet socket is a denial; the supervisor always refuses it with EAFNOSUPPORT"
+	return []SeccompRule{
+		{Name: "socket", Nr: unix.SYS_SOCKET, Action: ActNotify, Args: []ArgCond{argEq(0, unix.AF_INET)}, Reason: reason},
+		{Name: "socket", Nr: unix.SYS_SOCKET, Action: ActNotify, Args: []ArgCond{argEq(0, unix.AF_INET6)}, Reason: reason},
+	}
+}
 
 // alwaysRules apply under every policy that uses seccomp at all. The
 // functions build fresh slices so callers may modify what they get.
@@ -282,6 +394,21 @@ func DescribeSeccomp(rules []SeccompRule) string {
 // Errors are prefixed "seccomp: "; the kernel's errno is wrapped (EINVAL if
 // the kernel lacks CONFIG_SECCOMP_FILTER or rejects the program).
 func LoadSeccomp(prog []unix.SockFilter) error {
+	if err := checkLoadable(prog); err != nil {
+		return err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
+	runtime.KeepAlive(prog)
+	if errno != 0 {
+		return fmt.Errorf("seccomp: %w", errno)
+	}
+	return nil
+}
+
+// checkLoadable refuses a program the kernel would reject for its length,
+// and a thread without no_new_privs.
+func checkLoadable(prog []unix.SockFilter) error {
 	if len(prog) == 0 || len(prog) > bpfMaxInsns {
 		return fmt.Errorf("seccomp: program length %d out of range 1..%d", len(prog), bpfMaxInsns)
 	}
@@ -291,12 +418,6 @@ func LoadSeccomp(prog []unix.SockFilter) error {
 	}
 	if nnp != 1 {
 		return errors.New("seccomp: no_new_privs is not set on the calling thread")
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(prog)
-	if errno != 0 {
-		return fmt.Errorf("seccomp: %w", errno)
 	}
 	return nil
 }

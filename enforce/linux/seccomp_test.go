@@ -19,6 +19,26 @@ import (
 
 var allSocketPolicies = []SocketPolicy{SocketsAny, SocketsLoopbackNetns, SocketsUnixOnly}
 
+// seccompTableID names one compiled table: a socket policy, supervised or not.
+type seccompTableID struct {
+	policy SocketPolicy
+	sup    Supervision
+}
+
+func (id seccompTableID) String() string { return id.policy.String() + "/" + id.sup.String() }
+
+func (id seccompTableID) rules() []SeccompRule { return SeccompTable(id.policy, id.sup) }
+
+var allSeccompTables = func() []seccompTableID {
+	var out []seccompTableID
+	for _, sup := range []Supervision{Unsupervised, Supervised} {
+		for _, p := range allSocketPolicies {
+			out = append(out, seccompTableID{p, sup})
+		}
+	}
+	return out
+}()
+
 // firstMatch is the table's meaning in plain Go, independent of the
 // compiler: the index of the first rule matching d, or -1.
 func firstMatch(rules []SeccompRule, d seccompData) int {
@@ -41,6 +61,8 @@ func condsHold(conds []ArgCond, d seccompData) bool {
 			ok = v != c.Value
 		case CmpMaskedEq:
 			ok = v&c.Mask == c.Value
+		case CmpAnySet:
+			ok = v&c.Mask != 0
 		}
 		if !ok {
 			return false
@@ -55,9 +77,18 @@ func referenceRet(rules []SeccompRule, d seccompData) uint32 {
 		return retKillT
 	}
 	if i := firstMatch(rules, d); i >= 0 {
-		return retErrno(rules[i].Errno)
+		return wantRet(rules[i])
 	}
 	return retAllowT
+}
+
+// wantRet is what a matching rule makes the filter return, written apart
+// from the compiler's SeccompRule.ret.
+func wantRet(r SeccompRule) uint32 {
+	if r.Action == ActNotify {
+		return retNotifyT
+	}
+	return retErrno(r.Errno)
 }
 
 // matchingData synthesises a seccomp_data that satisfies every condition of
@@ -75,7 +106,11 @@ func matchingData(t *testing.T, r SeccompRule) seccompData {
 				continue
 			}
 			conds = append(conds, c.Value)
-			if c.Op != CmpNe {
+			switch c.Op {
+			case CmpAnySet:
+				candidates = append(candidates, c.Mask)
+			case CmpNe:
+			default:
 				candidates = append(candidates, c.Value)
 			}
 		}
@@ -111,10 +146,10 @@ func condsHoldAt(conds []ArgCond, i int, d seccompData) bool {
 }
 
 type seccompCase struct {
-	name   string
-	policy SocketPolicy
-	data   seccompData
-	want   uint32
+	name  string
+	table seccompTableID
+	data  seccompData
+	want  uint32
 }
 
 // seccompCases is written from the issue, not from the table, so dropping or
@@ -123,8 +158,13 @@ func seccompCases() []seccompCase {
 	const hi = 1 << 32
 	eperm, eafno := retErrno(unix.EPERM), retErrno(unix.EAFNOSUPPORT)
 	var cases []seccompCase
+	// add states a case for both the unsupervised and the supervised table:
+	// the notification rules never change what an ERRNO rule decides.
+	// Its few exceptions are overridden in supervisedCases.
 	add := func(p SocketPolicy, name string, d seccompData, want uint32) {
-		cases = append(cases, seccompCase{name: name, policy: p, data: d, want: want})
+		for _, sup := range []Supervision{Unsupervised, Supervised} {
+			cases = append(cases, seccompCase{name: name, table: seccompTableID{p, sup}, data: d, want: want})
+		}
 	}
 	denied := []struct {
 		name string
@@ -227,12 +267,12 @@ func seccompCases() []seccompCase {
 	add(uo, "socket AF_VSOCK", x86(unix.SYS_SOCKET, unix.AF_VSOCK, unix.SOCK_STREAM), eafno)
 	add(uo, "socket AF_PACKET", x86(unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW), eafno)
 	add(uo, "socketpair AF_TIPC", x86(unix.SYS_SOCKETPAIR, unix.AF_TIPC, unix.SOCK_SEQPACKET), eafno)
-	return cases
+	return supervisedCases(cases)
 }
 
-func compiledFor(t *testing.T, p SocketPolicy) ([]SeccompRule, []unix.SockFilter) {
+func compiledFor(t *testing.T, p seccompTableID) ([]SeccompRule, []unix.SockFilter) {
 	t.Helper()
-	rules := SeccompRules(p)
+	rules := p.rules()
 	prog, err := CompileSeccomp(rules)
 	if err != nil {
 		t.Fatalf("%s: %v", p, err)
@@ -245,8 +285,8 @@ func compiledFor(t *testing.T, p SocketPolicy) ([]SeccompRule, []unix.SockFilter
 
 func TestSeccompTable(t *testing.T) {
 	for _, tt := range seccompCases() {
-		t.Run(tt.policy.String()+"/"+tt.name, func(t *testing.T) {
-			rules, prog := compiledFor(t, tt.policy)
+		t.Run(tt.table.String()+"/"+tt.name, func(t *testing.T) {
+			rules, prog := compiledFor(t, tt.table)
 			got, err := runFilter(prog, tt.data)
 			if err != nil {
 				t.Fatal(err)
@@ -265,14 +305,14 @@ func TestSeccompTable(t *testing.T) {
 // hand-written case above blocks.
 func TestSeccompTableCoversEveryRule(t *testing.T) {
 	cases := seccompCases()
-	for _, p := range allSocketPolicies {
-		rules := SeccompRules(p)
+	for _, p := range allSeccompTables {
+		rules := p.rules()
 		covered := make([]bool, len(rules))
 		for _, c := range cases {
-			if c.policy != p {
+			if c.table != p {
 				continue
 			}
-			if i := firstMatch(rules, c.data); i >= 0 && c.want == retErrno(rules[i].Errno) {
+			if i := firstMatch(rules, c.data); i >= 0 && c.want == wantRet(rules[i]) {
 				covered[i] = true
 			}
 		}
@@ -288,7 +328,7 @@ func TestSeccompTableCoversEveryRule(t *testing.T) {
 // and requires that exactly that rule decides it: a rule shadowed by an
 // earlier one, or compiled wrongly, fails.
 func TestSeccompEveryRuleReachable(t *testing.T) {
-	for _, p := range allSocketPolicies {
+	for _, p := range allSeccompTables {
 		rules, prog := compiledFor(t, p)
 		for i, r := range rules {
 			d := matchingData(t, r)
@@ -300,7 +340,7 @@ func TestSeccompEveryRuleReachable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := retErrno(r.Errno); got != want {
+			if want := wantRet(r); got != want {
 				t.Errorf("%s: rule %d (%s): filter returned %s, want %s", p, i, r, describeRet(got), describeRet(want))
 			}
 		}
@@ -310,7 +350,7 @@ func TestSeccompEveryRuleReachable(t *testing.T) {
 // TestSeccompMatchesReference runs the compiled programs against the plain-Go
 // semantics on every combination of the values the table mentions.
 func TestSeccompMatchesReference(t *testing.T) {
-	for _, p := range allSocketPolicies {
+	for _, p := range allSeccompTables {
 		rules, prog := compiledFor(t, p)
 		vals := []uint64{0, 1, 0xffffffff, 1 << 32}
 		nrs := []uint32{unix.SYS_READ, unix.SYS_GETPID, 0x40000000 | unix.SYS_IOCTL}
@@ -318,6 +358,10 @@ func TestSeccompMatchesReference(t *testing.T) {
 			nrs = append(nrs, r.Nr)
 			for _, c := range r.Args {
 				vals = append(vals, uint64(c.Value), 0xffffffff<<32|uint64(c.Value), uint64(c.Value)+1)
+				if c.Op == CmpAnySet {
+					// The whole mask, its lowest bit alone, and every bit but the mask.
+					vals = append(vals, uint64(c.Mask), uint64(c.Mask&-c.Mask), uint64(^c.Mask), 1<<32|uint64(c.Mask))
+				}
 			}
 		}
 		slices.Sort(vals)
@@ -347,10 +391,10 @@ func TestSeccompMatchesReference(t *testing.T) {
 func TestSeccompRulesInvariants(t *testing.T) {
 	nrOf := map[string]uint32{}
 	nameOf := map[uint32]string{}
-	for _, p := range allSocketPolicies {
-		rules := SeccompRules(p)
-		if !reflect.DeepEqual(rules, SeccompRules(p)) {
-			t.Errorf("%s: SeccompRules is not deterministic", p)
+	for _, p := range allSeccompTables {
+		rules := p.rules()
+		if !reflect.DeepEqual(rules, p.rules()) {
+			t.Errorf("%s: SeccompTable is not deterministic", p)
 		}
 		for i, r := range rules {
 			if r.Name == "" || r.Reason == "" {
@@ -390,6 +434,9 @@ func TestSeccompRulesInvariants(t *testing.T) {
 	}
 	if !reflect.DeepEqual(SeccompRules(SocketPolicy(99)), SeccompRules(SocketsUnixOnly)) {
 		t.Error("an unknown SocketPolicy does not fail closed to SocketsUnixOnly")
+	}
+	if !reflect.DeepEqual(SeccompTable(SocketPolicy(99), Supervised), SeccompTable(SocketsUnixOnly, Supervised)) {
+		t.Error("an unknown SocketPolicy does not fail closed to SocketsUnixOnly when supervised")
 	}
 	r := SeccompRules(SocketsUnixOnly)
 	r[0].Args[0].Value = 0

@@ -56,6 +56,7 @@ esac
 # --- build the initramfs (shared by all kernels) ------------------------------
 R=$WORK/root
 mkdir -p "$R"/{bin,etc,proc,sys,dev,tmp,root,run,tests,home/nobody}
+mkdir -p "$R/var/tmp"; chmod 1777 "$R/var/tmp"   # as on a real system: every user may create there
 printf 'root:x:0:0::/root:/bin/sh\nnobody:x:65534:65534::/home/nobody:/bin/sh\n' > "$R/etc/passwd"
 printf 'root:x:0:\nnogroup:x:65534:\n' > "$R/etc/group"
 cp "$BUSYBOX" "$R/bin/busybox"
@@ -71,6 +72,7 @@ cat > "$R/init" <<EOF
 /bin/busybox --install -s /bin
 export PATH=/bin HOME=/root TMPDIR=/tmp
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mkdir -p /dev/pts; mount -t devpts -o newinstance,ptmxmode=0666,mode=0620 devpts /dev/pts; ln -sf pts/ptmx /dev/ptmx 2>/dev/null
 mount -t tmpfs -o mode=1777 tmp /tmp; mount -t securityfs sec /sys/kernel/security 2>/dev/null
 mount -t cgroup2 cg /sys/fs/cgroup 2>/dev/null; ip link set lo up
 echo "@@VMM BOOTED \$(uname -r) uptime=\$(cut -d' ' -f1 /proc/uptime)"

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"flag"
+	"io"
+	"slices"
+	"strings"
+	"testing"
+
+	"sbx/escalate"
+	"sbx/profiles"
+)
+
+func runFlagSet() *flag.FlagSet {
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var rf runFlags
+	rf.register(fs)
+	fs.String("report", "", "")
+	fs.Bool("explain-denials", false, "")
+	return fs
+}
+
+func TestRunRetryArgv(t *testing.T) {
+	with, esc := profiles.WithAdditionalPermissions, profiles.RequireEscalated
+	dfa := profiles.DangerFullAccess
+	empty := ""
+	writeOut := profiles.Build(false, nil, []string{"/out"})
+	netOnly := profiles.Build(true, nil, nil)
+	tests := []struct {
+		name string
+		args string
+		r    escalate.Retry
+		orig profiles.Profile
+		want string
+	}{
+		{"plain", "--mode workspace-write -- sh -c 'x'",
+			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &writeOut, Justification: &empty}, profiles.Profile{},
+			"sbx run --mode workspace-write --sandbox-permissions with_additional_permissions --allow-write /out --justification '' -- sh -c x"},
+		{"flag=value forms and bool flags kept", "-mode=workspace-write --exclude-tmp --report r.json --cwd /w true",
+			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &writeOut, Justification: &empty}, profiles.Profile{},
+			"sbx run -mode=workspace-write --exclude-tmp --report r.json --cwd /w --sandbox-permissions with_additional_permissions --allow-write /out --justification '' -- true"},
+		{"an earlier escalation is replaced, its paths kept", "--sandbox-permissions with_additional_permissions --allow-write /a --justification old -- true",
+			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: ptr(profiles.Build(false, nil, []string{"/a", "/out"})), Justification: &empty},
+			profiles.Build(false, nil, []string{"/a"}),
+			"sbx run --allow-write /a --sandbox-permissions with_additional_permissions --allow-write /out --justification '' -- true"},
+		{"network only adds --network and keeps the rest", "--allow-write /a --sandbox-permissions with_additional_permissions --justification j -- true",
+			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &netOnly, Justification: &empty}, profiles.Build(false, nil, []string{"/a"}),
+			"sbx run --allow-write /a --sandbox-permissions with_additional_permissions --justification j --network -- true"},
+		{"escalation drops additional permissions", "--mode workspace-write --allow-write /a --network -- true",
+			escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty}, profiles.Build(false, nil, []string{"/a"}),
+			"sbx run --mode workspace-write --network --escalate danger-full-access --justification '' -- true"},
+		{"escalation replaces an earlier --escalate", "--mode read-only --escalate workspace-write --justification j -- true",
+			escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty}, profiles.Profile{},
+			"sbx run --mode read-only --escalate danger-full-access --justification '' -- true"},
+		{"nothing to ask", "-- true", escalate.Retry{}, profiles.Profile{}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fs := runFlagSet()
+			args := splitShell(tt.args)
+			if err := fs.Parse(args); err != nil {
+				t.Fatal(err)
+			}
+			if got := shellJoin(runRetryArgv(fs, args, tt.r, tt.orig)); got != tt.want && !(tt.want == "" && got == "") {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestExecRetryRequest(t *testing.T) {
+	with, esc, dfa, empty := profiles.WithAdditionalPermissions, profiles.RequireEscalated, profiles.DangerFullAccess, ""
+	add := profiles.Build(false, nil, []string{"/out"})
+	raw := []byte(`{"command":["true"],"cwd":"/w","timeout_ms":1500,"escalate_to":"workspace-write","additional_permissions":{"file_system":{"write":["a"]}}}`)
+	m := execRetryRequest(raw, escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &add, Justification: &empty})
+	if got := mustJSON(m); got != `{"additional_permissions":{"file_system":{"write":["/out"]}},"command":["true"],"cwd":"/w","justification":"","sandbox_permissions":"with_additional_permissions","timeout_ms":1500}` {
+		t.Errorf("with_additional_permissions: %s", got)
+	}
+	m = execRetryRequest(raw, escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty})
+	if got := mustJSON(m); got != `{"command":["true"],"cwd":"/w","escalate_to":"danger-full-access","justification":"","sandbox_permissions":"require_escalated","timeout_ms":1500}` {
+		t.Errorf("require_escalated: %s", got)
+	}
+	if execRetryRequest(raw, escalate.Retry{}) != nil {
+		t.Error("a request for a retry that asks nothing")
+	}
+}
+
+func TestShellJoin(t *testing.T) {
+	got := shellJoin([]string{"sbx", "--justification", "", "--", "sh", "-c", "echo it's > /x", "a=b", "/p/q.txt"})
+	want := `sbx --justification '' -- sh -c 'echo it'\''s > /x' a=b /p/q.txt`
+	if got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	if !slices.Equal(splitShell(want), []string{"sbx", "--justification", "", "--", "sh", "-c", "echo it's > /x", "a=b", "/p/q.txt"}) {
+		t.Errorf("splitShell does not invert shellJoin: %q", splitShell(want))
+	}
+}
+
+// splitShell splits the single-quoted shell words shellJoin writes.
+func splitShell(s string) []string {
+	var out []string
+	var cur strings.Builder
+	inWord, quoted := false, false
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quoted && c == '\'':
+			quoted = false
+		case quoted:
+			cur.WriteByte(c)
+		case c == '\'':
+			quoted, inWord = true, true
+		case c == '\\' && i+1 < len(s):
+			i++
+			cur.WriteByte(s[i])
+			inWord = true
+		case c == ' ':
+			if inWord {
+				out = append(out, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }

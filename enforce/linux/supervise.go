@@ -1,0 +1,416 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"runtime"
+	"sync"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"sbx/enforce"
+	"sbx/enforce/denial"
+)
+
+// The seccomp supervisor. The filter hands write-intent calls (and, with the
+// network off, connect and bind) to a goroutine in the sbx parent through a
+// user-notification listener. For each call it reads the path or address
+// from the caller's memory, resolves it the way the kernel would, asks the
+// denial package whether the policy forbids it, and answers:
+//
+//   - forbidden: fail the call with the errno the kernel rules would give
+//     (EACCES for Landlock, EROFS for a read-only mount, ...) and record a
+//     denial, with the path, the pid and the syscall;
+//   - anything else: SECCOMP_USER_NOTIF_FLAG_CONTINUE, which makes the kernel
+//     run the call as if nothing had intercepted it, Landlock and the mounts
+//     included.
+//
+// IMPORTANT: the path is read from the caller's memory and resolved before
+// the kernel looks it up, so another thread of the caller can change the
+// string, a symlink or a directory in between (the usual TOCTOU of seccomp
+// user notification). That is why the supervisor only ever refuses: a
+// CONTINUE lets the kernel decide, with Landlock still the enforcer, so a
+// racing thread can at most turn a refusal the supervisor would have made
+// into whatever Landlock says, and a refusal is always safe. The exception
+// is what Landlock cannot express, where the supervisor's refusal is the only
+// check, and best effort: creating a carve-out that does not exist yet (a
+// missing .git), writing a carve-out that could not be mounted read-only,
+// and chmod/chown outside the writable roots (Landlock has no right for
+// them).
+//
+// The supervisor refuses only what the policy forbids and what would
+// otherwise have succeeded as far as ordinary permissions go: a call the
+// kernel would fail anyway (ENOENT, EEXIST, EISDIR, a read-only file
+// system, DAC permissions) continues and is not a denial.
+
+// seccompNotif mirrors struct seccomp_notif (include/uapi/linux/seccomp.h).
+type seccompNotif struct {
+	ID    uint64
+	PID   uint32
+	Flags uint32
+	Data  struct {
+		Nr   int32
+		Arch uint32
+		IP   uint64
+		Args [6]uint64
+	}
+}
+
+// seccompNotifResp mirrors struct seccomp_notif_resp.
+type seccompNotifResp struct {
+	ID    uint64
+	Val   int64
+	Error int32
+	Flags uint32
+}
+
+func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
+	_, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(p))
+	if errno != 0 {
+		return errno
+	}
+	return nil
+}
+
+// LoadSeccompListener is LoadSeccomp with SECCOMP_FILTER_FLAG_NEW_LISTENER:
+// it returns the close-on-exec listener fd of the new filter. It asks for
+// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV too (Linux 5.19), so a caller that
+// the supervisor is already answering is not interrupted by every signal
+// (Go programs get SIGURG often), and drops it on kernels without it.
+// Errors are prefixed "seccomp: "; EBUSY means a filter of the calling
+// thread already has a listener (sbx inside sbx), EINVAL a kernel without
+// user notification (before 5.0).
+func LoadSeccompListener(prog []unix.SockFilter) (int, error) {
+	if err := checkLoadable(prog); err != nil {
+		return -1, err
+	}
+	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
+	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
+	if errno == unix.EINVAL {
+		fd, _, errno = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
+	}
+	runtime.KeepAlive(prog)
+	if errno != 0 {
+		return -1, fmt.Errorf("seccomp: new listener: %w", errno)
+	}
+	// The kernel makes the listener O_CLOEXEC; make sure, because this fd
+	// must never reach the command.
+	if _, err := unix.FcntlInt(fd, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
+		unix.Close(int(fd))
+		return -1, fmt.Errorf("seccomp: listener: set close-on-exec: %w", err)
+	}
+	return int(fd), nil
+}
+
+// The source and confidence of every denial the supervisor records.
+const (
+	SupervisorSource = "seccomp-supervisor"
+	Observed         = "observed"
+)
+
+// SupervisionResult is what the supervisor saw during one call.
+type SupervisionResult struct {
+	Denials []enforce.Denial
+	// Dropped counts occurrences of denials past the cap.
+	Dropped int
+	// Downgrades has a "denial-reports" entry when supervision was planned
+	// but could not be set up at launch.
+	Downgrades []enforce.Downgrade
+}
+
+// supervisor answers one call's notifications. Create it with
+// newSupervisor, hand it the listener with start (or receive), and end it
+// with finish.
+type supervisor struct {
+	plan  *Plan
+	check *denial.Checker
+	log   *denial.Log
+	euid  int
+	roots map[devIno]bool // write roots by inode, see confirmOutside
+
+	stop int // eventfd: finish asks run to end
+	done chan struct{}
+
+	// attached: attach or receive has run, so done will be closed.
+	attached bool
+
+	mu        sync.Mutex
+	downgrade *enforce.Downgrade
+}
+
+type devIno struct{ dev, ino uint64 }
+
+func newSupervisor(p *Plan) (*supervisor, error) {
+	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
+	if err != nil {
+		return nil, fmt.Errorf("supervisor: eventfd: %w", err)
+	}
+	s := &supervisor{
+		plan:  p,
+		check: denial.NewChecker(p.Policy, denial.Extra{Devices: p.Devices}),
+		log:   denial.NewLog(denial.DefaultCap),
+		euid:  unix.Geteuid(),
+		roots: map[devIno]bool{},
+		stop:  stop,
+		done:  make(chan struct{}),
+	}
+	for _, r := range p.Policy.WriteRoots {
+		var st unix.Stat_t
+		if unix.Stat(r, &st) == nil {
+			s.roots[devIno{st.Dev, st.Ino}] = true
+		}
+	}
+	return s, nil
+}
+
+// start runs the supervisor on listener, which it then owns.
+func (s *supervisor) start(listener int) {
+	go func() {
+		defer close(s.done)
+		s.run(listener)
+		unix.Close(listener)
+	}()
+}
+
+// unavailable records that no listener could be had, and why.
+func (s *supervisor) unavailable(reason string) {
+	s.mu.Lock()
+	s.downgrade = &enforce.Downgrade{Feature: "denial-reports", Reason: reason}
+	s.mu.Unlock()
+}
+
+// finish ends supervision after the command has ended: it answers what is
+// still pending, closes the listener (a survivor's next supervised call
+// then fails with ENOSYS) and returns what was seen.
+func (s *supervisor) finish() SupervisionResult {
+	var one = [8]byte{1}
+	unix.Write(s.stop, one[:])
+	<-s.done
+	unix.Close(s.stop)
+	var res SupervisionResult
+	res.Denials, res.Dropped = s.log.Denials()
+	s.mu.Lock()
+	if s.downgrade != nil {
+		res.Downgrades = append(res.Downgrades, *s.downgrade)
+	}
+	s.mu.Unlock()
+	return res
+}
+
+// run answers notifications until the stop eventfd fires or no task uses
+// the filter any more (POLLHUP).
+func (s *supervisor) run(listener int) {
+	fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}, {Fd: int32(s.stop), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return
+		}
+		if fds[0].Revents&unix.POLLIN != 0 {
+			s.answerOne(listener)
+			continue
+		}
+		if fds[0].Revents&(unix.POLLHUP|unix.POLLERR|unix.POLLNVAL) != 0 {
+			return
+		}
+		if fds[1].Revents&unix.POLLIN != 0 {
+			s.drain(listener)
+			return
+		}
+	}
+}
+
+// drain answers the notifications already pending, without waiting.
+func (s *supervisor) drain(listener int) {
+	fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents = 0
+		n, err := unix.Poll(fds, 0)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n == 0 || fds[0].Revents&unix.POLLIN == 0 {
+			return
+		}
+		s.answerOne(listener)
+	}
+}
+
+// answerOne receives one notification, decides and answers it.
+func (s *supervisor) answerOne(listener int) {
+	var n seccompNotif
+	if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
+		// EINTR, or ENOENT: the caller was killed or interrupted by a
+		// signal after the poll; it will call again if it still wants to.
+		return
+	}
+	d := s.decide(&n)
+	resp := seccompNotifResp{ID: n.ID}
+	if d.errno == 0 {
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	} else {
+		// The path was read from the caller's memory and /proc: only if the
+		// notification is still live were those reads of the right task
+		// (its pid cannot have been reused in between).
+		id := n.ID
+		if ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) != nil {
+			return
+		}
+		resp.Error = -int32(d.errno)
+	}
+	if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)); err != nil {
+		// ENOENT: the caller is gone; it was not refused.
+		return
+	}
+	for _, den := range d.denials {
+		s.log.Add(den)
+	}
+}
+
+// decision is the answer to one notification: errno 0 continues. The
+// denials are recorded once the refusal has been delivered.
+type decision struct {
+	errno   syscall.Errno
+	denials []enforce.Denial
+}
+
+var cont = decision{}
+
+func (s *supervisor) refuse(errno syscall.Errno, d enforce.Denial) decision {
+	return s.refuseAll(decision{errno: errno, denials: []enforce.Denial{d}})
+}
+
+// listener is the outcome of loading a plan's filter: the listener fd (-1
+// when there is none) and, when supervision was planned but is not
+// possible, why.
+type listener struct {
+	fd          int
+	unavailable string
+}
+
+// loadFilter loads the plan's seccomp filter on the calling thread, with a
+// listener when the plan is supervised. Under SuperviseBestEffort a filter
+// that cannot have a listener is replaced by the same filter without its
+// notification rules; under SuperviseRequired that is an
+// UnsupportedFeatureError for "denial-reports".
+func loadFilter(p *Plan) (listener, error) {
+	if p.Supervise == SuperviseOff {
+		return listener{fd: -1}, LoadSeccomp(p.SeccompProg)
+	}
+	fd, err := LoadSeccompListener(p.SeccompProg)
+	if err == nil {
+		return listener{fd: fd}, nil
+	}
+	reason := "no seccomp listener: " + err.Error()
+	if errors.Is(err, unix.EBUSY) {
+		reason = "no seccomp listener: sbx itself runs under a filter with one (a sandbox inside a sandbox)"
+	}
+	if p.Supervise == SuperviseRequired || len(p.SeccompPlainProg) == 0 {
+		return listener{fd: -1}, &enforce.UnsupportedFeatureError{Feature: "denial-reports", Reason: reason}
+	}
+	if err := LoadSeccomp(p.SeccompPlainProg); err != nil {
+		return listener{fd: -1}, err
+	}
+	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported"}, nil
+}
+
+// attach gives the supervisor what loadFilter produced on the launcher
+// thread.
+func (s *supervisor) attach(l listener) {
+	s.attached = true
+	if l.fd >= 0 {
+		s.start(l.fd)
+		return
+	}
+	if l.unavailable != "" {
+		s.unavailable(l.unavailable)
+	}
+	close(s.done)
+}
+
+// release ends a supervisor whose command never started.
+func (s *supervisor) release() {
+	if s.attached {
+		s.finish()
+		return
+	}
+	unix.Close(s.stop)
+}
+
+// sendListener passes the stage's listener, or why there is none, to the
+// parent over the unix socket sock (SCM_RIGHTS), before the stage execs the
+// command.
+func sendListener(sock int, l listener) error {
+	if l.fd < 0 {
+		return unix.Sendmsg(sock, []byte("N"+l.unavailable), nil, nil, 0)
+	}
+	if err := unix.Sendmsg(sock, []byte("L"), unix.UnixRights(l.fd), nil, 0); err != nil {
+		return fmt.Errorf("send seccomp listener: %w", err)
+	}
+	return nil
+}
+
+// receive takes the stage's listener from sock (which it closes) and runs
+// on it. A stage that ends before sending one reports its own error.
+func (s *supervisor) receive(sock int) {
+	s.attached = true
+	go func() {
+		defer close(s.done)
+		fd, ok := s.awaitListener(sock)
+		unix.Close(sock)
+		if !ok {
+			return
+		}
+		s.run(fd)
+		unix.Close(fd)
+	}()
+}
+
+func (s *supervisor) awaitListener(sock int) (int, bool) {
+	fds := []unix.PollFd{{Fd: int32(sock), Events: unix.POLLIN}, {Fd: int32(s.stop), Events: unix.POLLIN}}
+	for {
+		fds[0].Revents, fds[1].Revents = 0, 0
+		if _, err := unix.Poll(fds, -1); err != nil {
+			if err == unix.EINTR {
+				continue
+			}
+			return -1, false
+		}
+		if fds[0].Revents != 0 {
+			break
+		}
+		if fds[1].Revents != 0 {
+			return -1, false
+		}
+	}
+	buf := make([]byte, 1024)
+	oob := make([]byte, unix.CmsgSpace(4))
+	n, oobn, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	if err != nil || n == 0 {
+		return -1, false
+	}
+	if buf[0] != 'L' {
+		s.unavailable(string(buf[1:n]))
+		return -1, false
+	}
+	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+	if err != nil || len(msgs) != 1 {
+		return -1, false
+	}
+	got, err := unix.ParseUnixRights(&msgs[0])
+	if err != nil || len(got) != 1 {
+		for _, fd := range got {
+			unix.Close(fd)
+		}
+		return -1, false
+	}
+	return got[0], true
+}

@@ -1,0 +1,208 @@
+package escalate
+
+import (
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"sbx/enforce"
+	"sbx/policy"
+	"sbx/profiles"
+)
+
+// RetryInput is what SmallestRetry needs to know about a call that had
+// denials.
+type RetryInput struct {
+	// Policy is the policy the call ran under, after the guard.
+	Policy policy.Policy
+	Guard  Guard
+	// Additional is the call's own additional profile, normalised; the
+	// retry keeps it, because it is the same call again.
+	Additional profiles.Profile
+	Denials    []enforce.Denial
+}
+
+// Retry is the exact-retry hint: the escalation fields to add to the same
+// call so that every denial that can be let through is. Its JSON is the
+// `retry` object of a report, without the argv and request the CLI adds.
+type Retry struct {
+	// SandboxPermissions is with_additional_permissions or
+	// require_escalated; absent when no escalation would help.
+	SandboxPermissions *profiles.SandboxPermissions `json:"sandbox_permissions,omitempty"`
+	// AdditionalPermissions is the profile to send with
+	// with_additional_permissions: the call's own plus, for each denial, the
+	// exact path (the file written, or the directory a name is made in or
+	// removed from) or the network.
+	AdditionalPermissions *profiles.Profile `json:"additional_permissions,omitempty"`
+	// EscalateTo is the mode for require_escalated.
+	EscalateTo *profiles.Mode `json:"escalate_to,omitempty"`
+	// Justification is always empty, and present whenever
+	// SandboxPermissions is: the caller fills it in.
+	Justification *string `json:"justification,omitempty"`
+	// Reason says why require_escalated was needed.
+	Reason string `json:"reason,omitempty"`
+	// Unresolved are the denials no escalation lets through, each with why
+	// ("forbidden by guard: ...").
+	Unresolved []Unresolved `json:"unresolved,omitempty"`
+}
+
+// Unresolved is a denial the retry cannot help with.
+type Unresolved struct {
+	Operation string           `json:"operation"`
+	Path      string           `json:"path,omitempty"`
+	Address   *enforce.Address `json:"address,omitempty"`
+	Reason    string           `json:"reason"`
+}
+
+// SmallestRetry returns the smallest escalation that lets every denial of
+// in through, in the ladder's order of size:
+//
+//   - with_additional_permissions naming exactly what was refused: a write
+//     to an existing object grants that object; making, removing or
+//     renaming a name grants its directory (the nearest existing one, since
+//     a granted path must exist); a network denial grants the network;
+//   - require_escalated to danger-full-access, only when additional
+//     permissions cannot fit: a read-only carve-out (.git, --read-only),
+//     which policy.Build keeps read-only inside any granted tree, or a
+//     denial the policy refuses although the path is writable (device
+//     nodes). No mode below danger-full-access lifts those;
+//   - nothing, for what the guard forbids: it applies after every
+//     escalation, so each such denial is Unresolved with "forbidden by
+//     guard".
+//
+// ok is false when there are no denials.
+func SmallestRetry(in RetryInput) (r Retry, ok bool) {
+	if len(in.Denials) == 0 {
+		return Retry{}, false
+	}
+	var write, escalate []string
+	network := false
+	unresolved := func(d enforce.Denial, reason string) {
+		r.Unresolved = append(r.Unresolved, Unresolved{Operation: d.Operation, Path: d.Path, Address: d.Address, Reason: reason})
+	}
+	for _, d := range in.Denials {
+		if d.Address != nil || isNetworkOp(d.Operation) {
+			if in.Guard.DenyNetwork {
+				unresolved(d, "forbidden by guard: deny_network")
+			} else {
+				network = true
+			}
+			continue
+		}
+		if !filepath.IsAbs(d.Path) {
+			unresolved(d, "no path to grant")
+			continue
+		}
+		if g := in.Guard.forbidding(d.Path); g != "" {
+			unresolved(d, "forbidden by guard: "+g)
+			continue
+		}
+		if m := covering(d.Path, in.Policy.Masked); m != "" {
+			unresolved(d, "forbidden by guard: "+m+" is hidden")
+			continue
+		}
+		if c := carveOutAt(d, in.Policy.ReadOnly); c != "" {
+			what := d.Path + " is inside the read-only carve-out " + c
+			if c == d.Path {
+				what = d.Path + " is a read-only carve-out"
+			}
+			escalate = append(escalate, what+": additional permissions cannot widen past a carve-out")
+			continue
+		}
+		target := retryTarget(d)
+		if profiles.CoveredBy(target, in.Policy.WriteRoots) {
+			escalate = append(escalate, fmt.Sprintf("%s %s was refused although %s is writable (%s)", d.Operation, d.Path, target, d.Reason))
+			continue
+		}
+		write = append(write, nearestExisting(target))
+	}
+	empty := ""
+	switch {
+	case len(escalate) > 0 && in.Policy.Mode == profiles.DangerFullAccess:
+		for _, reason := range escalate {
+			r.Unresolved = append(r.Unresolved, Unresolved{Operation: "escalate", Reason: "no mode is wider than danger-full-access: " + reason})
+		}
+	case len(escalate) > 0:
+		// Under danger-full-access everything else is let through too,
+		// except what the guard forbids.
+		sp, mode := profiles.RequireEscalated, profiles.DangerFullAccess
+		r.SandboxPermissions, r.EscalateTo, r.Justification = &sp, &mode, &empty
+		r.Reason = strings.Join(dedupe(escalate), "; ")
+	case len(write) > 0 || network:
+		sp := profiles.WithAdditionalPermissions
+		add := profiles.Merge(in.Additional, profiles.Build(network, nil, write))
+		r.SandboxPermissions, r.AdditionalPermissions, r.Justification = &sp, &add, &empty
+	}
+	return r, true
+}
+
+func isNetworkOp(op string) bool { return op == "connect" || op == "bind" || op == "socket" }
+
+// retryTarget is what must be writable for d to go through: the object for
+// a write, chmod or chown; its directory for anything that makes, removes
+// or renames a name (Landlock checks those rights on the directory).
+func retryTarget(d enforce.Denial) string {
+	switch d.Operation {
+	case "write", "truncate", "chmod", "chown":
+		return d.Path
+	}
+	return filepath.Dir(d.Path)
+}
+
+// carveOutAt returns the carve-out that d's path is in, or for a rename
+// onto a directory, lies under it.
+func carveOutAt(d enforce.Denial, carveOuts []string) string {
+	if c := covering(d.Path, carveOuts); c != "" {
+		return c
+	}
+	if d.Operation == "rename" {
+		for _, c := range carveOuts {
+			if profiles.Within(c, d.Path) {
+				return c
+			}
+		}
+	}
+	return ""
+}
+
+// forbidding returns the guard entry that forbids writing p, as
+// "deny_write /etc", or "".
+func (g Guard) forbidding(p string) string {
+	if d := covering(p, g.DenyWrite); d != "" {
+		return "deny_write " + d
+	}
+	if d := covering(p, g.DenyRead); d != "" {
+		return "deny_read " + d
+	}
+	return ""
+}
+
+func covering(p string, bases []string) string {
+	for _, b := range bases {
+		if profiles.Within(p, b) {
+			return b
+		}
+	}
+	return ""
+}
+
+// nearestExisting returns p or its nearest existing ancestor: a granted
+// path must exist (policy.Build refuses one that does not).
+func nearestExisting(p string) string {
+	for !profiles.Exists(p) && p != "/" {
+		p = filepath.Dir(p)
+	}
+	return p
+}
+
+func dedupe(s []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, x := range s {
+		if !seen[x] {
+			seen[x] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}

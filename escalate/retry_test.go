@@ -1,0 +1,119 @@
+package escalate
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"sbx/enforce"
+	"sbx/policy"
+	"sbx/profiles"
+)
+
+func TestSmallestRetry(t *testing.T) {
+	base := t.TempDir()
+	ws, out := filepath.Join(base, "ws"), filepath.Join(base, "out")
+	for _, d := range []string{ws, out, filepath.Join(out, "sub")} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.WriteFile(filepath.Join(out, "file"), nil, 0o644)
+	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{ws},
+		ReadOnly: []string{ws + "/.git"}, Masked: []string{out + "/secret"}}
+	guard := Guard{DenyWrite: []string{out + "/locked"}, DenyRead: []string{out + "/secret"}}
+	fs := func(op, path string) enforce.Denial { return enforce.Denial{Operation: op, Path: path, Reason: "r"} }
+	conn := enforce.Denial{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "192.0.2.2", Port: 80}}
+	write := func(paths ...string) string {
+		return `{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + toJSON(profiles.Build(false, nil, paths)) + `,"justification":""}`
+	}
+	escalated := `"sandbox_permissions":"require_escalated","escalate_to":"danger-full-access","justification":""`
+	tests := []struct {
+		name    string
+		pol     policy.Policy
+		guard   Guard
+		add     profiles.Profile
+		denials []enforce.Denial
+		want    string
+	}{
+		{"write to an existing file grants the file", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", out+"/file")}, write(out + "/file")},
+		{"create grants the directory", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", out+"/new")}, write(out)},
+		{"mkdir deep grants the nearest existing directory", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", out+"/sub/gone/x")}, write(out + "/sub")},
+		{"remove grants the directory", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("remove", out+"/sub/f")}, write(out + "/sub")},
+		{"rename grants the destination directory", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("rename", out+"/moved")}, write(out)},
+		{"chmod grants the object", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("chmod", out+"/file")}, write(out + "/file")},
+		{"two creates in one directory ask once", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", out+"/a"), fs("create", out+"/b")}, write(out)},
+		{"a file and its directory fold", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", out+"/file"), fs("create", out+"/b")}, write(out)},
+		{"the call's own additional permissions stay", pol, Guard{}, profiles.Build(false, nil, []string{out + "/sub"}), []enforce.Denial{fs("write", out+"/file")}, write(out+"/file", out+"/sub")},
+		{"network", pol, Guard{}, profiles.Profile{}, []enforce.Denial{conn},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"network":{"enabled":true}},"justification":""}`},
+		{"network and a path", pol, Guard{}, profiles.Profile{}, []enforce.Denial{conn, fs("create", out+"/x")},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"network":{"enabled":true},"file_system":{"write":["` + out + `"]}},"justification":""}`},
+		{".git needs escalation", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", ws+"/.git")},
+			`{` + escalated + `,"reason":"` + ws + `/.git is a read-only carve-out: additional permissions cannot widen past a carve-out"}`},
+		{"escalation covers the rest", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", ws+"/.git/config"), fs("create", out+"/x"), conn},
+			`{` + escalated + `,"reason":"` + ws + `/.git/config is inside the read-only carve-out ` + ws + `/.git: additional permissions cannot widen past a carve-out"}`},
+		{"a refusal inside a write root (device node) needs escalation", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", ws+"/sda")},
+			`{` + escalated + `,"reason":"create ` + ws + `/sda was refused although ` + ws + ` is writable (r)"}`},
+		{"guard deny_write", pol, guard, profiles.Profile{}, []enforce.Denial{fs("create", out+"/locked/x")},
+			`{"unresolved":[{"operation":"create","path":"` + out + `/locked/x","reason":"forbidden by guard: deny_write ` + out + `/locked"}]}`},
+		{"guard deny_read", pol, guard, profiles.Profile{}, []enforce.Denial{fs("write", out+"/secret/k")},
+			`{"unresolved":[{"operation":"write","path":"` + out + `/secret/k","reason":"forbidden by guard: deny_read ` + out + `/secret"}]}`},
+		{"guard next to a retry", pol, guard, profiles.Profile{}, []enforce.Denial{fs("create", out+"/locked/x"), fs("create", out+"/y")},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"file_system":{"write":["` + out + `"]}},"justification":"","unresolved":[{"operation":"create","path":"` + out + `/locked/x","reason":"forbidden by guard: deny_write ` + out + `/locked"}]}`},
+		{"guard deny_network", pol, Guard{DenyNetwork: true}, profiles.Profile{}, []enforce.Denial{conn},
+			`{"unresolved":[{"operation":"connect","address":{"family":"inet","address":"192.0.2.2","port":80},"reason":"forbidden by guard: deny_network"}]}`},
+		{"carve-out under danger-full-access", policy.Policy{Mode: profiles.DangerFullAccess, WriteRoots: []string{"/"}, ReadOnly: []string{ws}}, Guard{DenyWrite: []string{ws}}, profiles.Profile{},
+			[]enforce.Denial{fs("write", ws+"/x")},
+			`{"unresolved":[{"operation":"write","path":"` + ws + `/x","reason":"forbidden by guard: deny_write ` + ws + `"}]}`},
+		{"read-only mode: the workspace file", policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}}, Guard{}, profiles.Profile{},
+			[]enforce.Denial{fs("create", ws+"/out.txt")}, write(ws)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, ok := SmallestRetry(RetryInput{Policy: tt.pol, Guard: tt.guard, Additional: tt.add, Denials: tt.denials})
+			if !ok {
+				t.Fatal("no retry")
+			}
+			if got := toJSON(r); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+	if _, ok := SmallestRetry(RetryInput{Policy: pol}); ok {
+		t.Error("a retry without denials")
+	}
+}
+
+// TestSmallestRetryValidates: the hint is a call Validate accepts once a
+// justification is filled in, against the standing policy it came from.
+func TestSmallestRetryValidates(t *testing.T) {
+	out := t.TempDir()
+	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{"/nonexistent-ws"}, ReadOnly: []string{"/nonexistent-ws/.git"}}
+	for _, ds := range [][]enforce.Denial{
+		{{Operation: "create", Path: out + "/x"}},
+		{{Operation: "create", Path: "/nonexistent-ws/.git"}},
+		{{Operation: "connect", Address: &enforce.Address{Family: "inet"}}},
+	} {
+		r, _ := SmallestRetry(RetryInput{Policy: pol, Denials: ds})
+		c := Call{Standing: StandingFrom(pol), SandboxPermissions: *r.SandboxPermissions, Justification: "because"}
+		if r.AdditionalPermissions != nil {
+			c.Additional = *r.AdditionalPermissions
+		}
+		if r.EscalateTo != nil {
+			c.Target = *r.EscalateTo
+		}
+		if err := Validate(c); err != nil {
+			t.Errorf("%+v: the retry does not validate: %v", ds, err)
+		}
+	}
+}
+
+func toJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

@@ -1,0 +1,141 @@
+//go:build linux
+
+package integration
+
+import (
+	"slices"
+	"testing"
+)
+
+// sandboxCaps is what sbx can enforce for this kernel, this user and this
+// configuration. Tests derive the outcome they assert from it, so that on
+// every kernel of the VM matrix (and on the host) they check the outcome that
+// kernel must give: enforced where the feature exists, the degradation
+// reported where it does not.
+type sandboxCaps struct {
+	// abi is the kernel's Landlock ABI, 0 without Landlock.
+	abi int
+	// namespaces: sbx creates its namespaces (PID, network, mount): as root
+	// directly, otherwise inside an unprivileged user namespace. Without
+	// them (no user namespaces, not root) it falls back to seccomp and
+	// Landlock alone and reports pidns, netns, mountns and mask.
+	namespaces bool
+	// supervised: the seccomp supervisor runs (user notification), refusing
+	// what the policy forbids and reporting it as a denial.
+	supervised bool
+}
+
+func caps(t *testing.T) sandboxCaps {
+	t.Helper()
+	abi, err := landlockABI()
+	if err != nil {
+		abi = 0
+	}
+	return sandboxCaps{abi: abi, namespaces: has(t, "netns"), supervised: has(t, "user-notif")}
+}
+
+// callShape is the part of a call that decides which features it needs.
+type callShape struct {
+	mode string // "read-only", "workspace-write" or "danger-full-access"
+	// network on (--network).
+	network bool
+	// git: the cwd has a .git, an existing carve-out (workspace-write only);
+	// without one, workspace-write cannot stop its creation for sure.
+	git bool
+	// masked: the guard forbids reading an existing path.
+	masked bool
+}
+
+// degraded is the exact list of features sbx must report as degraded for a
+// call of shape s (enforce/linux/plan.go), sorted.
+func (c sandboxCaps) degraded(s callShape) []string {
+	if s.mode == "danger-full-access" {
+		return nil
+	}
+	var d []string
+	if !c.supervised {
+		d = append(d, "denial-reports")
+	}
+	if s.mode == "workspace-write" && !s.git {
+		d = append(d, "carve-out-create")
+	}
+	if !c.namespaces {
+		d = append(d, "pidns")
+		if s.mode == "workspace-write" && s.git {
+			d = append(d, "mountns")
+		}
+		if s.masked {
+			d = append(d, "mask")
+		}
+		if !s.network {
+			d = append(d, "netns")
+		}
+	}
+	switch {
+	case c.abi == 0:
+		d = append(d, "landlock")
+	default:
+		if c.abi < 2 {
+			d = append(d, "landlock-refer")
+		}
+		if c.abi < 3 {
+			d = append(d, "landlock-truncate")
+		}
+		if c.abi < 6 {
+			d = append(d, "landlock-scope")
+		}
+	}
+	slices.Sort(d)
+	return d
+}
+
+// landlockFeatures are the optional access rights the report must list as
+// used (enforcement.landlock.features) at this ABI.
+func (c sandboxCaps) landlockFeatures() []string {
+	var f []string
+	if c.abi >= 2 {
+		f = append(f, "refer")
+	}
+	if c.abi >= 3 {
+		f = append(f, "truncate")
+	}
+	if c.abi >= 5 {
+		f = append(f, "ioctl_dev")
+	}
+	return f
+}
+
+// landlockScopes are the scopes the report must list for a sandboxed call
+// (enforcement.landlock.scopes): the signal scope from ABI 6, and with the
+// network off the abstract unix socket scope too.
+func (c sandboxCaps) landlockScopes(network bool) []string {
+	if c.abi < 6 {
+		return nil
+	}
+	if network {
+		return []string{"signal"}
+	}
+	return []string{"abstract_unix_socket", "signal"}
+}
+
+// landlockNetTCP: with the network off and no private network namespace,
+// Landlock ABI 4 also denies every TCP bind and connect.
+func (c sandboxCaps) landlockNetTCP(network bool) bool {
+	return c.abi >= 4 && !network && !c.namespaces
+}
+
+// wantDegraded asserts that the report's degraded list is exactly want (in
+// any order), each entry with a reason.
+func wantDegraded(t *testing.T, rep *report, want []string) {
+	t.Helper()
+	got := rep.degradedFeatures()
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("degraded features %q, want %q\n%+v", got, want, rep.Degraded)
+	}
+	for _, d := range rep.Degraded {
+		if d.Reason == "" {
+			t.Errorf("degraded %s has no reason", d.Feature)
+		}
+	}
+}

@@ -1,0 +1,37 @@
+// Package integration runs the built sbx binary under the real kernel and
+// asserts, for every sandbox mode, the exact errno or exit status the kernel
+// gives allowed and forbidden work (tests in layers, point 3 of STYLE.md).
+//
+// The tests start a small static program, integration/probe, inside the
+// sandbox; it attempts one action and prints one JSON line:
+//
+//	{"op":"write","ok":false,"errno":"EACCES","detail":"open /root/x"}
+//
+// Run them as root and as an unprivileged user:
+//
+//	go test ./integration/ -v -count=1
+//	go test -c -o /tmp/it/integration.test ./integration
+//	go build -o /tmp/it/sbx ./cmd/sbx
+//	CGO_ENABLED=0 go build -o /tmp/it/probe ./integration/probe
+//	chmod 755 /tmp/it /tmp/it/*
+//	cd /tmp/it && runuser -u sbxtest -- env SBX_BIN=/tmp/it/sbx \
+//	    SBX_PROBE=/tmp/it/probe HOME=/home/sbxtest ./integration.test -test.v
+//
+// Without SBX_BIN and SBX_PROBE, TestMain builds both from the module (so
+// the working directory must be this package's); with them, the test binary
+// runs from any directory.
+//
+// Every expectation follows from what this kernel and user offer (caps in
+// caps_test.go: the Landlock ABI, whether sbx gets its namespaces, whether
+// the seccomp supervisor runs): where a feature exists the test asserts it is
+// enforced, with the exact errno; where it does not, the test asserts the
+// report's degraded entry and TestRequire that --require FEATURE exits 125.
+// integration/vm runs the suite on other kernels and without user
+// namespaces (see its README.md).
+//
+// Guarantees: a test skips only through Require, which prints why and fails
+// instead when the kernel is new enough to have the feature, or through
+// needTool for a program the environment declares absent
+// (SBX_IT_ABSENT_TOOLS). Every file a test creates lives in a t.TempDir() of
+// the running user or is removed by a cleanup; nothing assumes root.
+package integration

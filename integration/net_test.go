@@ -1,0 +1,284 @@
+//go:build linux
+
+package integration
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+)
+
+// hostServers are listeners on the host's loopback, started by the test
+// outside any sandbox. TCP servers send token on accept; UDP servers answer
+// every datagram with "pong " + token.
+type hostServers struct {
+	token string
+	addrs map[string]string // "tcp4", "tcp6", "udp4", "udp6" -> HOST:PORT
+}
+
+func startHostServers(t *testing.T) *hostServers {
+	t.Helper()
+	s := &hostServers{token: fmt.Sprintf("sbx-it-token-%d", time.Now().UnixNano()), addrs: map[string]string{}}
+	hosts := map[string]string{"4": "127.0.0.1:0"}
+	if has(t, "ipv6-loopback") {
+		hosts["6"] = "[::1]:0"
+	}
+	for v, host := range hosts {
+		ln, err := net.Listen("tcp"+v, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ln.Close() })
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				c.Write([]byte(s.token))
+				c.Close()
+			}
+		}()
+		s.addrs["tcp"+v] = ln.Addr().String()
+
+		pc, err := net.ListenPacket("udp"+v, host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { pc.Close() })
+		go func() {
+			buf := make([]byte, 512)
+			for {
+				_, from, err := pc.ReadFrom(buf)
+				if err != nil {
+					return
+				}
+				pc.WriteTo([]byte("pong "+s.token), from)
+			}
+		}()
+		s.addrs["udp"+v] = pc.LocalAddr().String()
+	}
+	return s
+}
+
+// connectCase is one client the probe tries against the host servers.
+type connectCase struct {
+	kind    string // probe connect kind
+	server  string // key into hostServers.addrs
+	require []string
+}
+
+var connectCases = []connectCase{
+	{kind: "tcp4", server: "tcp4"},
+	{kind: "tcp6", server: "tcp6", require: []string{"ipv6-loopback"}},
+	{kind: "udp4", server: "udp4"},
+	{kind: "udp6", server: "udp6", require: []string{"ipv6-loopback"}},
+	// An MPTCP client falls back to plain TCP against a TCP server, so ok
+	// means the MPTCP socket reached the host.
+	{kind: "mptcp4", server: "tcp4", require: []string{"mptcp"}},
+	{kind: "mptcp6", server: "tcp6", require: []string{"mptcp", "ipv6-loopback"}},
+}
+
+// networkOffErrno is what a client gets with network off. In a private
+// network namespace only lo exists and nothing listens on it: TCP gets a
+// RST (ECONNREFUSED), UDP an ICMP port unreachable (ECONNREFUSED on recv),
+// both for 127.0.0.1 and ::1. Without a namespace (no user namespaces) the
+// seccomp filter allows AF_UNIX only (EAFNOSUPPORT). MPTCP is refused by
+// seccomp before any family check (EPERM).
+func networkOffErrno(t *testing.T, kind string) string {
+	switch {
+	case strings.HasPrefix(kind, "mptcp"):
+		return "EPERM"
+	case has(t, "netns"):
+		return "ECONNREFUSED"
+	}
+	return "EAFNOSUPPORT"
+}
+
+func TestHostLoopbackNetworkOff(t *testing.T) {
+	srv := startHostServers(t)
+	for _, mode := range [][]string{readOnly, wsWrite} {
+		for _, c := range connectCases {
+			t.Run(mode[1]+"/"+c.kind, func(t *testing.T) {
+				for _, f := range c.require {
+					Require(t, f)
+				}
+				// The same client reaches the server outside the sandbox.
+				want(t, probeDirect(t, nil, "connect", c.kind, srv.addrs[c.server]), "")
+				r, rep := probe(t, workspace(t), mode, "connect", c.kind, srv.addrs[c.server])
+				want(t, r, networkOffErrno(t, c.kind))
+				wantNetworkOffReport(t, rep)
+			})
+		}
+	}
+}
+
+// wantNetworkOffReport checks how the report of a network-off call says the
+// network was cut: a private network namespace, or (without one) the netns
+// downgrade, the seccomp AF_UNIX-only filter and, from ABI 4, Landlock's TCP
+// rules.
+func wantNetworkOffReport(t *testing.T, rep *report) {
+	t.Helper()
+	c := caps(t)
+	e := rep.Enforcement
+	if e.NetworkNamespace != c.namespaces {
+		t.Errorf("report: network_namespace = %t, want %t", e.NetworkNamespace, c.namespaces)
+	}
+	wantSockets := "loopback-netns"
+	if !c.namespaces {
+		wantSockets = "unix-only"
+		if rep.degraded("netns") == "" {
+			t.Errorf("no network namespace, but degraded has no netns: %+v", rep.Degraded)
+		}
+	}
+	if e.Seccomp == nil || e.Seccomp.Sockets != wantSockets {
+		t.Errorf("report: seccomp %+v, want sockets %s", e.Seccomp, wantSockets)
+	}
+	if e.Landlock != nil && e.Landlock.NetTCP != c.landlockNetTCP(false) {
+		t.Errorf("report: landlock.net_tcp = %t, want %t (ABI %d, namespaces %t)", e.Landlock.NetTCP, c.landlockNetTCP(false), c.abi, c.namespaces)
+	}
+}
+
+func TestHostLoopbackNetworkOn(t *testing.T) {
+	srv := startHostServers(t)
+	modes := [][]string{{"--mode", "workspace-write", "--network"}, {"--mode", "read-only", "--network"}, danger}
+	for _, mode := range modes {
+		for _, c := range connectCases {
+			t.Run(strings.Join(mode[1:], "")+"/"+c.kind, func(t *testing.T) {
+				for _, f := range c.require {
+					Require(t, f)
+				}
+				r, rep := probe(t, workspace(t), mode, "connect", c.kind, srv.addrs[c.server])
+				want(t, r, "")
+				if r.OK && !strings.Contains(r.Detail, srv.token) {
+					t.Errorf("reached something other than the test's server: %q", r.Detail)
+				}
+				if rep.Enforcement.NetworkNamespace {
+					t.Error("report: network_namespace = true with network on")
+				}
+			})
+		}
+	}
+}
+
+// TestLocalServerInsideNetworkOff: test suites start servers on loopback;
+// inside the private namespace they must keep working with network off.
+// Without a namespace (no user namespaces) no inet socket can be made at all:
+// the netns downgrade says so, and --require netns refuses (TestRequire).
+func TestLocalServerInsideNetworkOff(t *testing.T) {
+	c := caps(t)
+	for _, mode := range [][]string{readOnly, wsWrite} {
+		for _, kind := range []string{"tcp4", "tcp6"} {
+			t.Run(mode[1]+"/"+kind, func(t *testing.T) {
+				if kind == "tcp6" {
+					Require(t, "ipv6-loopback")
+				}
+				r, rep := probe(t, workspace(t), mode, "listen-and-connect", kind)
+				wantNetworkOffReport(t, rep)
+				if !c.namespaces {
+					want(t, r, "EAFNOSUPPORT")
+					return
+				}
+				want(t, r, "")
+			})
+		}
+	}
+}
+
+// TestSocketFamilies: with network off, AF_VSOCK (reaches the hypervisor
+// host from any namespace) and AF_PACKET are refused by seccomp with
+// EAFNOSUPPORT; AF_UNIX always works, AF_INET inside the namespace. With the
+// network on the families are not filtered: the sandboxed socket() must
+// then give what it gives without sbx (a kernel without the vsock module,
+// like the VM guest's, says EAFNOSUPPORT by itself; a user without
+// CAP_NET_RAW gets EPERM for AF_PACKET).
+func TestSocketFamilies(t *testing.T) {
+	c := caps(t)
+	cases := []struct {
+		family string
+		errno  string // with network off
+	}{
+		{"vsock", "EAFNOSUPPORT"},
+		{"packet", "EAFNOSUPPORT"},
+		{"unix", ""},
+		{"inet", map[bool]string{true: "", false: "EAFNOSUPPORT"}[c.namespaces]},
+		{"inet6", map[bool]string{true: "", false: "EAFNOSUPPORT"}[c.namespaces]},
+	}
+	for _, mode := range [][]string{readOnly, wsWrite} {
+		for _, cs := range cases {
+			t.Run(mode[1]+"/"+cs.family, func(t *testing.T) {
+				if cs.family == "inet6" {
+					Require(t, "ipv6-loopback")
+				}
+				r, _ := probe(t, workspace(t), mode, "socket", cs.family)
+				want(t, r, cs.errno)
+			})
+		}
+	}
+	for _, family := range []string{"vsock", "packet"} {
+		t.Run("network-on/"+family, func(t *testing.T) {
+			base := probeDirect(t, nil, "socket", family)
+			if base.Errno == "EAFNOSUPPORT" {
+				t.Logf("this kernel has no %s sockets even without sbx: the network-off EAFNOSUPPORT above is then the kernel's as much as the filter's", family)
+			}
+			r, _ := probe(t, workspace(t), []string{"--mode", "workspace-write", "--network"}, "socket", family)
+			want(t, r, base.Errno)
+		})
+	}
+}
+
+// TestAbstractUnixScope: with network off the command cannot reach an
+// abstract unix socket outside the sandbox: the private network namespace
+// has its own abstract namespace (ECONNREFUSED: no such name there), and
+// without one Landlock ABI 6 scopes abstract sockets (EPERM). Below ABI 6
+// without a namespace nothing stops it, which the report says
+// (landlock-scope, netns). With network on it is reachable.
+func TestAbstractUnixScope(t *testing.T) {
+	c := caps(t)
+	name := fmt.Sprintf("sbx-it-abstract-%d-%d", os.Getpid(), time.Now().UnixNano())
+	ln, err := net.Listen("unix", "@"+name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	token := "abstract-" + name
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conn.Write([]byte(token))
+			conn.Close()
+		}
+	}()
+	want(t, probeDirect(t, nil, "abstract-connect", name), "")
+	offErrno := "ECONNREFUSED"
+	switch {
+	case !c.namespaces && c.abi >= 6:
+		offErrno = "EPERM"
+	case !c.namespaces:
+		offErrno = ""
+	}
+	for _, mode := range [][]string{readOnly, wsWrite} {
+		t.Run(mode[1], func(t *testing.T) {
+			r, rep := probe(t, workspace(t), mode, "abstract-connect", name)
+			want(t, r, offErrno)
+			if r.OK && (rep.degraded("landlock-scope") == "" && rep.degraded("landlock") == "" || rep.degraded("netns") == "") {
+				t.Errorf("reached a socket outside the sandbox, but degraded does not say landlock-scope and netns: %+v", rep.Degraded)
+			}
+		})
+	}
+	for _, mode := range [][]string{{"--mode", "workspace-write", "--network"}, danger} {
+		t.Run(modeName(mode), func(t *testing.T) {
+			r, _ := probe(t, workspace(t), mode, "abstract-connect", name)
+			want(t, r, "")
+			if r.OK && r.Detail != token {
+				t.Errorf("reached something other than the test's server: %q", r.Detail)
+			}
+		})
+	}
+}

@@ -1,0 +1,463 @@
+//go:build linux
+
+// Command probe attempts one action inside the sandbox and prints what the
+// kernel answered as a single JSON line:
+//
+//	{"op":"write","ok":false,"errno":"EACCES","detail":"open /etc/x"}
+//
+// It exits 0 whatever the outcome, so the caller reads the verdict from the
+// JSON; it exits 2 only when it is misused (unknown action, bad arguments).
+// Every action goes through raw syscalls so the errno is the kernel's own,
+// not a Go wrapper's interpretation. It must build with CGO_ENABLED=0: the
+// integration tests run the same static binary as root and as other users.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+const usage = `usage: probe ACTION [ARG...]
+  write PATH | create PATH | mkdir PATH | read PATH | truncate PATH
+  link OLD NEW | symlink TARGET NEW | rename OLD NEW
+  connect tcp4|tcp6|udp4|udp6|mptcp4|mptcp6 HOST:PORT
+  socket vsock|packet|inet|inet6|unix|netlink
+  listen-and-connect tcp4|tcp6
+  abstract-connect NAME   (connect to the abstract unix socket @NAME)
+  tiocsti | ptrace-parent | int80 | fd N | signal PID`
+
+// result is the one JSON line the probe prints.
+type result struct {
+	Op     string `json:"op"`
+	OK     bool   `json:"ok"`
+	Errno  string `json:"errno"`
+	Detail string `json:"detail,omitempty"`
+}
+
+func main() {
+	r, err := run(os.Args[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "probe: %v\n%s\n", err, usage)
+		os.Exit(2)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetEscapeHTML(false)
+	enc.Encode(r)
+}
+
+func run(args []string) (result, error) {
+	if len(args) == 0 {
+		return result{}, errors.New("missing action")
+	}
+	op, args := args[0], args[1:]
+	need := func(n int) error {
+		if len(args) != n {
+			return fmt.Errorf("%s takes %d argument(s), got %d", op, n, len(args))
+		}
+		return nil
+	}
+	switch op {
+	case "write", "create", "mkdir", "read", "truncate":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		return fileOp(op, args[0]), nil
+	case "link", "symlink", "rename":
+		if err := need(2); err != nil {
+			return result{}, err
+		}
+		return linkOp(op, args[0], args[1]), nil
+	case "connect":
+		if err := need(2); err != nil {
+			return result{}, err
+		}
+		return connect(args[0], args[1])
+	case "socket":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		return socketOp(args[0])
+	case "listen-and-connect":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		return listenAndConnect(args[0])
+	case "abstract-connect":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		return abstractConnect(args[0]), nil
+	case "tiocsti", "ptrace-parent", "int80":
+		if err := need(0); err != nil {
+			return result{}, err
+		}
+		return map[string]func() result{"tiocsti": tiocsti, "ptrace-parent": ptraceParent, "int80": int80}[op](), nil
+	case "fd", "signal":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil || n < 0 {
+			return result{}, fmt.Errorf("%s: bad number %q", op, args[0])
+		}
+		if op == "signal" {
+			return signalPID(n), nil
+		}
+		return fdWrite(n), nil
+	}
+	return result{}, fmt.Errorf("unknown action %q", op)
+}
+
+func errnoName(e int) string {
+	if n := unix.ErrnoName(syscall.Errno(e)); n != "" {
+		return n
+	}
+	return "errno" + strconv.Itoa(e)
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }
+
+// fail builds a negative result.
+func fail(op, errno, detail string) result {
+	return result{Op: op, Errno: errno, Detail: detail}
+}
+
+// failErr builds a negative result from a syscall error.
+func failErr(op string, err error, step string) result {
+	var e syscall.Errno
+	if errors.As(err, &e) {
+		return fail(op, errnoName(int(e)), step)
+	}
+	return fail(op, "", step+": "+err.Error())
+}
+
+func fileOp(op, path string) result {
+	switch op {
+	case "mkdir":
+		if err := unix.Mkdir(path, 0o755); err != nil {
+			return failErr(op, err, "mkdir "+path)
+		}
+		return result{Op: op, OK: true, Detail: "mkdir " + path}
+	case "truncate":
+		// truncate(2) on a path, without opening it for writing: what
+		// Landlock ABI 3's LANDLOCK_ACCESS_FS_TRUNCATE restricts.
+		if err := unix.Truncate(path, 0); err != nil {
+			return failErr(op, err, "truncate "+path)
+		}
+		return result{Op: op, OK: true, Detail: "truncated " + path}
+	case "read":
+		fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return failErr(op, err, "open "+path)
+		}
+		defer unix.Close(fd)
+		buf := make([]byte, 4096)
+		n, err := unix.Read(fd, buf)
+		if err != nil {
+			return failErr(op, err, "read "+path)
+		}
+		return result{Op: op, OK: true, Detail: fmt.Sprintf("read %d bytes", n)}
+	}
+	flags := unix.O_WRONLY | unix.O_CREAT | unix.O_CLOEXEC
+	if op == "create" {
+		flags |= unix.O_EXCL
+	} else {
+		flags |= unix.O_TRUNC
+	}
+	fd, err := unix.Open(path, flags, 0o644)
+	if err != nil {
+		return failErr(op, err, "open "+path)
+	}
+	defer unix.Close(fd)
+	if _, err := unix.Write(fd, []byte("written by sbx probe\n")); err != nil {
+		return failErr(op, err, "write "+path)
+	}
+	return result{Op: op, OK: true, Detail: "wrote " + path}
+}
+
+// linkOp makes a hard link or symlink NEW to OLD, or renames OLD to NEW.
+func linkOp(op, old, new string) result {
+	var err error
+	switch op {
+	case "link":
+		err = unix.Link(old, new)
+	case "symlink":
+		err = unix.Symlink(old, new)
+	case "rename":
+		err = unix.Rename(old, new)
+	}
+	step := op + " " + old + " " + new
+	if err != nil {
+		return failErr(op, err, step)
+	}
+	return result{Op: op, OK: true, Detail: step}
+}
+
+// sockaddr converts "HOST:PORT" for an AF_INET or AF_INET6 socket.
+func sockaddr(hostport string, v6 bool) (unix.Sockaddr, error) {
+	ap, err := netip.ParseAddrPort(hostport)
+	if err != nil {
+		return nil, err
+	}
+	if v6 {
+		if !ap.Addr().Is6() {
+			return nil, fmt.Errorf("%s is not an IPv6 address", hostport)
+		}
+		return &unix.SockaddrInet6{Port: int(ap.Port()), Addr: ap.Addr().As16()}, nil
+	}
+	if !ap.Addr().Is4() {
+		return nil, fmt.Errorf("%s is not an IPv4 address", hostport)
+	}
+	return &unix.SockaddrInet4{Port: int(ap.Port()), Addr: ap.Addr().As4()}, nil
+}
+
+// setTimeouts bounds blocking connect, send and recv (SO_SNDTIMEO also
+// bounds connect on Linux).
+func setTimeouts(fd int, sec int64) {
+	tv := unix.Timeval{Sec: sec}
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv)
+	unix.SetsockoptTimeval(fd, unix.SOL_SOCKET, unix.SO_SNDTIMEO, &tv)
+}
+
+// connect opens a socket of kind and connects it to hostport. TCP and MPTCP
+// succeed when connect does (the first bytes the server sends, if any, go
+// into detail). UDP succeeds only when a reply datagram arrives within the
+// timeout, so ok means the datagram really got through.
+func connect(kind, hostport string) (result, error) {
+	op := "connect-" + kind
+	var family, typ, proto int
+	switch kind {
+	case "tcp4", "tcp6":
+		typ = unix.SOCK_STREAM
+	case "mptcp4", "mptcp6":
+		typ, proto = unix.SOCK_STREAM, unix.IPPROTO_MPTCP
+	case "udp4", "udp6":
+		typ = unix.SOCK_DGRAM
+	default:
+		return result{}, fmt.Errorf("connect: unknown kind %q", kind)
+	}
+	v6 := kind[len(kind)-1] == '6'
+	family = unix.AF_INET
+	if v6 {
+		family = unix.AF_INET6
+	}
+	sa, err := sockaddr(hostport, v6)
+	if err != nil {
+		return result{}, fmt.Errorf("connect: %w", err)
+	}
+	fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return failErr(op, err, "socket"), nil
+	}
+	defer unix.Close(fd)
+	setTimeouts(fd, 2)
+	if err := unix.Connect(fd, sa); err != nil {
+		return failErr(op, err, "connect "+hostport), nil
+	}
+	buf := make([]byte, 256)
+	if typ == unix.SOCK_STREAM {
+		n, _ := unix.Read(fd, buf)
+		return result{Op: op, OK: true, Detail: string(buf[:max(n, 0)])}, nil
+	}
+	if _, err := unix.Write(fd, []byte("ping")); err != nil {
+		return failErr(op, err, "send"), nil
+	}
+	n, err := unix.Read(fd, buf)
+	if errors.Is(err, unix.EAGAIN) {
+		return fail(op, "ETIMEDOUT", "no reply datagram within 2s"), nil
+	}
+	if err != nil {
+		return failErr(op, err, "recv"), nil
+	}
+	return result{Op: op, OK: true, Detail: string(buf[:n])}, nil
+}
+
+func socketOp(kind string) (result, error) {
+	op := "socket-" + kind
+	var family, typ, proto int
+	switch kind {
+	case "vsock":
+		family, typ = unix.AF_VSOCK, unix.SOCK_STREAM
+	case "packet":
+		family, typ, proto = unix.AF_PACKET, unix.SOCK_RAW, int(htons(unix.ETH_P_ALL))
+	case "inet":
+		family, typ = unix.AF_INET, unix.SOCK_STREAM
+	case "inet6":
+		family, typ = unix.AF_INET6, unix.SOCK_STREAM
+	case "unix":
+		family, typ = unix.AF_UNIX, unix.SOCK_STREAM
+	case "netlink":
+		family, typ, proto = unix.AF_NETLINK, unix.SOCK_RAW, unix.NETLINK_ROUTE
+	default:
+		return result{}, fmt.Errorf("socket: unknown family %q", kind)
+	}
+	fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, proto)
+	if err != nil {
+		return failErr(op, err, "socket"), nil
+	}
+	unix.Close(fd)
+	return result{Op: op, OK: true}, nil
+}
+
+func port(sa unix.Sockaddr) int {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return a.Port
+	case *unix.SockaddrInet6:
+		return a.Port
+	}
+	return 0
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
+
+// listenAndConnect starts a TCP server on loopback inside the sandbox and
+// connects to it, the way test suites do.
+func listenAndConnect(kind string) (result, error) {
+	op := "listen-and-connect-" + kind
+	var family int
+	var bindAddr unix.Sockaddr
+	switch kind {
+	case "tcp4":
+		family, bindAddr = unix.AF_INET, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}
+	case "tcp6":
+		family, bindAddr = unix.AF_INET6, &unix.SockaddrInet6{Addr: netip.IPv6Loopback().As16()}
+	default:
+		return result{}, fmt.Errorf("listen-and-connect: unknown kind %q", kind)
+	}
+	ln, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return failErr(op, err, "socket"), nil
+	}
+	defer unix.Close(ln)
+	if err := unix.Bind(ln, bindAddr); err != nil {
+		return failErr(op, err, "bind"), nil
+	}
+	if err := unix.Listen(ln, 1); err != nil {
+		return failErr(op, err, "listen"), nil
+	}
+	addr, err := unix.Getsockname(ln)
+	if err != nil {
+		return failErr(op, err, "getsockname"), nil
+	}
+	c, err := unix.Socket(family, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return failErr(op, err, "socket (client)"), nil
+	}
+	defer unix.Close(c)
+	setTimeouts(c, 2)
+	if err := unix.Connect(c, addr); err != nil {
+		return failErr(op, err, "connect"), nil
+	}
+	s, _, err := unix.Accept(ln)
+	if err != nil {
+		return failErr(op, err, "accept"), nil
+	}
+	defer unix.Close(s)
+	if _, err := unix.Write(s, []byte("x")); err != nil {
+		return failErr(op, err, "write"), nil
+	}
+	buf := make([]byte, 1)
+	if n, err := unix.Read(c, buf); err != nil || n != 1 {
+		return failErr(op, errors.Join(err, errors.New("short read")), "read"), nil
+	}
+	return result{Op: op, OK: true, Detail: "served and reached port " + itoa(port(addr))}, nil
+}
+
+// abstractConnect connects a stream socket to the abstract unix socket
+// @name (Linux's abstract namespace: no file, one namespace per network
+// namespace) and returns the first bytes the server sends.
+func abstractConnect(name string) result {
+	op := "abstract-connect"
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return failErr(op, err, "socket")
+	}
+	defer unix.Close(fd)
+	setTimeouts(fd, 2)
+	if err := unix.Connect(fd, &unix.SockaddrUnix{Name: "@" + name}); err != nil {
+		return failErr(op, err, "connect @"+name)
+	}
+	buf := make([]byte, 256)
+	n, _ := unix.Read(fd, buf)
+	return result{Op: op, OK: true, Detail: string(buf[:max(n, 0)])}
+}
+
+// tiocsti pushes a byte into the input queue of the terminal on fd 0, once
+// with TIOCSTI and once with
+// TIOCSTI|1<<32: ioctl's request is an unsigned int, so the kernel ignores
+// the high bits and a filter that compares 64 bits lets the second through.
+// errno is the common errno of both, or "PLAIN/HIGH" when they differ.
+//
+// The kernel itself refuses TIOCSTI on a terminal that is not the caller's
+// controlling terminal (EPERM) unless it has CAP_SYS_ADMIN, which would make
+// an EPERM prove nothing. So the probe first makes fd 0 its controlling
+// terminal (TIOCSCTTY; it leads its own session under sbx), as a command
+// that inherits a terminal nobody controls can: then only a filter can
+// explain an EPERM.
+func tiocsti() result {
+	fd, target := 0, "fd 0"
+	ctty := "TIOCSCTTY=ok"
+	if err := unix.IoctlSetInt(fd, unix.TIOCSCTTY, 0); err != nil {
+		ctty = "TIOCSCTTY=" + failErr("", err, "").Errno
+	}
+	c := byte('#')
+	try := func(req uint64) syscall.Errno {
+		_, _, e := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), uintptr(req), uintptr(unsafe.Pointer(&c)))
+		return e
+	}
+	plain, high := try(unix.TIOCSTI), try(unix.TIOCSTI|1<<32)
+	name := func(e syscall.Errno) string {
+		if e == 0 {
+			return "ok"
+		}
+		return errnoName(int(e))
+	}
+	r := result{Op: "tiocsti", OK: plain == 0 || high == 0,
+		Detail: fmt.Sprintf("%s: %s TIOCSTI=%s TIOCSTI|1<<32=%s", target, ctty, name(plain), name(high))}
+	switch {
+	case plain == high && plain != 0:
+		r.Errno = name(plain)
+	case plain != high:
+		r.Errno = name(plain) + "/" + name(high)
+	}
+	return r
+}
+
+// ptraceParent attaches to the parent (sbx, or the shell that ran the
+// probe) and, if that works, waits for the attach stop and detaches again
+// with no signal, so the parent carries on unharmed.
+func ptraceParent() result {
+	ppid := unix.Getppid()
+	if err := unix.PtraceAttach(ppid); err != nil {
+		return failErr("ptrace-parent", err, "PTRACE_ATTACH "+itoa(ppid))
+	}
+	var ws unix.WaitStatus
+	unix.Wait4(ppid, &ws, unix.WALL, nil)
+	unix.PtraceDetach(ppid)
+	return result{Op: "ptrace-parent", OK: true, Detail: "attached to " + itoa(ppid)}
+}
+
+// signalPID sends SIGCONT (harmless to a running process) to pid, a process
+// outside the sandbox; Landlock's signal scope (ABI 6) refuses it.
+func signalPID(pid int) result {
+	if err := unix.Kill(pid, unix.SIGCONT); err != nil {
+		return failErr("signal", err, "kill "+itoa(pid)+" SIGCONT")
+	}
+	return result{Op: "signal", OK: true, Detail: "signalled " + itoa(pid)}
+}
+
+func fdWrite(n int) result {
+	if _, err := unix.Write(n, []byte("written by sbx probe through an inherited fd\n")); err != nil {
+		return failErr("fd", err, "write fd "+itoa(n))
+	}
+	return result{Op: "fd", OK: true, Detail: "wrote fd " + itoa(n)}
+}

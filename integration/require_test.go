@@ -1,0 +1,273 @@
+//go:build linux
+
+package integration
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// feature is something the kernel or its configuration may lack.
+type feature struct {
+	// minKernel is the first kernel version that has the feature; on a
+	// kernel at least that new, a missing feature fails the test.
+	minKernel [2]int
+	// check returns nil when the feature works. absent non-empty is
+	// evidence that the kernel was deliberately configured without it (a
+	// sysctl, a boot parameter), which is a reason to skip whatever the
+	// kernel version; any other failure is err.
+	check func() (absent string, err error)
+}
+
+var features = map[string]feature{
+	"landlock":          {minKernel: [2]int{5, 13}, check: checkLandlock(1)},
+	"landlock-refer":    {minKernel: [2]int{5, 19}, check: checkLandlock(2)},
+	"landlock-truncate": {minKernel: [2]int{6, 2}, check: checkLandlock(3)},
+	"landlock-net":      {minKernel: [2]int{6, 7}, check: checkLandlock(4)},
+	"landlock-scope":    {minKernel: [2]int{6, 12}, check: checkLandlock(6)},
+	"userns":            {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(0) }},
+	"netns":             {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWNET) }},
+	"mountns":           {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWNS) }},
+	"pidns":             {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWPID) }},
+	// The supervisor needs SECCOMP_USER_NOTIF_FLAG_CONTINUE (5.5).
+	"user-notif":    {minKernel: [2]int{5, 5}, check: checkUserNotif},
+	"ipv6-loopback": {check: checkIPv6Loopback},
+	"mptcp":         {minKernel: [2]int{5, 6}, check: checkMPTCP},
+	"ia32":          {check: checkIA32},
+}
+
+type checkResult struct {
+	absent string
+	err    error
+}
+
+var checked sync.Map // feature name -> checkResult
+
+func probeFeature(t *testing.T, name string) checkResult {
+	t.Helper()
+	f, ok := features[name]
+	if !ok {
+		t.Fatalf("Require: unknown feature %q", name)
+	}
+	if r, ok := checked.Load(name); ok {
+		return r.(checkResult)
+	}
+	absent, err := f.check()
+	if absent != "" && err == nil {
+		err = errors.New(absent)
+	}
+	r := checkResult{absent: absent, err: err}
+	checked.Store(name, r)
+	return r
+}
+
+// Require is the only place a test may skip. It returns when the feature
+// works; it skips, printing why, when the kernel is older than the feature
+// or was configured without it; and it fails the test when the kernel is
+// new enough to have the feature and nothing explains its absence (a
+// broken check must not turn into silent skips). An unknown name fails.
+func Require(t *testing.T, name string) {
+	t.Helper()
+	r := probeFeature(t, name)
+	if r.err == nil {
+		return
+	}
+	f := features[name]
+	major, minor := kernelVersion(t)
+	if f.minKernel != [2]int{} && (major < f.minKernel[0] || major == f.minKernel[0] && minor < f.minKernel[1]) {
+		t.Skipf("SKIP: %s needs Linux %d.%d, this is %d.%d: %v", name, f.minKernel[0], f.minKernel[1], major, minor, r.err)
+	}
+	if r.absent != "" {
+		t.Skipf("SKIP: %s is turned off on this system: %s", name, r.absent)
+	}
+	t.Fatalf("%s: Linux %d.%d should have it, but: %v", name, major, minor, r.err)
+}
+
+// has reports whether the feature works, for tests whose expectations
+// depend on it (e.g. the errno of a connect with or without a private
+// network namespace). It never skips.
+func has(t *testing.T, name string) bool {
+	t.Helper()
+	return probeFeature(t, name).err == nil
+}
+
+func kernelVersion(t *testing.T) (int, int) {
+	t.Helper()
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		t.Fatal(err)
+	}
+	rel := unix.ByteSliceToString(u.Release[:])
+	parts := strings.SplitN(rel, ".", 3)
+	if len(parts) < 2 {
+		t.Fatalf("cannot parse kernel release %q", rel)
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(strings.TrimFunc(parts[1], func(r rune) bool { return r < '0' || r > '9' }))
+	if err1 != nil || err2 != nil {
+		t.Fatalf("cannot parse kernel release %q", rel)
+	}
+	return major, minor
+}
+
+// landlockABI is the running kernel's Landlock ABI version, 0 without it.
+func landlockABI() (int, error) {
+	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
+	if errno != 0 {
+		return 0, fmt.Errorf("landlock_create_ruleset(VERSION): %w", errno)
+	}
+	return int(v), nil
+}
+
+func checkLandlock(min int) func() (string, error) {
+	return func() (string, error) {
+		abi, err := landlockABI()
+		if err != nil {
+			return "", err
+		}
+		if abi < min {
+			return "", fmt.Errorf("Landlock ABI %d < %d", abi, min)
+		}
+		return "", nil
+	}
+}
+
+// userNSOff returns the sysctl that turns unprivileged user namespaces off.
+func userNSOff() string {
+	for _, c := range []struct{ file, off string }{
+		{"/proc/sys/user/max_user_namespaces", "0"},
+		{"/proc/sys/kernel/unprivileged_userns_clone", "0"},
+		{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"},
+	} {
+		if b, err := os.ReadFile(c.file); err == nil && strings.TrimSpace(string(b)) == c.off {
+			return fmt.Sprintf("%s is %s", c.file, c.off)
+		}
+	}
+	return ""
+}
+
+// checkNamespaces starts the probe in new namespaces of kind (0: only a
+// user namespace) the way sbx would: directly as root, inside a new user
+// namespace otherwise.
+func checkNamespaces(kind uintptr) (string, error) {
+	attr := &syscall.SysProcAttr{Cloneflags: kind}
+	if kind == 0 || !isRoot() {
+		if off := userNSOff(); off != "" {
+			return "unprivileged user namespaces: " + off, nil
+		}
+		attr.Cloneflags |= unix.CLONE_NEWUSER
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+	}
+	cmd := exec.Command(probeBin, "read", "/proc/self/uid_map")
+	cmd.SysProcAttr = attr
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("start a process with clone flags %#x: %v %s", attr.Cloneflags, err, b)
+	}
+	return "", nil
+}
+
+func checkIPv6Loopback() (string, error) {
+	if _, err := os.Stat("/proc/sys/net/ipv6"); err != nil {
+		return "IPv6 is disabled (no /proc/sys/net/ipv6: ipv6.disable=1 or CONFIG_IPV6=n)", nil
+	}
+	if b, err := os.ReadFile("/proc/sys/net/ipv6/conf/lo/disable_ipv6"); err == nil && strings.TrimSpace(string(b)) == "1" {
+		return "net.ipv6.conf.lo.disable_ipv6 is 1", nil
+	}
+	ln, err := net.Listen("tcp6", "[::1]:0")
+	if err != nil {
+		return "", err
+	}
+	ln.Close()
+	return "", nil
+}
+
+func checkMPTCP() (string, error) {
+	if _, err := os.Stat("/proc/sys/net/mptcp"); errors.Is(err, os.ErrNotExist) {
+		return "the kernel is built without MPTCP (CONFIG_MPTCP is not set: no /proc/sys/net/mptcp)", nil
+	}
+	if b, err := os.ReadFile("/proc/sys/net/mptcp/enabled"); err == nil && strings.TrimSpace(string(b)) == "0" {
+		return "net.mptcp.enabled is 0", nil
+	}
+	return checkSocket(unix.AF_INET, unix.SOCK_STREAM, unix.IPPROTO_MPTCP)()
+}
+
+// checkSocket creates a socket outside the sandbox. EPERM and EACCES mean
+// the family exists but this user may not use it (AF_PACKET without
+// CAP_NET_RAW), which is enough for a test that the sandbox refuses it.
+func checkSocket(family, typ, proto int) func() (string, error) {
+	return func() (string, error) {
+		fd, err := unix.Socket(family, typ|unix.SOCK_CLOEXEC, proto)
+		if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+			return "", nil
+		}
+		if err != nil {
+			return "", fmt.Errorf("socket(%d, %d, %d): %w", family, typ, proto, err)
+		}
+		unix.Close(fd)
+		return "", nil
+	}
+}
+
+// checkUserNotif reads the seccomp actions the kernel offers, as sbx does.
+func checkUserNotif() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	if err != nil {
+		return "", err
+	}
+	for _, a := range strings.Fields(string(b)) {
+		if a == "user_notif" {
+			return "", nil
+		}
+	}
+	return "", fmt.Errorf("no user_notif in /proc/sys/kernel/seccomp/actions_avail: %q", b)
+}
+
+// checkIA32 runs `int $0x80` outside the sandbox: a kernel without IA32
+// emulation (CONFIG_IA32_EMULATION=n or ia32_emulation=0) answers SIGSEGV.
+func checkIA32() (string, error) {
+	cmd := exec.Command(probeBin, "int80")
+	b, err := cmd.Output()
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() && ws.Signal() == syscall.SIGSEGV {
+			return "the kernel has no IA32 syscall emulation (int $0x80 raises SIGSEGV)", nil
+		}
+	}
+	if err != nil {
+		return "", fmt.Errorf("probe int80: %v %s", err, b)
+	}
+	if !strings.Contains(string(b), `"ok":true`) {
+		return "", fmt.Errorf("probe int80: %s", b)
+	}
+	return "", nil
+}
+
+// TestRequireUnknownFeatureFails runs Require("no-such-feature") in a child
+// test process (a t.Fatal cannot be observed from the test that calls it).
+func TestRequireUnknownFeatureFails(t *testing.T) {
+	if os.Getenv("SBX_IT_REQUIRE_UNKNOWN") == "1" {
+		Require(t, "no-such-feature")
+		return
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "-test.run=^TestRequireUnknownFeatureFails$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "SBX_IT_REQUIRE_UNKNOWN=1", "SBX_BIN="+sbxBin, "SBX_PROBE="+probeBin)
+	b, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(b), `unknown feature "no-such-feature"`) || strings.Contains(string(b), "SKIP") {
+		t.Errorf("Require with an unknown feature did not fail the test: err=%v\n%s", err, b)
+	}
+}

@@ -1,0 +1,56 @@
+package profiles
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+)
+
+func TestEnvPolicy(t *testing.T) {
+	base := []string{"PATH=/bin", "HOME=/h", "GITHUB_TOKEN=t", "aws_secret_access_key=s", "API_KEY=k", "DB_PASSWORD=p", "EDITOR=vi", "MONKEY=m"}
+	tests := []struct {
+		name         string
+		p            EnvPolicy
+		want         []string
+		wantStripped []string
+	}{
+		{"default strips secrets", EnvPolicy{}, []string{"PATH=/bin", "HOME=/h", "EDITOR=vi"},
+			[]string{"API_KEY", "DB_PASSWORD", "GITHUB_TOKEN", "MONKEY", "aws_secret_access_key"}},
+		{"allow keeps a secret", EnvPolicy{Allow: []string{"GITHUB_TOKEN"}}, []string{"PATH=/bin", "HOME=/h", "GITHUB_TOKEN=t", "EDITOR=vi"},
+			[]string{"API_KEY", "DB_PASSWORD", "MONKEY", "aws_secret_access_key"}},
+		{"clean", EnvPolicy{Mode: EnvClean}, []string{"PATH=/bin", "HOME=/h"},
+			[]string{"API_KEY", "DB_PASSWORD", "EDITOR", "GITHUB_TOKEN", "MONKEY", "aws_secret_access_key"}},
+		{"allow-list glob", EnvPolicy{Mode: EnvAllowList, Allow: []string{"P*"}}, []string{"PATH=/bin"},
+			[]string{"API_KEY", "DB_PASSWORD", "EDITOR", "GITHUB_TOKEN", "HOME", "MONKEY", "aws_secret_access_key"}},
+		{"set is never stripped and comes last", EnvPolicy{Mode: EnvClean, Set: map[string]string{"MY_TOKEN": "x"}}, []string{"PATH=/bin", "HOME=/h", "MY_TOKEN=x"},
+			[]string{"API_KEY", "DB_PASSWORD", "EDITOR", "GITHUB_TOKEN", "MONKEY", "aws_secret_access_key"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, rep, err := tt.p.Apply(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("env = %q, want %q", got, tt.want)
+			}
+			if !reflect.DeepEqual(rep.Stripped, tt.wantStripped) {
+				t.Errorf("stripped = %q, want %q", rep.Stripped, tt.wantStripped)
+			}
+			for _, s := range rep.Stripped {
+				if slices.ContainsFunc(got, func(kv string) bool { return kv == s+"=" }) {
+					t.Errorf("report leaks a value")
+				}
+			}
+		})
+	}
+}
+
+func TestEnvPolicyRefusals(t *testing.T) {
+	if _, _, err := (EnvPolicy{Mode: "all"}).Apply(nil); err == nil {
+		t.Error("unknown mode accepted")
+	}
+	if _, _, err := (EnvPolicy{Set: map[string]string{"A=B": "x"}}).Apply(nil); err == nil {
+		t.Error("name with = accepted")
+	}
+}
