@@ -126,3 +126,12 @@ func CheckRequired(required []string, downgrades []Downgrade) error {
 func NewReport(mode string) Report {
 	return Report{Mode: mode, Degraded: []Downgrade{}, Denials: []Denial{}}
 }
+
+// Check is one line of `sbx doctor`: a capability, whether this system has
+// it, what was seen, and what sbx does when it is missing.
+type Check struct {
+	Feature   string `json:"feature"`
+	Available bool   `json:"available"`
+	Detail    string `json:"detail"`
+	Fallback  string `json:"fallback,omitempty"`
+}

@@ -121,12 +121,12 @@ func ResolvePath(raw, cwd string) (string, error) {
 	if !filepath.IsAbs(p) {
 		p = filepath.Join(cwd, p)
 	}
-	return resolveExisting(filepath.Clean(p)), nil
+	return ResolveExisting(filepath.Clean(p)), nil
 }
 
-// resolveExisting resolves symlinks in the longest prefix of p that exists
+// ResolveExisting resolves symlinks in the longest prefix of p that exists
 // and appends the rest unchanged.
-func resolveExisting(p string) string {
+func ResolveExisting(p string) string {
 	rest := ""
 	cur := p
 	for {

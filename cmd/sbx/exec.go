@@ -20,7 +20,7 @@ func init() {
 	register("exec", command{summary: "run one JSON request from stdin, print one JSON result on stdout", run: execCmd})
 }
 
-// execRequest is the wire shape of `sbx exec` (docs/schema/exec-request.json).
+// execRequest is the wire shape of `sbx exec` (docs/schema/exec-request.schema.json).
 type execRequest struct {
 	Command               []string                     `json:"command"`
 	Cwd                   string                       `json:"cwd"`
@@ -50,7 +50,7 @@ type execRequest struct {
 	Guard    string   `json:"guard"`
 }
 
-// execResult is the wire shape of the result (docs/schema/exec-result.json).
+// execResult is the wire shape of the result (docs/schema/exec-result.schema.json).
 type execResult struct {
 	callReport
 	Stdout          string `json:"stdout"`

@@ -1,6 +1,8 @@
 package darwin
 
 import (
+	"sbx/profiles"
+
 	"fmt"
 	"path/filepath"
 	"runtime"
@@ -76,7 +78,7 @@ func canonical(p string, m PathMode) (string, error) {
 	if m == PathsResolve {
 		// On a Mac this already yields /private/...; the static mapping
 		// after it only matters off darwin, where the links do not exist.
-		c = resolveExisting(c)
+		c = profiles.ResolveExisting(c)
 	}
 	return staticCanonical(c), nil
 }
@@ -94,31 +96,9 @@ func canonicalNames(p string, m PathMode) ([]string, error) {
 	if m != PathsResolve || c == "/" {
 		return []string{full}, nil
 	}
-	name := staticCanonical(filepath.Join(resolveExisting(filepath.Dir(c)), filepath.Base(c)))
+	name := staticCanonical(filepath.Join(profiles.ResolveExisting(filepath.Dir(c)), filepath.Base(c)))
 	if name == full {
 		return []string{full}, nil
 	}
 	return []string{name, full}, nil
-}
-
-// resolveExisting resolves symlinks in the longest prefix of p that exists
-// and appends the rest unchanged (a carve-out such as .git may not exist yet).
-func resolveExisting(p string) string {
-	rest := ""
-	for cur := p; ; {
-		if r, err := filepath.EvalSymlinks(cur); err == nil {
-			return filepath.Join(r, rest)
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return p
-		}
-		rest = filepath.Join(filepath.Base(cur), rest)
-		cur = parent
-	}
-}
-
-// within reports whether p is base or below it.
-func within(p, base string) bool {
-	return base == "/" || p == base || strings.HasPrefix(p, base+"/")
 }

@@ -1,6 +1,8 @@
 package darwin
 
 import (
+	"sbx/profiles"
+
 	"encoding/json"
 	"net"
 	"regexp"
@@ -165,7 +167,7 @@ func classify(d enforce.Denial, check *denial.Checker, pol policy.Policy) enforc
 		}
 	case m.op == "read" && d.Path != "":
 		for _, masked := range pol.Masked {
-			if within(d.Path, masked) {
+			if profiles.Within(d.Path, masked) {
 				why = "inside " + masked + ", which the guard hides"
 				break
 			}

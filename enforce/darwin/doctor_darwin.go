@@ -3,6 +3,8 @@
 package darwin
 
 import (
+	"sbx/enforce"
+
 	"fmt"
 	"os"
 	"os/exec"
@@ -15,12 +17,7 @@ import (
 
 // Check is one line of `sbx doctor`: a capability, whether this system has
 // it, what was seen, and what sbx does when it is missing.
-type Check struct {
-	Feature   string `json:"feature"`
-	Available bool   `json:"available"`
-	Detail    string `json:"detail"`
-	Fallback  string `json:"fallback,omitempty"`
-}
+type Check = enforce.Check
 
 // Doctor probes what this Mac can enforce. It runs /usr/bin/true once under
 // a read-only profile: only a real run shows that sandbox-exec accepts the

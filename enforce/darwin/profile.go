@@ -1,6 +1,8 @@
 package darwin
 
 import (
+	"sbx/profiles"
+
 	"fmt"
 	"strings"
 
@@ -71,7 +73,7 @@ func (w *profileWriter) define(prefix string, paths []string) pathRefs {
 func (r pathRefs) under(root string) []string {
 	var out []string
 	for i, p := range r.paths {
-		if within(p, root) {
+		if profiles.Within(p, root) {
 			out = append(out, r.refs[i])
 		}
 	}

@@ -6,12 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"sbx/enforce"
 	"sbx/enforce/darwin"
@@ -51,14 +46,8 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 			}
 		}
 	}
-	var sigc chan os.Signal
-	if c.ForwardSignals {
-		// Subscribe before starting, so a Ctrl-C between start and wait is
-		// relayed rather than killing sbx and orphaning the command.
-		sigc = make(chan os.Signal, 4)
-		signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-		defer signal.Stop(sigc)
-	}
+	sigc, stop := relayedSignals(c)
+	defer stop()
 	start := time.Now()
 	proc, err := darwin.Start(plan, darwin.Spec{Path: c.Cmd.Path, Argv: c.Cmd.Argv, Dir: c.Cmd.Dir, Env: c.Cmd.Env,
 		Stdin: c.Cmd.Stdin, Stdout: c.Cmd.Stdout, Stderr: c.Cmd.Stderr})
@@ -93,53 +82,8 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if waitErr != nil {
 		return rep, waitErr
 	}
-	switch {
-	case ws.Exited():
-		rep.ExitCode = ws.ExitStatus()
-	case ws.Signaled():
-		n := int(ws.Signal())
-		rep.Signal = &n
-		rep.SignalName = unix.SignalName(ws.Signal())
-		rep.ExitCode = 128 + n
-	}
+	setExit(&rep, ws)
 	return rep, nil
-}
-
-// waitCall waits for the command while relaying signals and enforcing the
-// timeout and ctx, then kills what is left of its process group.
-func waitCall(ctx context.Context, c Call, proc *darwin.Process, sigc chan os.Signal, rep *enforce.Report) (syscall.WaitStatus, error) {
-	done := make(chan struct{})
-	var ws syscall.WaitStatus
-	var waitErr error
-	go func() {
-		ws, _, waitErr = proc.Wait()
-		close(done)
-	}()
-	ctxDone := ctx.Done()
-	var timeout <-chan time.Time
-	if c.Timeout > 0 {
-		t := time.NewTimer(c.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	for {
-		select {
-		case <-done:
-			// The command is gone; take its group with it.
-			proc.Signal(syscall.SIGKILL)
-			return ws, waitErr
-		case s := <-sigc:
-			proc.Signal(s.(syscall.Signal))
-		case <-timeout:
-			rep.TimedOut, rep.KilledBy = true, "timeout"
-			proc.Signal(syscall.SIGKILL)
-			timeout = nil
-		case <-ctxDone:
-			rep.KilledBy = "signal"
-			proc.Signal(syscall.SIGKILL)
-			ctxDone = nil
-		}
-	}
 }
 
 // StageCommand is the hidden subcommand that runs StageMain.

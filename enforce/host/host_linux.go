@@ -3,13 +3,8 @@ package host
 import (
 	"context"
 	"errors"
-	"os"
-	"os/signal"
 	"slices"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"sbx/enforce"
 	"sbx/enforce/linux"
@@ -38,14 +33,8 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if err := enforce.CheckRequired(c.Require, plan.Downgrades); err != nil {
 		return rep, err
 	}
-	var sigc chan os.Signal
-	if c.ForwardSignals {
-		// Subscribe before starting, so a Ctrl-C between start and wait is
-		// relayed rather than killing sbx and orphaning the command.
-		sigc = make(chan os.Signal, 4)
-		signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-		defer signal.Stop(sigc)
-	}
+	sigc, stop := relayedSignals(c)
+	defer stop()
 	start := time.Now()
 	proc, err := linux.Start(plan, linux.Spec{Path: c.Cmd.Path, Argv: c.Cmd.Argv, Dir: c.Cmd.Dir, Env: c.Cmd.Env,
 		Stdin: c.Cmd.Stdin, Stdout: c.Cmd.Stdout, Stderr: c.Cmd.Stderr})
@@ -55,39 +44,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 		}
 		return rep, err
 	}
-	done := make(chan struct{})
-	var ws syscall.WaitStatus
-	var waitErr error
-	go func() {
-		ws, _, waitErr = proc.Wait()
-		close(done)
-	}()
-	ctxDone := ctx.Done()
-	var timeout <-chan time.Time
-	if c.Timeout > 0 {
-		t := time.NewTimer(c.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-loop:
-	for {
-		select {
-		case <-done:
-			break loop
-		case s := <-sigc:
-			proc.Signal(s.(syscall.Signal))
-		case <-timeout:
-			rep.TimedOut, rep.KilledBy = true, "timeout"
-			proc.Signal(syscall.SIGKILL)
-			timeout = nil
-		case <-ctxDone:
-			rep.KilledBy = "signal"
-			proc.Signal(syscall.SIGKILL)
-			ctxDone = nil
-		}
-	}
-	// The command is gone; take its group with it.
-	proc.Signal(syscall.SIGKILL)
+	ws, waitErr := waitCall(ctx, c, proc, sigc, &rep)
 	sv := proc.EndSupervision()
 	rep.Denials = append(rep.Denials, sv.Denials...)
 	rep.DenialsDropped += sv.Dropped
@@ -101,15 +58,7 @@ loop:
 	if waitErr != nil {
 		return rep, waitErr
 	}
-	switch {
-	case ws.Exited():
-		rep.ExitCode = ws.ExitStatus()
-	case ws.Signaled():
-		n := int(ws.Signal())
-		rep.Signal = &n
-		rep.SignalName = unix.SignalName(ws.Signal())
-		rep.ExitCode = 128 + n
-	}
+	setExit(&rep, ws)
 	return rep, nil
 }
 

@@ -24,12 +24,7 @@ const StageCommand = "__stage"
 func StageMain() int { return 125 }
 
 // Check is one line of `sbx doctor`.
-type Check struct {
-	Feature   string `json:"feature"`
-	Available bool   `json:"available"`
-	Detail    string `json:"detail"`
-	Fallback  string `json:"fallback,omitempty"`
-}
+type Check = enforce.Check
 
 // Doctor reports that this platform has no backend yet.
 func Doctor() []Check {

@@ -3,6 +3,8 @@
 package linux
 
 import (
+	"sbx/enforce"
+
 	"fmt"
 	"os"
 	"os/exec"
@@ -14,12 +16,7 @@ import (
 
 // Check is one line of `sbx doctor`: a capability, whether this system has
 // it, what was seen, and what sbx does when it is missing.
-type Check struct {
-	Feature   string `json:"feature"`
-	Available bool   `json:"available"`
-	Detail    string `json:"detail"`
-	Fallback  string `json:"fallback,omitempty"`
-}
+type Check = enforce.Check
 
 // Doctor probes what this kernel, user and container can enforce. Unlike
 // Probe it really creates a user and a network namespace, once.
