@@ -97,7 +97,12 @@ func prepare(r request) (host.Call, callReport, error) {
 	}
 	path, err := lookPath(r.Command[0], cwd, lookupEnv(env, "PATH"))
 	if err != nil {
-		return host.Call{Policy: pol}, meta, err
+		call := host.Call{Policy: pol, Require: r.Require}
+		if enf, down, derr := host.Describe(call); derr == nil {
+			meta.Enforcement = enf
+			meta.Degraded = append(meta.Degraded, down...)
+		}
+		return call, meta, err
 	}
 	return host.Call{
 		Policy:  pol,

@@ -83,3 +83,13 @@ func Explain(c Call) (string, any, error) {
 	}
 	return plan.String(), plan, nil
 }
+
+// Describe reports what the call would be enforced with, for a call that
+// never starts (its command was not found), so its report has the same shape.
+func Describe(c Call) (enforce.Enforcement, []enforce.Downgrade, error) {
+	plan, err := Compile(c)
+	if err != nil {
+		return enforce.Enforcement{}, nil, err
+	}
+	return plan.Enforcement(), plan.Downgrades, nil
+}

@@ -35,3 +35,9 @@ func Doctor() []Check {
 func Explain(c Call) (string, any, error) {
 	return "", nil, &enforce.UnsupportedFeatureError{Feature: "sandbox", Reason: "no backend for " + runtime.GOOS + " yet"}
 }
+
+// Describe is not available without a backend.
+func Describe(c Call) (enforce.Enforcement, []enforce.Downgrade, error) {
+	_, _, err := Explain(c)
+	return enforce.Enforcement{}, nil, err
+}
