@@ -27,4 +27,7 @@ type Call struct {
 	// ForwardSignals relays SIGINT, SIGTERM, SIGHUP and SIGQUIT received by
 	// sbx to the command, as a person at a terminal expects.
 	ForwardSignals bool
+	// NoDenialReports runs without the denial supervisor: faster for
+	// write-heavy commands, but nothing the sandbox blocks is reported.
+	NoDenialReports bool
 }

@@ -25,6 +25,9 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if err != nil {
 		return rep, err
 	}
+	if c.NoDenialReports {
+		plan.WithoutSupervisor()
+	}
 	if slices.Contains(c.Require, "denial-reports") && plan.Supervise != linux.SuperviseOff {
 		plan.Supervise = linux.SuperviseRequired
 	}

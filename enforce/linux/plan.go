@@ -402,3 +402,16 @@ func existing(paths []string) []string {
 	}
 	return out
 }
+
+// WithoutSupervisor drops the seccomp supervisor from the plan, for a caller
+// that does not want denial reports (and their cost per supervised call):
+// the filter without notification rules, and the downgrades as they read
+// without it, plus one saying denials are not reported.
+func (p *Plan) WithoutSupervisor() {
+	if p.Supervise == SuperviseOff || len(p.SeccompPlainProg) == 0 {
+		return
+	}
+	p.Downgrades = append(p.UnsupervisedDowngrades(), enforce.Downgrade{Feature: "denial-reports",
+		Reason: "turned off by the caller: operations the sandbox blocks are not reported"})
+	p.SeccompProg, p.Supervise = p.SeccompPlainProg, SuperviseOff
+}
