@@ -25,13 +25,20 @@ type sandboxCaps struct {
 	supervised bool
 }
 
+// caps fails the test (through expect) when the kernel is new enough for a
+// feature that is missing without an explanation.
 func caps(t *testing.T) sandboxCaps {
 	t.Helper()
-	abi, err := landlockABI()
-	if err != nil {
-		abi = 0
+	c := sandboxCaps{namespaces: expect(t, "netns"), supervised: expect(t, "user-notif")}
+	for _, f := range []string{"landlock", "landlock-refer", "landlock-truncate", "landlock-net", "landlock-scope"} {
+		if !expect(t, f) {
+			break
+		}
 	}
-	return sandboxCaps{abi: abi, namespaces: has(t, "netns"), supervised: has(t, "user-notif")}
+	if abi, err := landlockABI(); err == nil {
+		c.abi = abi
+	}
+	return c
 }
 
 // callShape is the part of a call that decides which features it needs.
@@ -73,7 +80,9 @@ func (c sandboxCaps) degraded(s callShape) []string {
 	}
 	switch {
 	case c.abi == 0:
-		d = append(d, "landlock")
+		// Without Landlock its parts are listed too, so --require of any
+		// of them refuses.
+		d = append(d, "landlock", "landlock-refer", "landlock-truncate", "landlock-scope")
 	default:
 		if c.abi < 2 {
 			d = append(d, "landlock-refer")
@@ -88,6 +97,10 @@ func (c sandboxCaps) degraded(s callShape) []string {
 	slices.Sort(d)
 	return d
 }
+
+// unenforced is every feature --require must refuse for a call of shape s:
+// exactly the degraded ones.
+func (c sandboxCaps) unenforced(s callShape) []string { return c.degraded(s) }
 
 // landlockFeatures are the optional access rights the report must list as
 // used (enforcement.landlock.features) at this ABI.

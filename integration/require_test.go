@@ -93,12 +93,30 @@ func Require(t *testing.T, name string) {
 	t.Fatalf("%s: Linux %d.%d should have it, but: %v", name, major, minor, r.err)
 }
 
-// has reports whether the feature works, for tests whose expectations
-// depend on it (e.g. the errno of a connect with or without a private
-// network namespace). It never skips.
+// has reports whether the feature works. It never skips and never fails:
+// for the test's own helpers (an IPv6 server only where IPv6 works).
 func has(t *testing.T, name string) bool {
 	t.Helper()
 	return probeFeature(t, name).err == nil
+}
+
+// expect reports whether the feature works, for tests whose expected outcome
+// depends on it: enforced where it works, the degradation reported where it
+// does not. Like Require it fails the test when the kernel is new enough to
+// have the feature and nothing explains its absence, so a broken kernel or
+// check cannot turn enforcement tests into degradation tests.
+func expect(t *testing.T, name string) bool {
+	t.Helper()
+	r := probeFeature(t, name)
+	if r.err == nil {
+		return true
+	}
+	f := features[name]
+	major, minor := kernelVersion(t)
+	if r.absent == "" && (f.minKernel == [2]int{} || major > f.minKernel[0] || major == f.minKernel[0] && minor >= f.minKernel[1]) {
+		t.Fatalf("%s: Linux %d.%d should have it, but: %v", name, major, minor, r.err)
+	}
+	return false
 }
 
 func kernelVersion(t *testing.T) (int, int) {
@@ -132,6 +150,9 @@ func landlockABI() (int, error) {
 func checkLandlock(min int) func() (string, error) {
 	return func() (string, error) {
 		abi, err := landlockABI()
+		if b, lerr := os.ReadFile("/sys/kernel/security/lsm"); err != nil && lerr == nil && !strings.Contains(","+string(b)+",", ",landlock,") {
+			return fmt.Sprintf("Landlock is not among the enabled LSMs (%s): lsm= or CONFIG_LSM leaves it out", strings.TrimSpace(string(b))), nil
+		}
 		if err != nil {
 			return "", err
 		}

@@ -136,6 +136,21 @@ func (p *Plan) addSupervised(d, unsupervised enforce.Downgrade) {
 	p.Downgrades = append(p.Downgrades, d)
 }
 
+// degrade records a downgrade whose reason depends on the supervisor: with
+// it, the gap is narrowed to best effort (supervised); without it, plain.
+func (p *Plan) degrade(feature, plain, supervised string) {
+	d := enforce.Downgrade{Feature: feature, Reason: plain}
+	if p.Supervise == SuperviseOff {
+		p.Downgrades = append(p.Downgrades, d)
+		return
+	}
+	reason := supervised
+	if !strings.HasPrefix(supervised, "Landlock") {
+		reason = "Landlock is not available on this kernel: " + supervised
+	}
+	p.addSupervised(enforce.Downgrade{Feature: feature, Reason: reason}, d)
+}
+
 // UnsupervisedDowngrades is Downgrades as they read when the supervisor
 // could not be set up at launch (SupervisionResult.Downgrades says so).
 func (p *Plan) UnsupervisedDowngrades() []enforce.Downgrade {
@@ -274,8 +289,12 @@ func resolveAll(paths []string) []string {
 
 func (p *Plan) compileLandlock(abi int) {
 	if abi == 0 {
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "landlock",
-			Reason: "Landlock is not available on this kernel: file-system writes are not restricted"})
+		p.degrade("landlock", "Landlock is not available on this kernel: file-system writes are not restricted",
+			"file-system writes are refused only by the seccomp supervisor, best effort: a racing thread can change a path after the check")
+		// What later ABIs add is missing too, so --require of any part refuses.
+		for _, f := range []string{"landlock-refer", "landlock-truncate", "landlock-scope"} {
+			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: f, Reason: "Landlock is not available on this kernel"})
+		}
 		return
 	}
 	pol := p.Policy
@@ -294,8 +313,8 @@ func (p *Plan) compileLandlock(abi int) {
 			Reason: "Landlock ABI 1: renaming or linking files across directories is always denied"})
 	}
 	if abi < 3 {
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "landlock-truncate",
-			Reason: fmt.Sprintf("Landlock ABI %d: truncating files outside the writable roots is not restricted", abi)})
+		p.degrade("landlock-truncate", fmt.Sprintf("Landlock ABI %d: truncating files outside the writable roots is not restricted", abi),
+			fmt.Sprintf("Landlock ABI %d: truncating files outside the writable roots is refused only by the seccomp supervisor, best effort", abi))
 	}
 	if pol.Network == policy.NetworkIsolated && !p.NewNetNS {
 		// Without a private namespace, TCP bind/connect is denied by Landlock

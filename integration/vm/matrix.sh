@@ -68,7 +68,7 @@ pass() {
   echo "@@PASS START $label"
   "$@" </dev/null > /tmp/pass.log 2>&1; r=$?
   if [ $r -eq 0 ]; then
-    grep -E '^(--- |ok|PASS|FAIL)|^ +--- (FAIL|SKIP)|SKIP' /tmp/pass.log
+    grep -E '^(--- |ok|PASS|FAIL)|^ +--- (FAIL|SKIP)|SKIP|@@CAPS' /tmp/pass.log
   else
     cat /tmp/pass.log; rc=1
   fi
