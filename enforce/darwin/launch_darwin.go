@@ -3,6 +3,8 @@
 package darwin
 
 import (
+	"sbx/enforce"
+
 	"errors"
 	"fmt"
 	"os"
@@ -17,17 +19,9 @@ import (
 // failures to set up the sandbox.
 var ErrStart = errors.New("start")
 
-// Spec is the command one call runs.
-type Spec struct {
-	// Path is the resolved executable; Argv[0] is what the command sees
-	// (but see Plan.Command).
-	Path string
-	Argv []string
-	Dir  string
-	Env  []string
-	// Stdin, Stdout and Stderr become fds 0, 1 and 2; nothing else is inherited.
-	Stdin, Stdout, Stderr *os.File
-}
+// Spec is the command one call runs. sandbox-exec gives the command its
+// absolute path as argv[0] (see Plan.Command).
+type Spec = enforce.Command
 
 // Process is a started command.
 type Process struct {

@@ -1,21 +1,14 @@
 package host
 
 import (
-	"os"
 	"time"
 
+	"sbx/enforce"
 	"sbx/policy"
 )
 
 // Cmd is the command of a call, resolved to an executable.
-type Cmd struct {
-	Path string
-	Argv []string
-	Dir  string
-	Env  []string
-	// Stdin, Stdout, Stderr are the command's fds 0-2.
-	Stdin, Stdout, Stderr *os.File
-}
+type Cmd = enforce.Command
 
 // Call is one sandboxed command.
 type Call struct {

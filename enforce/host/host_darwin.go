@@ -49,8 +49,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	sigc, stop := relayedSignals(c)
 	defer stop()
 	start := time.Now()
-	proc, err := darwin.Start(plan, darwin.Spec{Path: c.Cmd.Path, Argv: c.Cmd.Argv, Dir: c.Cmd.Dir, Env: c.Cmd.Env,
-		Stdin: c.Cmd.Stdin, Stdout: c.Cmd.Stdout, Stderr: c.Cmd.Stderr})
+	proc, err := darwin.Start(plan, c.Cmd)
 	if err != nil {
 		if dlog != nil {
 			dlog.Finish(c.Policy)

@@ -39,8 +39,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	sigc, stop := relayedSignals(c)
 	defer stop()
 	start := time.Now()
-	proc, err := linux.Start(plan, linux.Spec{Path: c.Cmd.Path, Argv: c.Cmd.Argv, Dir: c.Cmd.Dir, Env: c.Cmd.Env,
-		Stdin: c.Cmd.Stdin, Stdout: c.Cmd.Stdout, Stderr: c.Cmd.Stderr})
+	proc, err := linux.Start(plan, c.Cmd)
 	if err != nil {
 		if errors.Is(err, linux.ErrStart) {
 			rep.ExitCode = linux.ExecFailureStatus(err)

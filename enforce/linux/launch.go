@@ -14,18 +14,12 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"sbx/enforce"
 )
 
 // Spec is the command one call runs.
-type Spec struct {
-	// Path is the resolved executable; Argv[0] is what the command sees.
-	Path string
-	Argv []string
-	Dir  string
-	Env  []string
-	// Stdin, Stdout and Stderr become fds 0, 1 and 2; nothing else is inherited.
-	Stdin, Stdout, Stderr *os.File
-}
+type Spec = enforce.Command
 
 // Process is a started command.
 type Process struct {
