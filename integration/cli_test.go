@@ -256,6 +256,18 @@ func alive(pid int) bool {
 	if err := unix.Kill(pid, 0); errors.Is(err, unix.ESRCH) {
 		return false
 	}
+	return notZombie(pid)
+}
+
+// aliveAs reports whether pid is alive and still runs exactly argv: in a
+// VM pids are small and reused within milliseconds, so a bare pid check can
+// mistake a new process for the one that died.
+func aliveAs(pid int, argv ...string) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return err == nil && string(b) == strings.Join(argv, "\x00")+"\x00" && alive(pid)
+}
+
+func notZombie(pid int) bool {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return false
@@ -288,11 +300,13 @@ func TestDeathOfTreeWithSbx(t *testing.T) {
 			cmd.Process.Kill()
 			waitExit(t, cmd)
 			deadline := time.Now().Add(3 * time.Second)
-			for alive(bg) && time.Now().Before(deadline) {
+			survived := aliveAs(bg, "sleep", arg)
+			for survived && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
+				survived = aliveAs(bg, "sleep", arg)
 			}
 			if c.namespaces {
-				if alive(bg) {
+				if survived {
 					t.Errorf("background child %d of the command survived SIGKILL of sbx: %s", bg, procInfo(bg))
 				}
 				return
@@ -302,7 +316,7 @@ func TestDeathOfTreeWithSbx(t *testing.T) {
 			if rep.degraded("pidns") == "" || rep.Enforcement.PIDNamespace {
 				t.Errorf("no PID namespace here, but the report has pid_namespace %t and degraded %+v", rep.Enforcement.PIDNamespace, rep.Degraded)
 			}
-			if !alive(bg) {
+			if !aliveAs(bg, "sleep", arg) {
 				t.Errorf("background child %d died with sbx without a PID namespace: the pidns downgrade says it survives; update it", bg)
 			} else {
 				t.Logf("no PID namespace: background child %d survives SIGKILL of sbx, as degraded pidns says", bg)
@@ -342,7 +356,6 @@ func procInfo(pid int) string {
 // exactly argv, waiting up to 5 s for it to appear.
 func findProcess(t *testing.T, argv ...string) int {
 	t.Helper()
-	want := strings.Join(argv, "\x00") + "\x00"
 	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
 		entries, _ := os.ReadDir("/proc")
 		for _, e := range entries {
@@ -350,7 +363,7 @@ func findProcess(t *testing.T, argv ...string) int {
 			if err != nil {
 				continue
 			}
-			if b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline"); err == nil && string(b) == want && alive(pid) {
+			if aliveAs(pid, argv...) {
 				return pid
 			}
 		}
