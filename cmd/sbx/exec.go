@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"sbx/enforce"
 	"sbx/enforce/host"
 	"sbx/escalate"
 	"sbx/profiles"
@@ -35,6 +36,7 @@ type execRequest struct {
 	EnvPolicy             *profiles.EnvPolicy          `json:"env_policy"`
 	Shell                 *shells.Spec                 `json:"shell"`
 	TimeoutMS             int64                        `json:"timeout_ms"`
+	Limits                *enforce.Limits              `json:"limits"`
 	MaxOutputBytes        int                          `json:"max_output_bytes"`
 	Require               []string                     `json:"require"`
 	CallID                string                       `json:"call_id"`
@@ -88,6 +90,9 @@ func execCmd(args []string, stdio Stdio) int {
 	}
 	if req.SandboxMode != nil {
 		r.Mode = *req.SandboxMode
+	}
+	if req.Limits != nil {
+		r.Limits = *req.Limits
 	}
 	if req.AdditionalPermissions != nil {
 		r.Additional = *req.AdditionalPermissions
@@ -170,6 +175,9 @@ func execCall(call host.Call, maxOutput int) (execResult, error) {
 		}()
 	}
 	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = devnull, outW, errW
+	// A runtime cancels a call with SIGTERM: relayed, then the tree killed
+	// after the grace period, with the result still written.
+	call.ForwardSignals = true
 	rep, err := host.Run(context.Background(), call)
 	// Our copies of the write ends must go, or the readers never see EOF.
 	outW.Close()

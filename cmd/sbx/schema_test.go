@@ -610,6 +610,8 @@ func TestSchemaFullGoValues(t *testing.T) {
 			{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "127.0.0.1", Port: 80}, Syscall: "connect", PID: 43, Source: "supervisor", Confidence: "inferred", Count: 1},
 		},
 		DenialsDropped: 2, TimedOut: true, KilledBy: "timeout", DurationMS: 1000,
+		Resources: enforce.Resources{Mechanism: "cgroup-v1+rlimit", Limits: enforce.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5},
+			PeakMemoryBytes: 1 << 20, PeakMemorySource: "cgroup", CPUTimeMS: 12, OOMKills: 1},
 	}
 	req := execRequest{
 		Command: []string{"make"}, Cwd: "/w", SandboxMode: &mode, WritableRoots: []string{"/cache"},
@@ -617,6 +619,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 		AdditionalPermissions: &profiles.Profile{Network: &profiles.Network{Enabled: true},
 			FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"out"}}},
 		Env: map[string]string{"CI": "1"}, TimeoutMS: 10, MaxOutputBytes: 10, Require: []string{"netns"},
+		Limits: &enforce.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5},
 		CallID: "c1", EnvironmentID: "e1", Grants: &profiles.Grants{Session: full, Turn: full},
 		SandboxPermissions: &escalated, Justification: "needs the network", EscalateTo: &target,
 		ApprovalPolicy: &approval, Approver: []string{"/usr/bin/approve"}, Guard: "/etc/sbx/guard.json",
