@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"sbx/enforce"
+	"sbx/shells"
 )
 
 // ErrStart wraps errors of the process creation itself (command missing, not
@@ -106,7 +107,7 @@ func (p *Process) create(tok windows.Token, cmd enforce.Command) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStart, cmd.Path, err)
 	}
-	line, err := windows.UTF16PtrFromString(windows.ComposeCommandLine(cmd.Argv))
+	line, err := windows.UTF16PtrFromString(shells.WindowsCommandLine(cmd.Argv))
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStart, cmd.Argv[0], err)
 	}
