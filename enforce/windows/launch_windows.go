@@ -107,6 +107,8 @@ func (p *Process) create(tok windows.Token, cmd enforce.Command) error {
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStart, cmd.Path, err)
 	}
+	// shells, not windows.ComposeCommandLine: cmd.exe takes what follows /c
+	// verbatim, and only shells knows that rule.
 	line, err := windows.UTF16PtrFromString(shells.WindowsCommandLine(cmd.Argv))
 	if err != nil {
 		return fmt.Errorf("%w: %s: %w", ErrStart, cmd.Argv[0], err)
