@@ -211,7 +211,8 @@ var (
 // Downgrades: everyone-writable and denial-reports always; netns when the
 // policy isolates the network; mask when it masks paths; carve-out-create
 // for carve-outs that do not exist yet (an ACE needs an object, so nothing
-// stops the command creating them).
+// stops the command creating them). The policy's Devices need no ACE: NUL
+// and the console are writable through the Everyone restricting SID.
 func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 	p := &Plan{Policy: pol, Launch: LaunchDirect, Job: opts.Job}
 	if pol.Unrestricted {
