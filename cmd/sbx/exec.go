@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"sbx/enforce"
 	"sbx/enforce/host"
 	"sbx/escalate"
 	"sbx/profiles"
@@ -35,7 +36,10 @@ type execRequest struct {
 	EnvPolicy             *profiles.EnvPolicy          `json:"env_policy"`
 	Shell                 *shells.Spec                 `json:"shell"`
 	TimeoutMS             int64                        `json:"timeout_ms"`
+	Limits                *enforce.Limits              `json:"limits"`
 	MaxOutputBytes        int                          `json:"max_output_bytes"`
+	// Stream prints the output as NDJSON events while the command runs.
+	Stream bool `json:"stream"`
 	Require               []string                     `json:"require"`
 	CallID                string                       `json:"call_id"`
 	EnvironmentID         string                       `json:"environment_id"`
@@ -89,6 +93,9 @@ func execCmd(args []string, stdio Stdio) int {
 	if req.SandboxMode != nil {
 		r.Mode = *req.SandboxMode
 	}
+	if req.Limits != nil {
+		r.Limits = *req.Limits
+	}
 	if req.AdditionalPermissions != nil {
 		r.Additional = *req.AdditionalPermissions
 	}
@@ -115,7 +122,11 @@ func execCmd(args []string, stdio Stdio) int {
 	}
 	if err == nil {
 		var out execResult
-		out, err = execCall(call, req.MaxOutputBytes)
+		if req.Stream {
+			out, err = streamCall(call, req.MaxOutputBytes, stdio.Out)
+		} else {
+			out, err = captureCall(call, req.MaxOutputBytes)
+		}
 		out.Permissions, out.Env = meta.Permissions, meta.Env
 		if len(out.Denials) > 0 {
 			out.Retry = smallestRetry(call.Policy, r, call.Cmd.Dir, out.Denials)
@@ -133,34 +144,45 @@ func execCmd(args []string, stdio Stdio) int {
 		}
 		res.ExitCode, res.Error = code, err.Error()
 	}
+	if req.Stream {
+		return writeJSONLine(stdio.Out, streamResult{Event: "result", execResult: res})
+	}
 	return writeJSON(stdio.Out, res)
 }
 
-// execCall runs call with captured, capped output and stdin from /dev/null.
-func execCall(call host.Call, maxOutput int) (execResult, error) {
+// captureCall runs call with its output captured in capped buffers.
+func captureCall(call host.Call, maxOutput int) (execResult, error) {
 	if maxOutput == 0 {
 		maxOutput = defaultMaxOutput
 	}
+	stdout, stderr := host.NewCappedBuffer(maxOutput), host.NewCappedBuffer(maxOutput)
+	rep, err := execCall(call, stdout, stderr)
+	return execResult{callReport: callReport{Report: rep}, Stdout: stdout.String(), Stderr: stderr.String(),
+		StdoutTruncated: stdout.Truncated(), StderrTruncated: stderr.Truncated()}, err
+}
+
+// execCall runs call with its output copied to stdout and stderr and stdin
+// from /dev/null.
+func execCall(call host.Call, stdout, stderr io.Writer) (enforce.Report, error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
-		return execResult{}, err
+		return enforce.Report{}, err
 	}
 	defer devnull.Close()
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return execResult{}, err
+		return enforce.Report{}, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return execResult{}, err
+		return enforce.Report{}, err
 	}
-	stdout, stderr := host.NewCappedBuffer(maxOutput), host.NewCappedBuffer(maxOutput)
 	var wg sync.WaitGroup
 	for _, s := range []struct {
 		r *os.File
-		b *host.CappedBuffer
+		b io.Writer
 	}{{outR, stdout}, {errR, stderr}} {
 		wg.Add(1)
 		go func() {
@@ -170,6 +192,9 @@ func execCall(call host.Call, maxOutput int) (execResult, error) {
 		}()
 	}
 	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = devnull, outW, errW
+	// A runtime cancels a call with SIGTERM: relayed, then the tree killed
+	// after the grace period, with the result still written.
+	call.ForwardSignals = true
 	rep, err := host.Run(context.Background(), call)
 	// Our copies of the write ends must go, or the readers never see EOF.
 	outW.Close()
@@ -185,8 +210,7 @@ func execCall(call host.Call, maxOutput int) (execResult, error) {
 		errR.Close()
 		<-drained
 	}
-	return execResult{callReport: callReport{Report: rep}, Stdout: stdout.String(), Stderr: stderr.String(),
-		StdoutTruncated: stdout.Truncated(), StderrTruncated: stderr.Truncated()}, err
+	return rep, err
 }
 
 // escalation maps the request's permission fields. Without

@@ -5,6 +5,8 @@ package host
 import (
 	"context"
 	"errors"
+	"fmt"
+	"os"
 	"time"
 
 	"sbx/enforce"
@@ -21,6 +23,7 @@ func Compile(c Call) (*windows.Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	opts.Limits = c.Limits
 	return windows.Compile(c.Policy, opts)
 }
 
@@ -53,6 +56,13 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	}
 	code, waitErr := waitCall(ctx, c, proc, sigc, &rep)
 	rep.DurationMS = time.Since(start).Milliseconds()
+	rep.Resources = proc.Resources(c.Limits)
+	// Closing revokes the call's ACEs. A failure leaves ACEs behind that
+	// grant nothing (their SID dies with the call, see enforce/windows), so
+	// the command's outcome stands and sbx warns instead of failing.
+	if err := proc.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "*** SBX WARNING: %v: ACEs for %s are left on the writable roots (inert)\n", err, plan.CallSID)
+	}
 	if waitErr != nil {
 		return rep, waitErr
 	}

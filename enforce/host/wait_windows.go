@@ -4,7 +4,6 @@ package host
 
 import (
 	"context"
-	"errors"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,7 +26,7 @@ func relayedSignals(c Call) (chan os.Signal, func()) {
 }
 
 // waitCall waits for the command while relaying interrupts and enforcing the
-// timeout and ctx, then kills what is left of its job and revokes its ACEs.
+// timeout and ctx, then kills what is left of its job.
 func waitCall(ctx context.Context, c Call, proc *windows.Process, sigc chan os.Signal, rep *enforce.Report) (uint32, error) {
 	done := make(chan struct{})
 	var code uint32
@@ -46,8 +45,9 @@ func waitCall(ctx context.Context, c Call, proc *windows.Process, sigc chan os.S
 	for {
 		select {
 		case <-done:
-			// The command is gone; take its job with it.
-			return code, errors.Join(waitErr, proc.Close())
+			// The command is gone; take the rest of its job with it.
+			proc.Kill()
+			return code, waitErr
 		case s := <-sigc:
 			if s == os.Interrupt {
 				proc.Interrupt()

@@ -270,3 +270,32 @@ func ExecFailureStatus(err error) int {
 	}
 	return 126
 }
+
+// basicAccounting is JOBOBJECT_BASIC_ACCOUNTING_INFORMATION (winnt.h), which
+// x/sys/windows does not define. Times are in 100 ns units.
+type basicAccounting struct {
+	TotalUserTime, TotalKernelTime                       int64
+	ThisPeriodTotalUserTime, ThisPeriodTotalKernelTime   int64
+	TotalPageFaultCount, TotalProcesses, ActiveProcesses uint32
+	TotalTerminatedProcesses                             uint32
+}
+
+// Resources reads what the job's processes used: the tree's peak committed
+// memory and its CPU time. Call it before Close.
+func (p *Process) Resources(l enforce.Limits) enforce.Resources {
+	r := enforce.Resources{Mechanism: "none", Limits: l}
+	if !l.IsZero() {
+		r.Mechanism = "job-object"
+	}
+	var ext windows.JOBOBJECT_EXTENDED_LIMIT_INFORMATION
+	if windows.QueryInformationJobObject(p.job, windows.JobObjectExtendedLimitInformation,
+		uintptr(unsafe.Pointer(&ext)), uint32(unsafe.Sizeof(ext)), nil) == nil {
+		r.PeakMemoryBytes, r.PeakMemorySource = int64(ext.PeakJobMemoryUsed), "job-object"
+	}
+	var acct basicAccounting
+	if windows.QueryInformationJobObject(p.job, windows.JobObjectBasicAccountingInformation,
+		uintptr(unsafe.Pointer(&acct)), uint32(unsafe.Sizeof(acct)), nil) == nil {
+		r.CPUTimeMS = (acct.TotalUserTime + acct.TotalKernelTime) / 10000
+	}
+	return r
+}

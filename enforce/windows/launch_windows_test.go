@@ -34,10 +34,16 @@ func cmdExe(t *testing.T) string {
 // start compiles pol and starts argv under it in dir.
 func start(t *testing.T, pol policy.Policy, dir string, argv ...string) (*Plan, *Process) {
 	t.Helper()
+	return startLimited(t, pol, enforce.Limits{}, dir, argv...)
+}
+
+func startLimited(t *testing.T, pol policy.Policy, l enforce.Limits, dir string, argv ...string) (*Plan, *Process) {
+	t.Helper()
 	opts, err := DefaultOptions()
 	if err != nil {
 		t.Fatal(err)
 	}
+	opts.Limits = l
 	plan, err := Compile(pol, opts)
 	if err != nil {
 		t.Fatal(err)
@@ -230,5 +236,45 @@ func TestStartMissingCommand(t *testing.T) {
 	call, _ := windows.StringToSid(plan.CallSID)
 	if hasACE(t, root, call) {
 		t.Errorf("failed start left the call's ACE on %s", root)
+	}
+}
+
+// TestJobProcessLimit: with a cap of one process, the command cannot start a
+// child; without it the same command can.
+func TestJobProcessLimit(t *testing.T) {
+	root, _, pol := workspace(t, profiles.WorkspaceWrite)
+	for _, tc := range []struct {
+		pids   int
+		wantOK bool
+	}{{0, true}, {1, false}} {
+		_, proc := startLimited(t, pol, enforce.Limits{Pids: tc.pids}, root, cmdExe(t), "/c", cmdExe(t)+" /c exit 0")
+		code, err := proc.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if (code == 0) != tc.wantOK {
+			t.Errorf("pids %d: child start exit %d, want success %v", tc.pids, code, tc.wantOK)
+		}
+		if r := proc.Resources(enforce.Limits{Pids: tc.pids}); r.PeakMemorySource != "job-object" || r.PeakMemoryBytes <= 0 {
+			t.Errorf("pids %d: resources %+v: no peak memory from the job", tc.pids, r)
+		}
+	}
+}
+
+// TestJobMemoryLimit: a tree capped at 256 MiB of committed memory cannot
+// allocate 1 GiB (the allocation throws: exit 3), and without the cap the
+// same command can (exit 0), so the cap, not powershell's start, decides.
+func TestJobMemoryLimit(t *testing.T) {
+	root, _, pol := workspace(t, profiles.WorkspaceWrite)
+	ps := `try { $b = New-Object byte[] (1GB); $b[0] = 1; exit 0 } catch { exit 3 }`
+	for _, tc := range []struct {
+		mem  int64
+		want uint32
+	}{{0, 0}, {256 << 20, 3}} {
+		_, proc := startLimited(t, pol, enforce.Limits{MemoryBytes: tc.mem}, root,
+			`C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe`, "-NoProfile", "-Command", ps)
+		if code, err := proc.Wait(); err != nil || code != tc.want {
+			t.Errorf("1 GiB under a %d-byte job cap: exit %d, %v; want %d", tc.mem, code, err, tc.want)
+		}
 	}
 }

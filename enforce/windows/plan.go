@@ -164,7 +164,23 @@ type Plan struct {
 type Options struct {
 	// CallSID is this call's SID; NewCallSID makes one.
 	CallSID string
-	Job     Job
+	// Limits are the call's resource limits, enforced by the job.
+	Limits enforce.Limits
+}
+
+// jobFor turns limits into the job's: the process cap and the tree's
+// committed memory. A job has no way to cap threads, so pids counts
+// processes only (on Linux it counts threads too).
+//
+// IMPORTANT: cpus is not enforced yet (JOB_OBJECT_CPU_RATE_CONTROL is not
+// set): it is a "limits" Downgrade.
+func jobFor(l enforce.Limits) (Job, []enforce.Downgrade) {
+	j := Job{ActiveProcessLimit: uint32(l.Pids), JobMemoryLimit: uint64(l.MemoryBytes)}
+	if l.CPUs > 0 {
+		return j, []enforce.Downgrade{{Feature: "limits",
+			Reason: "the job object's CPU rate control is not used yet: cpus is not enforced on windows"}}
+	}
+	return j, nil
 }
 
 // NewCallSID returns a fresh SID for one call, read from r (crypto/rand in
@@ -208,13 +224,16 @@ var (
 // Compile turns pol into a Plan. Every writable root must exist (the Policy
 // guarantees it); it fails when one cannot be examined.
 //
-// Downgrades: everyone-writable and denial-reports always; netns when the
+// Downgrades: limits when cpus is set (in every mode: the job holds
+// danger-full-access calls too); everyone-writable and denial-reports for
+// every restricted launch; netns when the
 // policy isolates the network; mask when it masks paths; carve-out-create
 // for carve-outs that do not exist yet (an ACE needs an object, so nothing
 // stops the command creating them). The policy's Devices need no ACE: NUL
 // and the console are writable through the Everyone restricting SID.
 func Compile(pol policy.Policy, opts Options) (*Plan, error) {
-	p := &Plan{Policy: pol, Launch: LaunchDirect, Job: opts.Job}
+	p := &Plan{Policy: pol, Launch: LaunchDirect}
+	p.Job, p.Downgrades = jobFor(opts.Limits)
 	if pol.Unrestricted {
 		return p, nil
 	}

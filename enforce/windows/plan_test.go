@@ -165,6 +165,30 @@ func TestMasks(t *testing.T) {
 	}
 }
 
+func TestJobFromLimits(t *testing.T) {
+	root, _, _ := project(t)
+	for _, mode := range []profiles.Mode{profiles.WorkspaceWrite, profiles.DangerFullAccess} {
+		pol := build(t, policy.Request{Mode: mode, Cwd: root})
+		p, err := Compile(pol, Options{CallSID: sid, Limits: enforce.Limits{MemoryBytes: 64 << 20, Pids: 32}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (Job{ActiveProcessLimit: 32, JobMemoryLimit: 64 << 20}); p.Job != want {
+			t.Errorf("%s: job = %+v, want %+v", mode, p.Job, want)
+		}
+		if slices.Contains(features(p.Downgrades), "limits") {
+			t.Errorf("%s: memory and pids reported degraded: %v", mode, p.Downgrades)
+		}
+		p, err = Compile(pol, Options{CallSID: sid, Limits: enforce.Limits{CPUs: 0.5}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !slices.Contains(features(p.Downgrades), "limits") {
+			t.Errorf("%s: cpus not reported degraded: %v", mode, p.Downgrades)
+		}
+	}
+}
+
 func TestJobLimitFlags(t *testing.T) {
 	tests := []struct {
 		name string
