@@ -63,7 +63,8 @@ func Start(plan *Plan, cmd enforce.Command) (*Process, error) {
 }
 
 // newJob makes the job: kill on close, die on unhandled exception (no error
-// dialog waiting for a person), no breakaway, and the plan's limits.
+// dialog waiting for a person), no breakaway, the plan's limits and the UI
+// restrictions.
 func newJob(j Job) (windows.Handle, error) {
 	h, err := windows.CreateJobObject(nil, nil)
 	if err != nil {
@@ -76,7 +77,13 @@ func newJob(j Job) (windows.Handle, error) {
 	if _, err := windows.SetInformationJobObject(h, windows.JobObjectExtendedLimitInformation,
 		uintptr(unsafe.Pointer(&info)), uint32(unsafe.Sizeof(info))); err != nil {
 		windows.CloseHandle(h)
-		return 0, fmt.Errorf("SetInformationJobObject: %w", err)
+		return 0, fmt.Errorf("SetInformationJobObject JobObjectExtendedLimitInformation: %w", err)
+	}
+	ui := windows.JOBOBJECT_BASIC_UI_RESTRICTIONS{UIRestrictionsClass: UIRestrictions}
+	if _, err := windows.SetInformationJobObject(h, windows.JobObjectBasicUIRestrictions,
+		uintptr(unsafe.Pointer(&ui)), uint32(unsafe.Sizeof(ui))); err != nil {
+		windows.CloseHandle(h)
+		return 0, fmt.Errorf("SetInformationJobObject JobObjectBasicUIRestrictions: %w", err)
 	}
 	return h, nil
 }

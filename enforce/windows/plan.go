@@ -129,6 +129,24 @@ const (
 	jobLimitKillOnJobClose          = 0x00002000
 )
 
+// UIRestrictions is the job's JOBOBJECT_BASIC_UI_RESTRICTIONS, the same for
+// every call (winnt.h JOB_OBJECT_UILIMIT_*): the command shares the desktop
+// of the person running sbx, so without them it could drive that person's
+// windows (USER handles of processes outside the job), read or replace the
+// clipboard, change system parameters and display settings, switch
+// desktops, or log the session off.
+//
+// IMPORTANT: window messages to other processes' windows are not all
+// blocked by a job: a separate desktop would be needed, and sbx does not
+// make one.
+const UIRestrictions = 0x01 | // HANDLES: no USER handles of processes outside the job
+	0x02 | 0x04 | // READCLIPBOARD, WRITECLIPBOARD
+	0x08 | // SYSTEMPARAMETERS
+	0x10 | // DISPLAYSETTINGS
+	0x20 | // GLOBALATOMS: a private atom table
+	0x40 | // DESKTOP: no new or switched desktops
+	0x80 // EXITWINDOWS
+
 // LimitFlags is the job's JOBOBJECT_BASIC_LIMIT_INFORMATION.LimitFlags.
 // JOB_OBJECT_LIMIT_BREAKAWAY_OK and SILENT_BREAKAWAY_OK are never set: a
 // process of the call cannot leave the job, even with
@@ -291,8 +309,8 @@ func (p *Plan) Enforcement() enforce.Enforcement {
 func (p *Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mode: %s\nlaunch: %s\n", p.Policy.Mode, p.Launch)
-	fmt.Fprintf(&b, "job: limit_flags=%#x active_processes=%d job_memory=%d breakaway=forbidden\n",
-		p.Job.LimitFlags(), p.Job.ActiveProcessLimit, p.Job.JobMemoryLimit)
+	fmt.Fprintf(&b, "job: limit_flags=%#x ui_restrictions=%#x active_processes=%d job_memory=%d breakaway=forbidden\n",
+		p.Job.LimitFlags(), UIRestrictions, p.Job.ActiveProcessLimit, p.Job.JobMemoryLimit)
 	if p.Launch == LaunchDirect {
 		b.WriteString("no restrictions (danger-full-access): sbx's own token, no ACEs\n")
 	} else {

@@ -235,7 +235,7 @@ func TestString(t *testing.T) {
 	got := strings.ReplaceAll(p.String(), root, "$ROOT")
 	want := `mode: workspace-write
 launch: restricted-token
-job: limit_flags=0x2400 active_processes=0 job_memory=0 breakaway=forbidden
+job: limit_flags=0x2400 ui_restrictions=0xff active_processes=0 job_memory=0 breakaway=forbidden
 token: write-restricted, max privileges disabled, restricting sids: call S-1-1-0 logon
 network: isolated
 ace: allow call 0x1301bf tree $ROOT
