@@ -102,7 +102,9 @@ func (p *Process) create(tok windows.Token, cmd enforce.Command) error {
 		return fmt.Errorf("InitializeProcThreadAttributeList: %w", err)
 	}
 	defer attrs.Delete()
-	list := uniqueHandles(stdio)
+	// Each stdio handle is a fresh duplicate, so the list never repeats one
+	// (the attribute refuses repeats) even when two of them are one file.
+	list := stdio[:]
 	if err := attrs.Update(windows.PROC_THREAD_ATTRIBUTE_HANDLE_LIST, unsafe.Pointer(&list[0]), uintptr(len(list))*unsafe.Sizeof(list[0])); err != nil {
 		return fmt.Errorf("UpdateProcThreadAttribute: %w", err)
 	}
@@ -184,39 +186,6 @@ func inheritableStdio(cmd enforce.Command) ([3]windows.Handle, func(), error) {
 		}
 	}
 	return out, closeAll, nil
-}
-
-// uniqueHandles lists each handle once: PROC_THREAD_ATTRIBUTE_HANDLE_LIST
-// refuses duplicates.
-func uniqueHandles(hs [3]windows.Handle) []windows.Handle {
-	var out []windows.Handle
-	for _, h := range hs {
-		dup := false
-		for _, o := range out {
-			dup = dup || o == h
-		}
-		if !dup {
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
-// envBlock is env as CreateProcess wants it: NUL-terminated UTF-16 strings,
-// then one more NUL.
-func envBlock(env []string) ([]uint16, error) {
-	var b []uint16
-	for _, kv := range env {
-		s, err := windows.UTF16FromString(kv)
-		if err != nil {
-			return nil, err
-		}
-		b = append(b, s...)
-	}
-	if len(env) == 0 {
-		b = append(b, 0)
-	}
-	return append(b, 0), nil
 }
 
 // Wait waits for the first process and returns its exit code.
