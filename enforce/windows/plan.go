@@ -297,6 +297,9 @@ func inheritance(fi os.FileInfo) Inheritance {
 	return InheritNone
 }
 
+// Degraded is what the plan could not apply: its Downgrades.
+func (p *Plan) Degraded() []enforce.Downgrade { return p.Downgrades }
+
 // Enforcement describes the plan as applied, for the report. The job kills
 // the tree when sbx's handle closes, so parent-death kill holds even when sbx
 // itself is killed.
