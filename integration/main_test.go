@@ -295,6 +295,11 @@ type denial struct {
 	Path      string `json:"path"`
 	Syscall   string `json:"syscall"`
 	Source    string `json:"source"`
+	Address   *struct {
+		Family  string `json:"family"`
+		Address string `json:"address"`
+		Port    int    `json:"port"`
+	} `json:"address"`
 }
 
 // denied reports whether the report lists a denial of operation on path.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,19 @@ func init() {
 			var l net.Listener
 			if l, err = net.Listen("tcp", args[1]); err == nil {
 				l.Close()
+			}
+		case "sendto", "sendmsg":
+			// One datagram from an unconnected socket: WriteTo is sendto(2),
+			// WriteMsgUDP sendmsg(2), each with the address.
+			var c *net.UDPConn
+			if c, err = net.ListenUDP("udp4", nil); err == nil {
+				addr := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(args[1]))
+				if args[0] == "sendto" {
+					_, err = c.WriteTo([]byte("ping"), addr)
+				} else {
+					_, _, err = c.WriteMsgUDP([]byte("ping"), nil, addr)
+				}
+				c.Close()
 			}
 		default:
 			err = fmt.Errorf("unknown probe %q", args[0])
@@ -172,6 +186,12 @@ func corpus() []corpusCase {
 		{name: "UDP connect with network off", cmd: probe("dial", "udp", "HOST:53"),
 			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("connect", "inet "+e.host+":53")} },
 			retry: network},
+		{name: "UDP sendto with network off", cmd: probe("sendto", "HOST:53"),
+			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("send", "inet "+e.host+":53")} },
+			retry: network},
+		{name: "UDP sendmsg with network off", cmd: probe("sendmsg", "HOST:53"),
+			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("send", "inet "+e.host+":53")} },
+			retry: network},
 		{name: "bind with network off", cmd: probe("listen", "HOST:0"),
 			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("bind", "inet "+e.host+":0")} },
 			retry: network},
@@ -184,6 +204,8 @@ func corpus() []corpusCase {
 
 		// Not denials.
 		{name: "false", cmd: sh("false"), want: none, wantExit: 1},
+		{name: "UDP sendto loopback with network off", cmd: probe("sendto", "127.0.0.1:9"), want: none, wantExit: 0},
+		{name: "UDP sendmsg loopback with network off", cmd: probe("sendmsg", "127.0.0.1:9"), want: none, wantExit: 0},
 		{name: "ENOENT read", cmd: sh("cat WS/missing"), want: none, wantExit: 1},
 		{name: "ENOENT write outside", cmd: sh("echo y > OUT/no/such/dir"), want: none, wantExit: 2},
 		{name: "root-owned 0600 file read", setup: func(t *testing.T, e corpusEnv) {

@@ -194,8 +194,9 @@ func writeNotifyRules() []SeccompRule {
 }
 
 // netNotifyRules, under SocketsLoopbackNetns only, let the supervisor see
-// connect and bind: the private namespace would refuse a connect to the
-// outside anyway (ENETUNREACH), but without a record of it. With the network
+// connect, bind and datagrams sent to an address: the private namespace
+// would refuse a connect or a datagram to the outside anyway (ENETUNREACH),
+// but without a record of it. With the network
 // on nothing is supervised; under SocketsUnixOnly no inet socket exists.
 func netNotifyRules() []SeccompRule {
 	return []SeccompRule{
@@ -203,6 +204,15 @@ func netNotifyRules() []SeccompRule {
 			Reason: "network off: a connect outside loopback is a denial (sockaddrs are behind a pointer, so every connect goes)"},
 		{Name: "bind", Nr: unix.SYS_BIND, Action: ActNotify,
 			Reason: "network off: a bind to an address outside loopback is a denial"},
+		// A send without an address (addrlen 0: the common send on a
+		// connected socket) is not notified, so it costs nothing.
+		{Name: "sendto", Nr: unix.SYS_SENDTO, Action: ActNotify, Args: []ArgCond{argNe(5, 0)},
+			Reason: "network off: a datagram to an address outside loopback is a denial"},
+		// The stage's own sendmsg of the listener (stageSendFlag) must not
+		// wait for the supervisor it is handing the listener to.
+		{Name: "sendmsg", Nr: unix.SYS_SENDMSG, Action: ActNotify,
+			Args:   []ArgCond{{Index: 2, Op: CmpMaskedEq, Mask: stageSendFlag, Value: 0}},
+			Reason: "network off: a datagram to an address outside loopback is a denial (msg_name is behind a pointer, so every sendmsg without MSG_DONTROUTE goes)"},
 	}
 }
 

@@ -98,10 +98,17 @@ func supervisedCases(base []seccompCase) []seccompCase {
 	add(ns, "connect", x86(unix.SYS_CONNECT, 3, 0x1000, 16), notify)
 	add(ns, "bind", x86(unix.SYS_BIND, 3, 0x1000, 16), notify)
 	add(ns, "socket AF_INET tcp", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0), allow)
+	add(ns, "sendto with an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), notify)
+	add(ns, "sendto without an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0, 0), allow)
+	add(ns, "sendmsg", x86(unix.SYS_SENDMSG, 3, 0x1000, 0), notify)
+	add(ns, "sendmsg MSG_NOSIGNAL", x86(unix.SYS_SENDMSG, 3, 0x1000, unix.MSG_NOSIGNAL), notify)
+	add(ns, "sendmsg of the stage's listener (MSG_DONTROUTE)", x86(unix.SYS_SENDMSG, 3, 0x1000, stageSendFlag), allow)
 	open := seccompTableID{SocketsAny, Supervised}
 	add(open, "connect (network on: not supervised)", x86(unix.SYS_CONNECT, 3, 0x1000, 16), allow)
 	add(open, "bind (network on: not supervised)", x86(unix.SYS_BIND, 3, 0x1000, 16), allow)
 	add(open, "socket AF_INET", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM), allow)
+	add(open, "sendmsg (network on: not supervised)", x86(unix.SYS_SENDMSG, 3, 0x1000, 0), allow)
+	add(open, "sendto (network on: not supervised)", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), allow)
 	uo := seccompTableID{SocketsUnixOnly, Supervised}
 	add(uo, "socket AF_INET", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM), notify)
 	add(uo, "socket AF_INET6", x86(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM), notify)

@@ -345,14 +345,24 @@ func (s *supervisor) release() {
 	unix.Close(s.stop)
 }
 
+// stageSendFlag marks the stage's sendmsg of its listener, which the filter
+// (netNotifyRules) does not hand to the supervisor: the supervisor cannot
+// answer before it has the listener that very call carries. MSG_DONTROUTE
+// changes nothing on a unix socket, and few programs use it.
+//
+// IMPORTANT: a command that sends datagrams with MSG_DONTROUTE is not
+// supervised for them: the private network namespace still refuses a
+// datagram to the outside (ENETUNREACH), but without a report.
+const stageSendFlag = unix.MSG_DONTROUTE
+
 // sendListener passes the stage's listener, or why there is none, to the
 // parent over the unix socket sock (SCM_RIGHTS), before the stage execs the
 // command.
 func sendListener(sock int, l listener) error {
 	if l.fd < 0 {
-		return unix.Sendmsg(sock, []byte("N"+l.unavailable), nil, nil, 0)
+		return unix.Sendmsg(sock, []byte("N"+l.unavailable), nil, nil, stageSendFlag)
 	}
-	if err := unix.Sendmsg(sock, []byte("L"), unix.UnixRights(l.fd), nil, 0); err != nil {
+	if err := unix.Sendmsg(sock, []byte("L"), unix.UnixRights(l.fd), nil, stageSendFlag); err != nil {
 		return fmt.Errorf("send seccomp listener: %w", err)
 	}
 	return nil
