@@ -295,6 +295,7 @@ type denial struct {
 	Path      string `json:"path"`
 	Syscall   string `json:"syscall"`
 	Source    string `json:"source"`
+	Reason    string `json:"reason"`
 	Address   *struct {
 		Family  string `json:"family"`
 		Address string `json:"address"`

@@ -152,6 +152,12 @@ func corpus() []corpusCase {
 		os.MkdirAll(e.ws+"/.git", 0o755)
 		os.WriteFile(e.ws+"/.git/config", []byte("[core]\n"), 0o644)
 	}
+	hidden := func(t *testing.T, e corpusEnv) {
+		existing(t, e)
+		os.MkdirAll(e.out+"/hidden", 0o755)
+		os.WriteFile(e.out+"/hidden/f", []byte("secret\n"), 0o644)
+		os.WriteFile(e.base+"/guard.json", []byte(`{"deny_read":["`+e.out+`/hidden"]}`), 0o644)
+	}
 	d := func(op, object string) corpusDenial { return corpusDenial{op, object} }
 	return []corpusCase{
 		{name: "write outside", setup: existing, cmd: sh("echo y > OUT/existing"),
@@ -201,8 +207,15 @@ func corpus() []corpusCase {
 		}, flags: []string{"--guard", "BASE/guard.json"}, cmd: sh("touch OUT/locked/x"),
 			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("create", e.out+"/locked/x")} },
 			retry: func(corpusEnv) string { return "unresolved" }},
+		{name: "read of a guard-hidden path", setup: hidden, flags: []string{"--guard", "BASE/guard.json"}, cmd: sh("cat OUT/hidden/f"),
+			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("read", e.out+"/hidden/f")} },
+			retry: func(corpusEnv) string { return "unresolved" }},
 
 		// Not denials.
+		{name: "read beside a guard-hidden path", setup: hidden, flags: []string{"--guard", "BASE/guard.json"},
+			cmd: sh("cat OUT/existing"), want: none, wantExit: 0},
+		{name: "ENOENT read inside a guard-hidden path", setup: hidden, flags: []string{"--guard", "BASE/guard.json"},
+			cmd: sh("cat OUT/hidden/missing"), want: none, wantExit: 1},
 		{name: "false", cmd: sh("false"), want: none, wantExit: 1},
 		{name: "UDP sendto loopback with network off", cmd: probe("sendto", "127.0.0.1:9"), want: none, wantExit: 0},
 		{name: "UDP sendmsg loopback with network off", cmd: probe("sendmsg", "127.0.0.1:9"), want: none, wantExit: 0},

@@ -123,10 +123,10 @@ func (s *supervisor) pathArg(v *taskView, c call, dirfd int32, addr uint64, foll
 	return v.resolveAt(dirfd, raw, follow)
 }
 
-// open decides openat and openat2 with write intent.
+// open decides openat and openat2.
 func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolveFlags uint64) decision {
 	if flags&openWriteFlags == 0 {
-		return cont // an openat2 that only reads
+		return s.read(v, c, dirfd, addr, flags)
 	}
 	if resolveFlags&unix.RESOLVE_IN_ROOT != 0 {
 		// IMPORTANT: other RESOLVE_* flags only make the kernel's lookup
@@ -161,6 +161,29 @@ func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolve
 		return cont
 	}
 	return s.object(c, "write", denial.WriteObject, r)
+}
+
+// read decides an open for reading: one of a path the mount namespace
+// hides is a denial. The call continues: the mask (an empty tmpfs or
+// /dev/null over the path) is what keeps the content from the command, and
+// it gives the answer it gives (an empty file or directory, or ENOENT
+// inside a hidden directory); the supervisor only records that the command
+// tried. A path that does not exist outside the sandbox either is an
+// ordinary ENOENT, not a denial.
+func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) decision {
+	if len(s.plan.MaskedMounts) == 0 {
+		return cont
+	}
+	r, ok := s.pathArg(v, c, dirfd, addr, flags&unix.O_NOFOLLOW == 0)
+	if !ok || !r.exists {
+		return cont
+	}
+	verdict := s.check.Path(denial.Read, r.path)
+	if verdict.Allowed || !slices.Contains(s.plan.MaskedMounts, verdict.At) {
+		return cont
+	}
+	return s.refuseAll(decision{denials: []enforce.Denial{{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid,
+		Reason: "forbidden by guard: " + verdict.At + " is hidden"}}})
 }
 
 func (s *supervisor) entryAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64) decision {

@@ -256,13 +256,19 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	default:
 		p.Sockets = SocketsUnixOnly
 	}
+	if sup == Supervised && len(p.MaskedMounts) > 0 {
+		// Reads are supervised only where a read can be a denial: a path
+		// the mount namespace hides (without one, the mask downgrade says
+		// it stays readable, so its reads are no denials).
+		sup = SupervisedReads
+	}
 	p.Seccomp = SeccompTable(p.Sockets, sup)
 	prog, err := CompileSeccomp(p.Seccomp)
 	if err != nil {
 		return nil, err
 	}
 	p.SeccompProg = prog
-	if sup == Supervised {
+	if sup != Unsupervised {
 		if p.SeccompPlainProg, err = CompileSeccomp(SeccompRules(p.Sockets)); err != nil {
 			return nil, err
 		}

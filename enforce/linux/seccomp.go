@@ -71,11 +71,18 @@ const (
 	// socket creation when the network is off, go to the supervisor so that
 	// what the policy forbids is reported as a denial.
 	Supervised
+	// SupervisedReads is Supervised plus every open, for a policy whose
+	// guard hides paths: a read of a hidden path is then reported too. Only
+	// such a policy pays for supervised reads.
+	SupervisedReads
 )
 
 func (s Supervision) String() string {
-	if s == Supervised {
+	switch s {
+	case Supervised:
 		return "supervised"
+	case SupervisedReads:
+		return "supervised-reads"
 	}
 	return "unsupervised"
 }
@@ -138,18 +145,21 @@ func SeccompTable(s SocketPolicy, sup Supervision) []SeccompRule {
 		rules = append(rules, socketpairRule())
 	default:
 		rules = append(rules, mptcpRules()...)
-		if sup == Supervised {
+		if sup != Unsupervised {
 			rules = append(rules, inetSocketNotifyRules()...)
 		}
 		rules = append(rules, unixOnlySocketRules()...)
 		rules = append(rules, socketpairRule())
 	}
-	if sup != Supervised {
+	if sup == Unsupervised {
 		return rules
 	}
 	rules = append(rules, writeNotifyRules()...)
 	if s == SocketsLoopbackNetns {
 		rules = append(rules, netNotifyRules()...)
+	}
+	if sup == SupervisedReads {
+		rules = append(rules, readNotifyRules()...)
 	}
 	return rules
 }
@@ -191,6 +201,17 @@ func writeNotifyRules() []SeccompRule {
 		n("fchown", unix.SYS_FCHOWN, "changes an owner through a file descriptor"),
 	}
 	return append(rules, legacyWriteNotifyRules(n)...)
+}
+
+// readNotifyRules send the opens writeNotifyRules leave out (those without
+// write flags: they come after the write rules) to the supervisor, which
+// reports those of a path the guard hides (SupervisedReads only).
+func readNotifyRules() []SeccompRule {
+	n := func(name string, nr uint32, reason string, args ...ArgCond) SeccompRule {
+		return SeccompRule{Name: name, Nr: nr, Args: args, Action: ActNotify, Reason: reason}
+	}
+	const reason = "open for reading: the guard hides paths, and a read of one is a denial"
+	return append([]SeccompRule{n("openat", unix.SYS_OPENAT, reason)}, legacyReadNotifyRules(n, reason)...)
 }
 
 // netNotifyRules, under SocketsLoopbackNetns only, let the supervisor see

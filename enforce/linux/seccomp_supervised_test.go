@@ -196,3 +196,39 @@ func TestSeccompSupervisedCoversWriteSyscalls(t *testing.T) {
 		}
 	}
 }
+
+// TestSeccompSupervisedReads: SupervisedReads is the Supervised table with
+// only the read-open rules added at the end, so every other decision stays
+// the one the Supervised cases pin; and in it every open goes to the
+// supervisor while reads through a descriptor stay fast.
+func TestSeccompSupervisedReads(t *testing.T) {
+	for _, p := range allSocketPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			want := append(SeccompTable(p, Supervised), readNotifyRules()...)
+			if got := SeccompTable(p, SupervisedReads); !reflect.DeepEqual(got, want) {
+				t.Fatalf("SupervisedReads table is not the Supervised table plus readNotifyRules:\n%s", DescribeSeccomp(got))
+			}
+			_, prog := compiledFor(t, seccompTableID{p, SupervisedReads})
+			for _, c := range []struct {
+				name string
+				data seccompData
+				want uint32
+			}{
+				{"openat O_RDONLY", x86(unix.SYS_OPENAT, 3, 0x1000, unix.O_RDONLY, 0), retNotifyT},
+				{"openat O_RDONLY|O_DIRECTORY", x86(unix.SYS_OPENAT, 3, 0x1000, unix.O_RDONLY|unix.O_DIRECTORY, 0), retNotifyT},
+				{"open O_RDONLY", x86(unix.SYS_OPEN, 0x1000, unix.O_RDONLY, 0), retNotifyT},
+				{"openat O_WRONLY", x86(unix.SYS_OPENAT, 3, 0x1000, unix.O_WRONLY, 0), retNotifyT},
+				{"read", x86(unix.SYS_READ, 3, 0x1000, 10), retAllowT},
+				{"newfstatat", x86(unix.SYS_NEWFSTATAT, 3, 0x1000, 0x2000, 0), retAllowT},
+			} {
+				got, err := runFilter(prog, c.data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != c.want {
+					t.Errorf("%s: got %s, want %s", c.name, describeRet(got), describeRet(c.want))
+				}
+			}
+		})
+	}
+}
