@@ -109,7 +109,7 @@ type Report struct {
 // Features are the names --require accepts; each is the Feature of the
 // Downgrade a backend reports when it cannot apply it.
 var Features = []string{
-	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope",
+	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope", "landlock-resolve-unix",
 	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "limits",
 	// Windows: paths whose ACL lets Everyone write stay writable.
 	"everyone-writable",

@@ -136,7 +136,9 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 	return r, true
 }
 
-func isNetworkOp(op string) bool { return op == "connect" || op == "bind" || op == "socket" }
+func isNetworkOp(op string) bool {
+	return op == "connect" || op == "bind" || op == "socket" || op == "send"
+}
 
 // retryTarget is what must be writable for d to go through: the object for
 // a write, chmod or chown; its directory for anything that makes, removes

@@ -30,7 +30,7 @@ type sandboxCaps struct {
 func caps(t *testing.T) sandboxCaps {
 	t.Helper()
 	c := sandboxCaps{namespaces: expect(t, "netns"), supervised: expect(t, "user-notif")}
-	for _, f := range []string{"landlock", "landlock-refer", "landlock-truncate", "landlock-net", "landlock-scope"} {
+	for _, f := range []string{"landlock", "landlock-refer", "landlock-truncate", "landlock-net", "landlock-scope", "landlock-resolve-unix"} {
 		if !expect(t, f) {
 			break
 		}
@@ -83,6 +83,9 @@ func (c sandboxCaps) degraded(s callShape) []string {
 		// Without Landlock its parts are listed too, so --require of any
 		// of them refuses.
 		d = append(d, "landlock", "landlock-refer", "landlock-truncate", "landlock-scope")
+		if !s.network {
+			d = append(d, "landlock-resolve-unix")
+		}
 	default:
 		if c.abi < 2 {
 			d = append(d, "landlock-refer")
@@ -92,6 +95,10 @@ func (c sandboxCaps) degraded(s callShape) []string {
 		}
 		if c.abi < 6 {
 			d = append(d, "landlock-scope")
+		}
+		if c.abi < 9 && !s.network {
+			// With the network on, unix sockets are meant to be reachable.
+			d = append(d, "landlock-resolve-unix")
 		}
 	}
 	slices.Sort(d)
@@ -103,8 +110,9 @@ func (c sandboxCaps) degraded(s callShape) []string {
 func (c sandboxCaps) unenforced(s callShape) []string { return c.degraded(s) }
 
 // landlockFeatures are the optional access rights the report must list as
-// used (enforcement.landlock.features) at this ABI.
-func (c sandboxCaps) landlockFeatures() []string {
+// used (enforcement.landlock.features) at this ABI, for a call with the
+// network on or off.
+func (c sandboxCaps) landlockFeatures(network bool) []string {
 	var f []string
 	if c.abi >= 2 {
 		f = append(f, "refer")
@@ -114,6 +122,9 @@ func (c sandboxCaps) landlockFeatures() []string {
 	}
 	if c.abi >= 5 {
 		f = append(f, "ioctl_dev")
+	}
+	if c.abi >= 9 && !network {
+		f = append(f, "resolve_unix")
 	}
 	return f
 }

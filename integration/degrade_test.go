@@ -13,7 +13,7 @@ import (
 
 // requireFeatures are the names --require accepts (enforce.Features).
 var requireFeatures = []string{
-	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope",
+	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope", "landlock-resolve-unix",
 	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports",
 }
 

@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -344,10 +345,68 @@ func TestGuardMask(t *testing.T) {
 				if rep.degraded("mask") != "" {
 					t.Errorf("degraded mask although masked: %+v", rep.Degraded)
 				}
+				if c.supervised {
+					wantMaskedReadDenial(t, rep, m.read, m.deny)
+				}
 			})
 		}
 	}
 	wantContent(secret, "secret\n")(t)
+}
+
+// wantMaskedReadDenial: the supervisor reports the read of a hidden path as
+// a "read" denial forbidden by the guard, and the retry hint asks for
+// nothing, because no escalation gets past the guard.
+func wantMaskedReadDenial(t *testing.T, rep *report, path, mask string) {
+	t.Helper()
+	var reads []denial
+	for _, d := range rep.Denials {
+		if d.Operation == "read" {
+			reads = append(reads, d)
+		}
+	}
+	if len(reads) != 1 || reads[0].Path != path || !strings.HasPrefix(reads[0].Reason, "forbidden by guard") || !strings.Contains(reads[0].Reason, mask) {
+		t.Errorf("read denials %+v, want one of %s, forbidden by guard (%s)", reads, path, mask)
+	}
+	var retry struct {
+		SandboxPermissions string `json:"sandbox_permissions"`
+		Unresolved         []struct {
+			Reason string `json:"reason"`
+		} `json:"unresolved"`
+	}
+	if err := json.Unmarshal(rep.raw["retry"], &retry); err != nil {
+		t.Fatalf("retry %s: %v", rep.raw["retry"], err)
+	}
+	if retry.SandboxPermissions != "" || len(retry.Unresolved) == 0 || !strings.HasPrefix(retry.Unresolved[0].Reason, "forbidden by guard") {
+		t.Errorf("retry %s: want no escalation, only unresolved 'forbidden by guard'", rep.raw["retry"])
+	}
+}
+
+// TestGuardMaskNoFalseReads: reads that the guard does not hide are no
+// denials, though every open is supervised when a guard hides paths: a file
+// next to a hidden one, and a missing file inside a hidden directory (the
+// ordinary ENOENT it would be without the sandbox).
+func TestGuardMaskNoFalseReads(t *testing.T) {
+	dir := varTmpDir(t)
+	secret := writeFile(t, filepath.Join(dir, "secret"), "secret\n")
+	public := writeFile(t, filepath.Join(varTmpDir(t), "public"), "public\n")
+	for _, tc := range []struct {
+		name, deny, read, errno string
+	}{
+		{"beside", secret, public, ""},
+		{"missing-inside", dir, filepath.Join(dir, "missing"), "ENOENT"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, rep := probe(t, workspace(t), append(append([]string{}, readOnly...), "--guard", guardFile(t, tc.deny)), "read", tc.read)
+			want(t, r, tc.errno)
+			if len(rep.Denials) != 0 {
+				t.Errorf("denials %+v for a read the guard does not hide", rep.Denials)
+			}
+			if string(rep.raw["retry"]) != "" && string(rep.raw["retry"]) != "null" {
+				t.Errorf("retry %s without denials", rep.raw["retry"])
+			}
+		})
+	}
 }
 
 // TestAllowWriteWidensReadOnly: an additional write path works in read-only

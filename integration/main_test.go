@@ -299,6 +299,12 @@ type denial struct {
 	Path      string `json:"path"`
 	Syscall   string `json:"syscall"`
 	Source    string `json:"source"`
+	Reason    string `json:"reason"`
+	Address   *struct {
+		Family  string `json:"family"`
+		Address string `json:"address"`
+		Port    int    `json:"port"`
+	} `json:"address"`
 }
 
 // denied reports whether the report lists a denial of operation on path.

@@ -282,3 +282,49 @@ func TestAbstractUnixScope(t *testing.T) {
 		})
 	}
 }
+
+// TestUDPSendNetworkOff: with the network off a datagram sent with sendto to
+// an address outside loopback fails in the private namespace (ENETUNREACH,
+// no route) and the supervisor reports it as a "send" denial with the
+// address; one to loopback is sent and not reported. Without a namespace no
+// inet socket can be made (EAFNOSUPPORT, a "socket" denial).
+func TestUDPSendNetworkOff(t *testing.T) {
+	c := caps(t)
+	const outside = "192.0.2.1:9" // TEST-NET-1: never a local address
+	for _, mode := range [][]string{readOnly, wsWrite} {
+		t.Run(mode[1]+"/outside", func(t *testing.T) {
+			r, rep := probe(t, workspace(t), mode, "sendto", "udp4", outside)
+			if !c.namespaces {
+				want(t, r, "EAFNOSUPPORT")
+				return
+			}
+			want(t, r, "ENETUNREACH")
+			if !c.supervised {
+				return
+			}
+			var found bool
+			for _, d := range rep.Denials {
+				if d.Operation == "send" {
+					found = d.Syscall == "sendto" && d.Address != nil && d.Address.Family == "inet" && d.Address.Address == "192.0.2.1" && d.Address.Port == 9
+					if !found {
+						t.Errorf("send denial %+v (address %+v), want sendto inet 192.0.2.1:9", d, d.Address)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no send denial in %+v", rep.Denials)
+			}
+		})
+		t.Run(mode[1]+"/loopback", func(t *testing.T) {
+			r, rep := probe(t, workspace(t), mode, "sendto", "udp4", "127.0.0.1:9")
+			if !c.namespaces {
+				want(t, r, "EAFNOSUPPORT")
+				return
+			}
+			want(t, r, "")
+			if len(rep.Denials) != 0 {
+				t.Errorf("loopback datagram reported: %+v", rep.Denials)
+			}
+		})
+	}
+}

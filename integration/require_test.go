@@ -35,10 +35,12 @@ var features = map[string]feature{
 	"landlock-truncate": {minKernel: [2]int{6, 2}, check: checkLandlock(3)},
 	"landlock-net":      {minKernel: [2]int{6, 7}, check: checkLandlock(4)},
 	"landlock-scope":    {minKernel: [2]int{6, 12}, check: checkLandlock(6)},
-	"userns":            {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(0) }},
-	"netns":             {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWNET) }},
-	"mountns":           {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWNS) }},
-	"pidns":             {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWPID) }},
+	// Linux 7.0 (ABI 9): LANDLOCK_ACCESS_FS_RESOLVE_UNIX.
+	"landlock-resolve-unix": {minKernel: [2]int{7, 0}, check: checkLandlock(9)},
+	"userns":                {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(0) }},
+	"netns":                 {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWNET) }},
+	"mountns":               {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWNS) }},
+	"pidns":                 {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWPID) }},
 	// The supervisor needs SECCOMP_USER_NOTIF_FLAG_CONTINUE (5.5).
 	"user-notif":    {minKernel: [2]int{5, 5}, check: checkUserNotif},
 	"ipv6-loopback": {check: checkIPv6Loopback},

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -41,6 +42,19 @@ func init() {
 			var l net.Listener
 			if l, err = net.Listen("tcp", args[1]); err == nil {
 				l.Close()
+			}
+		case "sendto", "sendmsg":
+			// One datagram from an unconnected socket: WriteTo is sendto(2),
+			// WriteMsgUDP sendmsg(2), each with the address.
+			var c *net.UDPConn
+			if c, err = net.ListenUDP("udp4", nil); err == nil {
+				addr := net.UDPAddrFromAddrPort(netip.MustParseAddrPort(args[1]))
+				if args[0] == "sendto" {
+					_, err = c.WriteTo([]byte("ping"), addr)
+				} else {
+					_, _, err = c.WriteMsgUDP([]byte("ping"), nil, addr)
+				}
+				c.Close()
 			}
 		default:
 			err = fmt.Errorf("unknown probe %q", args[0])
@@ -138,6 +152,12 @@ func corpus() []corpusCase {
 		os.MkdirAll(e.ws+"/.git", 0o755)
 		os.WriteFile(e.ws+"/.git/config", []byte("[core]\n"), 0o644)
 	}
+	hidden := func(t *testing.T, e corpusEnv) {
+		existing(t, e)
+		os.MkdirAll(e.out+"/hidden", 0o755)
+		os.WriteFile(e.out+"/hidden/f", []byte("secret\n"), 0o644)
+		os.WriteFile(e.base+"/guard.json", []byte(`{"deny_read":["`+e.out+`/hidden"]}`), 0o644)
+	}
 	d := func(op, object string) corpusDenial { return corpusDenial{op, object} }
 	return []corpusCase{
 		{name: "write outside", setup: existing, cmd: sh("echo y > OUT/existing"),
@@ -172,6 +192,12 @@ func corpus() []corpusCase {
 		{name: "UDP connect with network off", cmd: probe("dial", "udp", "HOST:53"),
 			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("connect", "inet "+e.host+":53")} },
 			retry: network},
+		{name: "UDP sendto with network off", cmd: probe("sendto", "HOST:53"),
+			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("send", "inet "+e.host+":53")} },
+			retry: network},
+		{name: "UDP sendmsg with network off", cmd: probe("sendmsg", "HOST:53"),
+			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("send", "inet "+e.host+":53")} },
+			retry: network},
 		{name: "bind with network off", cmd: probe("listen", "HOST:0"),
 			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("bind", "inet "+e.host+":0")} },
 			retry: network},
@@ -181,9 +207,18 @@ func corpus() []corpusCase {
 		}, flags: []string{"--guard", "BASE/guard.json"}, cmd: sh("touch OUT/locked/x"),
 			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("create", e.out+"/locked/x")} },
 			retry: func(corpusEnv) string { return "unresolved" }},
+		{name: "read of a guard-hidden path", setup: hidden, flags: []string{"--guard", "BASE/guard.json"}, cmd: sh("cat OUT/hidden/f"),
+			want:  func(e corpusEnv) []corpusDenial { return []corpusDenial{d("read", e.out+"/hidden/f")} },
+			retry: func(corpusEnv) string { return "unresolved" }},
 
 		// Not denials.
+		{name: "read beside a guard-hidden path", setup: hidden, flags: []string{"--guard", "BASE/guard.json"},
+			cmd: sh("cat OUT/existing"), want: none, wantExit: 0},
+		{name: "ENOENT read inside a guard-hidden path", setup: hidden, flags: []string{"--guard", "BASE/guard.json"},
+			cmd: sh("cat OUT/hidden/missing"), want: none, wantExit: 1},
 		{name: "false", cmd: sh("false"), want: none, wantExit: 1},
+		{name: "UDP sendto loopback with network off", cmd: probe("sendto", "127.0.0.1:9"), want: none, wantExit: 0},
+		{name: "UDP sendmsg loopback with network off", cmd: probe("sendmsg", "127.0.0.1:9"), want: none, wantExit: 0},
 		{name: "ENOENT read", cmd: sh("cat WS/missing"), want: none, wantExit: 1},
 		{name: "ENOENT write outside", cmd: sh("echo y > OUT/no/such/dir"), want: none, wantExit: 2},
 		{name: "root-owned 0600 file read", setup: func(t *testing.T, e corpusEnv) {

@@ -40,6 +40,7 @@ func Doctor() []Check {
 		{"landlock-ioctl-dev", 5, "device ioctls restricted to the terminal and /dev/null"},
 		{"landlock-scope", 6, "signals and abstract unix sockets scoped to the sandbox"},
 		{"landlock-audit", 7, "denials logged to the audit subsystem"},
+		{"landlock-resolve-unix", 9, "with the network off, pathname unix sockets outside writable roots unreachable"},
 	} {
 		out = append(out, Check{Feature: f.name, Available: sys.LandlockABI >= f.abi,
 			Detail: fmt.Sprintf("needs ABI %d: %s", f.abi, f.detail), Fallback: "reported as degraded"})

@@ -44,8 +44,17 @@ func handledFS(abi int) uint64 {
 	if abi >= 5 {
 		h |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 	}
+	// RESOLVE_UNIX (ABI 9) is not here: handling it cuts the command off
+	// from every pathname unix socket not granted by a rule, which only a
+	// network-off policy wants (compileLandlock adds it).
 	return h
 }
+
+// resolveUnixABI is the first Landlock ABI with
+// LANDLOCK_ACCESS_FS_RESOLVE_UNIX (include/uapi/linux/landlock.h, Linux
+// 7.0): connect(2) and sendmsg(2) to a pathname unix socket need that right
+// on the socket file.
+const resolveUnixABI = 9
 
 // LandlockABI returns the Landlock ABI version of the running kernel, 0 when
 // Landlock is not available (not built in, or not enabled in lsm=).
@@ -85,6 +94,21 @@ type rulesetAttr struct {
 // have locked the goroutine to its thread and set no_new_privs. Rules whose
 // path cannot be opened (e.g. /dev/tty on a system without it) are skipped:
 // skipping a rule only ever denies more.
+//
+// It deliberately passes no LANDLOCK_RESTRICT_SELF_TSYNC (ABI 8), which
+// would put every thread of the process in the domain. Neither launch path
+// wants that: the thread launch restricts one locked launcher thread and
+// must leave the rest of sbx (the supervisor, which reads /proc and the
+// command's memory, and the caller's other goroutines) unrestricted; the
+// stage restricts the thread that then calls execve, and execve ends every
+// other thread, so the command gets exactly that thread's domain anyway and
+// the stage's idle runtime threads run no code of the command's in between.
+//
+// Nor does it pass the ABI 7 audit flags: by default Landlock logs no
+// denial after an execve (LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON is off),
+// and sbx does not read the audit log (that needs CAP_AUDIT_READ), so
+// turning logging on would only fill the host's audit trail; denial reports
+// come from the seccomp supervisor.
 func (lp *LandlockPlan) apply() error {
 	attr := rulesetAttr{handledFS: lp.HandledFS, handledNet: lp.HandledNet, scoped: lp.Scoped}
 	fd, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr), 0)
@@ -147,6 +171,7 @@ func accessString(a uint64) string {
 		{unix.LANDLOCK_ACCESS_FS_MAKE_FIFO, "make_fifo"}, {unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK, "make_block"},
 		{unix.LANDLOCK_ACCESS_FS_MAKE_SYM, "make_sym"}, {unix.LANDLOCK_ACCESS_FS_REFER, "refer"},
 		{unix.LANDLOCK_ACCESS_FS_TRUNCATE, "truncate"}, {unix.LANDLOCK_ACCESS_FS_IOCTL_DEV, "ioctl_dev"},
+		{unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX, "resolve_unix"},
 	}
 	var out []string
 	for _, n := range names {

@@ -5,6 +5,7 @@ package linux
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -47,6 +48,8 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 			Address: &enforce.Address{Family: familyName(c.u32(0))}, Reason: "the network is off"})
 	case unix.SYS_CONNECT, unix.SYS_BIND:
 		return s.network(c)
+	case unix.SYS_SENDTO, unix.SYS_SENDMSG:
+		return s.send(c)
 	}
 	v := newTaskView(c.tid)
 	d := s.decidePath(v, c)
@@ -120,10 +123,10 @@ func (s *supervisor) pathArg(v *taskView, c call, dirfd int32, addr uint64, foll
 	return v.resolveAt(dirfd, raw, follow)
 }
 
-// open decides openat and openat2 with write intent.
+// open decides openat and openat2.
 func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolveFlags uint64) decision {
 	if flags&openWriteFlags == 0 {
-		return cont // an openat2 that only reads
+		return s.read(v, c, dirfd, addr, flags)
 	}
 	if resolveFlags&unix.RESOLVE_IN_ROOT != 0 {
 		// IMPORTANT: other RESOLVE_* flags only make the kernel's lookup
@@ -158,6 +161,29 @@ func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolve
 		return cont
 	}
 	return s.object(c, "write", denial.WriteObject, r)
+}
+
+// read decides an open for reading: one of a path the mount namespace
+// hides is a denial. The call continues: the mask (an empty tmpfs or
+// /dev/null over the path) is what keeps the content from the command, and
+// it gives the answer it gives (an empty file or directory, or ENOENT
+// inside a hidden directory); the supervisor only records that the command
+// tried. A path that does not exist outside the sandbox either is an
+// ordinary ENOENT, not a denial.
+func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) decision {
+	if len(s.plan.MaskedMounts) == 0 {
+		return cont
+	}
+	r, ok := s.pathArg(v, c, dirfd, addr, flags&unix.O_NOFOLLOW == 0)
+	if !ok || !r.exists {
+		return cont
+	}
+	verdict := s.check.Path(denial.Read, r.path)
+	if verdict.Allowed || !slices.Contains(s.plan.MaskedMounts, verdict.At) {
+		return cont
+	}
+	return s.refuseAll(decision{denials: []enforce.Denial{{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid,
+		Reason: "forbidden by guard: " + verdict.At + " is hidden"}}})
 }
 
 func (s *supervisor) entryAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64) decision {
@@ -422,40 +448,93 @@ func (s *supervisor) underWriteRootInode(p string) bool {
 // network namespace): loopback and wildcard addresses continue, anything
 // else is refused with what the namespace would say.
 func (s *supervisor) network(c call) decision {
-	n := c.args[2]
-	if n < 2 || n > 128 {
-		return cont
-	}
-	buf := make([]byte, n)
-	if !readFull(c.tid, c.args[1], buf) {
-		return cont
-	}
-	var addr netip.Addr
-	var family string
-	port := int(binary.BigEndian.Uint16(buf[2:min(4, len(buf))]))
-	switch binary.LittleEndian.Uint16(buf) {
-	case unix.AF_INET:
-		if len(buf) < 8 {
-			return cont
-		}
-		addr, family = netip.AddrFrom4([4]byte(buf[4:8])), "inet"
-	case unix.AF_INET6:
-		if len(buf) < 24 {
-			return cont
-		}
-		addr, family = netip.AddrFrom16([16]byte(buf[8:24])), "inet6"
-	default:
+	a, ok := inetSockaddr(c.tid, c.args[1], c.args[2])
+	if !ok || denial.IsolatedNetworkAllows(a.addr) {
 		return cont // unix sockets and AF_UNSPEC are not the network
-	}
-	if denial.IsolatedNetworkAllows(addr) {
-		return cont
 	}
 	op, errno := "connect", unix.ENETUNREACH
 	if c.nr == unix.SYS_BIND {
 		op, errno = "bind", unix.EADDRNOTAVAIL
 	}
-	return s.refuse(errno, enforce.Denial{Operation: op, Syscall: c.name, PID: c.tid,
-		Address: &enforce.Address{Family: family, Address: addr.Unmap().String(), Port: port}, Reason: "the network is off"})
+	return s.refuse(errno, enforce.Denial{Operation: op, Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
+}
+
+// send decides sendto and sendmsg with the network off: a datagram to an
+// address outside loopback fails in the private namespace with ENETUNREACH
+// (no route), so it is refused with that and reported. Only UDP sockets are:
+// a stream socket ignores the address, and an unconnected UDP socket is the
+// only way to reach an address without connect, which network sees.
+//
+// IMPORTANT: sendmmsg is not supervised; a program that sends datagrams
+// with it on an unconnected socket is refused by the namespace (ENETUNREACH)
+// without a report.
+func (s *supervisor) send(c call) decision {
+	addr, n := c.args[4], c.args[5]
+	if c.nr == unix.SYS_SENDMSG {
+		var hdr [12]byte // struct msghdr: msg_name (pointer), msg_namelen (u32)
+		if !readFull(c.tid, c.args[1], hdr[:]) {
+			return cont
+		}
+		addr, n = binary.LittleEndian.Uint64(hdr[0:]), uint64(binary.LittleEndian.Uint32(hdr[8:]))
+	}
+	if addr == 0 {
+		return cont // connected, or EDESTADDRREQ
+	}
+	a, ok := inetSockaddr(c.tid, addr, n)
+	if !ok || denial.IsolatedNetworkAllows(a.addr) || !isUDPSocket(c.tid, c.fd(0)) {
+		return cont
+	}
+	return s.refuse(unix.ENETUNREACH, enforce.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
+}
+
+// sockAddr is an inet or inet6 socket address read from a task.
+type sockAddr struct {
+	family string
+	addr   netip.Addr
+	port   int
+}
+
+func (a sockAddr) report() *enforce.Address {
+	return &enforce.Address{Family: a.family, Address: a.addr.Unmap().String(), Port: a.port}
+}
+
+// inetSockaddr reads the sockaddr of n bytes at p from the task; ok is false
+// for any other family, or one that cannot be read.
+func inetSockaddr(tid int, p, n uint64) (sockAddr, bool) {
+	if n < 2 || n > 128 {
+		return sockAddr{}, false
+	}
+	buf := make([]byte, n)
+	if !readFull(tid, p, buf) {
+		return sockAddr{}, false
+	}
+	port := int(binary.BigEndian.Uint16(buf[2:min(4, len(buf))]))
+	switch binary.LittleEndian.Uint16(buf) {
+	case unix.AF_INET:
+		if len(buf) >= 8 {
+			return sockAddr{"inet", netip.AddrFrom4([4]byte(buf[4:8])), port}, true
+		}
+	case unix.AF_INET6:
+		if len(buf) >= 24 {
+			return sockAddr{"inet6", netip.AddrFrom16([16]byte(buf[8:24])), port}, true
+		}
+	}
+	return sockAddr{}, false
+}
+
+// isUDPSocket reports whether fd of the task is a datagram socket that
+// sends to the address it is given: UDP, UDP-Lite or an ICMP ping socket,
+// named by the socket's system.sockprotoname attribute (through
+// /proc/PID/fd, the same access as reading the task's fds). Read only
+// before a refusal.
+func isUDPSocket(tid int, fd int32) bool {
+	var buf [32]byte
+	n, err := unix.Getxattr(fmt.Sprintf("/proc/%d/fd/%d", tid, fd), "system.sockprotoname", buf[:])
+	if err != nil {
+		return false
+	}
+	proto := strings.TrimRight(string(buf[:n]), "\x00")
+	return strings.HasPrefix(proto, "UDP") || strings.HasPrefix(proto, "PING")
 }
 
 func familyName(f uint32) string {
@@ -552,6 +631,7 @@ var nativeNames = map[uint32]string{
 	unix.SYS_FCHMODAT: "fchmodat", unix.SYS_FCHMODAT2: "fchmodat2", unix.SYS_FCHMOD: "fchmod",
 	unix.SYS_FCHOWNAT: "fchownat", unix.SYS_FCHOWN: "fchown",
 	unix.SYS_CONNECT: "connect", unix.SYS_BIND: "bind", unix.SYS_SOCKET: "socket",
+	unix.SYS_SENDTO: "sendto", unix.SYS_SENDMSG: "sendmsg",
 }
 
 func atFormNative(nr uint32, a [6]uint64) (call, bool) {

@@ -262,13 +262,19 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	default:
 		p.Sockets = SocketsUnixOnly
 	}
+	if sup == Supervised && len(p.MaskedMounts) > 0 {
+		// Reads are supervised only where a read can be a denial: a path
+		// the mount namespace hides (without one, the mask downgrade says
+		// it stays readable, so its reads are no denials).
+		sup = SupervisedReads
+	}
 	p.Seccomp = SeccompTable(p.Sockets, sup)
 	prog, err := CompileSeccomp(p.Seccomp)
 	if err != nil {
 		return nil, err
 	}
 	p.SeccompProg = prog
-	if sup == Supervised {
+	if sup != Unsupervised {
 		if p.SeccompPlainProg, err = CompileSeccomp(SeccompRules(p.Sockets)); err != nil {
 			return nil, err
 		}
@@ -298,7 +304,11 @@ func (p *Plan) compileLandlock(abi int) {
 		p.degrade("landlock", "Landlock is not available on this kernel: file-system writes are not restricted",
 			"file-system writes are refused only by the seccomp supervisor, best effort: a racing thread can change a path after the check")
 		// What later ABIs add is missing too, so --require of any part refuses.
-		for _, f := range []string{"landlock-refer", "landlock-truncate", "landlock-scope"} {
+		missing := []string{"landlock-refer", "landlock-truncate", "landlock-scope"}
+		if p.Policy.Network == policy.NetworkIsolated {
+			missing = append(missing, "landlock-resolve-unix")
+		}
+		for _, f := range missing {
 			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: f, Reason: "Landlock is not available on this kernel"})
 		}
 		return
@@ -329,6 +339,9 @@ func (p *Plan) compileLandlock(abi int) {
 			lp.HandledNet = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
 		}
 	}
+	if pol.Network == policy.NetworkIsolated {
+		p.restrictUnixSockets(lp)
+	}
 	if abi >= 6 {
 		lp.Scoped = unix.LANDLOCK_SCOPE_SIGNAL
 		if pol.Network == policy.NetworkIsolated {
@@ -343,6 +356,29 @@ func (p *Plan) compileLandlock(abi int) {
 
 // Degraded is what the plan could not apply: its Downgrades.
 func (p *Plan) Degraded() []enforce.Downgrade { return p.Downgrades }
+
+// restrictUnixSockets makes pathname unix sockets outside the writable roots
+// unreachable with the network off, as the network namespace makes the
+// network unreachable: a socket is a way out of the sandbox (a host daemon,
+// ssh-agent, the Docker socket) just like a TCP connection. Sockets inside
+// the writable roots are the command's own (a test server, a build daemon),
+// so the write roots grant RESOLVE_UNIX with the write rights.
+//
+// With the network on, RESOLVE_UNIX is not handled: every unix socket stays
+// reachable, as every address does.
+func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
+	if lp.ABI < resolveUnixABI {
+		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "landlock-resolve-unix",
+			Reason: fmt.Sprintf("Landlock ABI %d (ABI %d needed): pathname unix sockets outside the writable roots stay reachable with the network off", lp.ABI, resolveUnixABI)})
+		return
+	}
+	lp.HandledFS |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+	for i, r := range lp.Rules {
+		if r.Access&llWrite == llWrite {
+			lp.Rules[i].Access |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+		}
+	}
+}
 
 // Enforcement describes the plan as applied, for the report.
 func (p *Plan) Enforcement() enforce.Enforcement {
@@ -374,6 +410,9 @@ func (p *Plan) Enforcement() enforce.Enforcement {
 		}
 		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_IOCTL_DEV != 0 {
 			li.Features = append(li.Features, "ioctl_dev")
+		}
+		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX != 0 {
+			li.Features = append(li.Features, "resolve_unix")
 		}
 		e.Landlock = li
 	}

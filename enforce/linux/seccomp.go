@@ -71,11 +71,18 @@ const (
 	// socket creation when the network is off, go to the supervisor so that
 	// what the policy forbids is reported as a denial.
 	Supervised
+	// SupervisedReads is Supervised plus every open, for a policy whose
+	// guard hides paths: a read of a hidden path is then reported too. Only
+	// such a policy pays for supervised reads.
+	SupervisedReads
 )
 
 func (s Supervision) String() string {
-	if s == Supervised {
+	switch s {
+	case Supervised:
 		return "supervised"
+	case SupervisedReads:
+		return "supervised-reads"
 	}
 	return "unsupervised"
 }
@@ -138,18 +145,21 @@ func SeccompTable(s SocketPolicy, sup Supervision) []SeccompRule {
 		rules = append(rules, socketpairRule())
 	default:
 		rules = append(rules, mptcpRules()...)
-		if sup == Supervised {
+		if sup != Unsupervised {
 			rules = append(rules, inetSocketNotifyRules()...)
 		}
 		rules = append(rules, unixOnlySocketRules()...)
 		rules = append(rules, socketpairRule())
 	}
-	if sup != Supervised {
+	if sup == Unsupervised {
 		return rules
 	}
 	rules = append(rules, writeNotifyRules()...)
 	if s == SocketsLoopbackNetns {
 		rules = append(rules, netNotifyRules()...)
+	}
+	if sup == SupervisedReads {
+		rules = append(rules, readNotifyRules()...)
 	}
 	return rules
 }
@@ -193,9 +203,21 @@ func writeNotifyRules() []SeccompRule {
 	return append(rules, legacyWriteNotifyRules(n)...)
 }
 
+// readNotifyRules send the opens writeNotifyRules leave out (those without
+// write flags: they come after the write rules) to the supervisor, which
+// reports those of a path the guard hides (SupervisedReads only).
+func readNotifyRules() []SeccompRule {
+	n := func(name string, nr uint32, reason string, args ...ArgCond) SeccompRule {
+		return SeccompRule{Name: name, Nr: nr, Args: args, Action: ActNotify, Reason: reason}
+	}
+	const reason = "open for reading: the guard hides paths, and a read of one is a denial"
+	return append([]SeccompRule{n("openat", unix.SYS_OPENAT, reason)}, legacyReadNotifyRules(n, reason)...)
+}
+
 // netNotifyRules, under SocketsLoopbackNetns only, let the supervisor see
-// connect and bind: the private namespace would refuse a connect to the
-// outside anyway (ENETUNREACH), but without a record of it. With the network
+// connect, bind and datagrams sent to an address: the private namespace
+// would refuse a connect or a datagram to the outside anyway (ENETUNREACH),
+// but without a record of it. With the network
 // on nothing is supervised; under SocketsUnixOnly no inet socket exists.
 func netNotifyRules() []SeccompRule {
 	return []SeccompRule{
@@ -203,6 +225,15 @@ func netNotifyRules() []SeccompRule {
 			Reason: "network off: a connect outside loopback is a denial (sockaddrs are behind a pointer, so every connect goes)"},
 		{Name: "bind", Nr: unix.SYS_BIND, Action: ActNotify,
 			Reason: "network off: a bind to an address outside loopback is a denial"},
+		// A send without an address (addrlen 0: the common send on a
+		// connected socket) is not notified, so it costs nothing.
+		{Name: "sendto", Nr: unix.SYS_SENDTO, Action: ActNotify, Args: []ArgCond{argNe(5, 0)},
+			Reason: "network off: a datagram to an address outside loopback is a denial"},
+		// The stage's own sendmsg of the listener (stageSendFlag) must not
+		// wait for the supervisor it is handing the listener to.
+		{Name: "sendmsg", Nr: unix.SYS_SENDMSG, Action: ActNotify,
+			Args:   []ArgCond{{Index: 2, Op: CmpMaskedEq, Mask: stageSendFlag, Value: 0}},
+			Reason: "network off: a datagram to an address outside loopback is a denial (msg_name is behind a pointer, so every sendmsg without MSG_DONTROUTE goes)"},
 	}
 }
 

@@ -23,3 +23,8 @@ func legacyWriteNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRu
 		n("lchown", unix.SYS_LCHOWN, "changes an owner by path, not following symlinks"),
 	}
 }
+
+// legacyReadNotifyRules is open(2) for readNotifyRules.
+func legacyReadNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRule, reason string) []SeccompRule {
+	return []SeccompRule{n("open", unix.SYS_OPEN, reason)}
+}

@@ -7,3 +7,8 @@ package linux
 func legacyWriteNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRule) []SeccompRule {
 	return nil
 }
+
+// legacyReadNotifyRules: only openat elsewhere.
+func legacyReadNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRule, reason string) []SeccompRule {
+	return nil
+}

@@ -98,10 +98,17 @@ func supervisedCases(base []seccompCase) []seccompCase {
 	add(ns, "connect", x86(unix.SYS_CONNECT, 3, 0x1000, 16), notify)
 	add(ns, "bind", x86(unix.SYS_BIND, 3, 0x1000, 16), notify)
 	add(ns, "socket AF_INET tcp", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0), allow)
+	add(ns, "sendto with an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), notify)
+	add(ns, "sendto without an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0, 0), allow)
+	add(ns, "sendmsg", x86(unix.SYS_SENDMSG, 3, 0x1000, 0), notify)
+	add(ns, "sendmsg MSG_NOSIGNAL", x86(unix.SYS_SENDMSG, 3, 0x1000, unix.MSG_NOSIGNAL), notify)
+	add(ns, "sendmsg of the stage's listener (MSG_DONTROUTE)", x86(unix.SYS_SENDMSG, 3, 0x1000, stageSendFlag), allow)
 	open := seccompTableID{SocketsAny, Supervised}
 	add(open, "connect (network on: not supervised)", x86(unix.SYS_CONNECT, 3, 0x1000, 16), allow)
 	add(open, "bind (network on: not supervised)", x86(unix.SYS_BIND, 3, 0x1000, 16), allow)
 	add(open, "socket AF_INET", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM), allow)
+	add(open, "sendmsg (network on: not supervised)", x86(unix.SYS_SENDMSG, 3, 0x1000, 0), allow)
+	add(open, "sendto (network on: not supervised)", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), allow)
 	uo := seccompTableID{SocketsUnixOnly, Supervised}
 	add(uo, "socket AF_INET", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM), notify)
 	add(uo, "socket AF_INET6", x86(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM), notify)
@@ -187,5 +194,41 @@ func TestSeccompSupervisedCoversWriteSyscalls(t *testing.T) {
 		if got := notified["connect"] || notified["bind"]; got != (p == SocketsLoopbackNetns) {
 			t.Errorf("%s: connect/bind supervised = %t, want %t", p, got, p == SocketsLoopbackNetns)
 		}
+	}
+}
+
+// TestSeccompSupervisedReads: SupervisedReads is the Supervised table with
+// only the read-open rules added at the end, so every other decision stays
+// the one the Supervised cases pin; and in it every open goes to the
+// supervisor while reads through a descriptor stay fast.
+func TestSeccompSupervisedReads(t *testing.T) {
+	for _, p := range allSocketPolicies {
+		t.Run(p.String(), func(t *testing.T) {
+			want := append(SeccompTable(p, Supervised), readNotifyRules()...)
+			if got := SeccompTable(p, SupervisedReads); !reflect.DeepEqual(got, want) {
+				t.Fatalf("SupervisedReads table is not the Supervised table plus readNotifyRules:\n%s", DescribeSeccomp(got))
+			}
+			_, prog := compiledFor(t, seccompTableID{p, SupervisedReads})
+			for _, c := range []struct {
+				name string
+				data seccompData
+				want uint32
+			}{
+				{"openat O_RDONLY", x86(unix.SYS_OPENAT, 3, 0x1000, unix.O_RDONLY, 0), retNotifyT},
+				{"openat O_RDONLY|O_DIRECTORY", x86(unix.SYS_OPENAT, 3, 0x1000, unix.O_RDONLY|unix.O_DIRECTORY, 0), retNotifyT},
+				{"open O_RDONLY", x86(unix.SYS_OPEN, 0x1000, unix.O_RDONLY, 0), retNotifyT},
+				{"openat O_WRONLY", x86(unix.SYS_OPENAT, 3, 0x1000, unix.O_WRONLY, 0), retNotifyT},
+				{"read", x86(unix.SYS_READ, 3, 0x1000, 10), retAllowT},
+				{"newfstatat", x86(unix.SYS_NEWFSTATAT, 3, 0x1000, 0x2000, 0), retAllowT},
+			} {
+				got, err := runFilter(prog, c.data)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != c.want {
+					t.Errorf("%s: got %s, want %s", c.name, describeRet(got), describeRet(c.want))
+				}
+			}
+		})
 	}
 }

@@ -254,9 +254,7 @@ func (s *supervisor) answerOne(listener int) {
 	}
 	d := s.decide(&n)
 	resp := seccompNotifResp{ID: n.ID}
-	if d.errno == 0 {
-		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
-	} else {
+	if d.errno != 0 || len(d.denials) > 0 {
 		// The path was read from the caller's memory and /proc: only if the
 		// notification is still live were those reads of the right task
 		// (its pid cannot have been reused in between).
@@ -264,6 +262,10 @@ func (s *supervisor) answerOne(listener int) {
 		if ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) != nil {
 			return
 		}
+	}
+	if d.errno == 0 {
+		resp.Flags = unix.SECCOMP_USER_NOTIF_FLAG_CONTINUE
+	} else {
 		resp.Error = -int32(d.errno)
 	}
 	if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)); err != nil {
@@ -276,7 +278,9 @@ func (s *supervisor) answerOne(listener int) {
 }
 
 // decision is the answer to one notification: errno 0 continues. The
-// denials are recorded once the refusal has been delivered.
+// denials are recorded once the answer has been delivered; a call that
+// continues has some only when what hides the object is a mount (a read of
+// a masked path, see supervisor.read).
 type decision struct {
 	errno   syscall.Errno
 	denials []enforce.Denial
@@ -345,14 +349,24 @@ func (s *supervisor) release() {
 	unix.Close(s.stop)
 }
 
+// stageSendFlag marks the stage's sendmsg of its listener, which the filter
+// (netNotifyRules) does not hand to the supervisor: the supervisor cannot
+// answer before it has the listener that very call carries. MSG_DONTROUTE
+// changes nothing on a unix socket, and few programs use it.
+//
+// IMPORTANT: a command that sends datagrams with MSG_DONTROUTE is not
+// supervised for them: the private network namespace still refuses a
+// datagram to the outside (ENETUNREACH), but without a report.
+const stageSendFlag = unix.MSG_DONTROUTE
+
 // sendListener passes the stage's listener, or why there is none, to the
 // parent over the unix socket sock (SCM_RIGHTS), before the stage execs the
 // command.
 func sendListener(sock int, l listener) error {
 	if l.fd < 0 {
-		return unix.Sendmsg(sock, []byte("N"+l.unavailable), nil, nil, 0)
+		return unix.Sendmsg(sock, []byte("N"+l.unavailable), nil, nil, stageSendFlag)
 	}
-	if err := unix.Sendmsg(sock, []byte("L"), unix.UnixRights(l.fd), nil, 0); err != nil {
+	if err := unix.Sendmsg(sock, []byte("L"), unix.UnixRights(l.fd), nil, stageSendFlag); err != nil {
 		return fmt.Errorf("send seccomp listener: %w", err)
 	}
 	return nil

@@ -32,6 +32,8 @@ const usage = `usage: probe ACTION [ARG...]
   socket vsock|packet|inet|inet6|unix|netlink
   listen-and-connect tcp4|tcp6
   abstract-connect NAME   (connect to the abstract unix socket @NAME)
+  unix-connect PATH | unix-serve PATH   (pathname unix sockets)
+  sendto udp4|udp6 HOST:PORT            (one datagram, unconnected socket)
   tiocsti | ptrace-parent | int80 | fd N | signal PID`
 
 // result is the one JSON line the probe prints.
@@ -95,6 +97,16 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return abstractConnect(args[0]), nil
+	case "unix-connect", "unix-serve":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		return map[string]func(string) result{"unix-connect": unixConnect, "unix-serve": unixServe}[op](args[0]), nil
+	case "sendto":
+		if err := need(2); err != nil {
+			return result{}, err
+		}
+		return sendTo(args[0], args[1])
 	case "tiocsti", "ptrace-parent", "int80":
 		if err := need(0); err != nil {
 			return result{}, err
