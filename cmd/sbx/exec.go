@@ -48,6 +48,34 @@ type execRequest struct {
 	// Approver is the argv of an approver program.
 	Approver []string `json:"approver"`
 	Guard    string   `json:"guard"`
+	// PTY, when present, runs the command on a fresh pseudo-terminal.
+	PTY *execPTY `json:"pty"`
+	// Stdin is text the command reads, then end-of-file (absent: none).
+	Stdin *string `json:"stdin"`
+}
+
+// execPTY is the "pty" object; absent sizes are the default 24x80.
+type execPTY struct {
+	Rows *int `json:"rows"`
+	Cols *int `json:"cols"`
+}
+
+// size validates the object and fills in the defaults.
+func (p execPTY) size() (ptySize, error) {
+	s := defaultPTYSize
+	if p.Rows != nil {
+		s.Rows = *p.Rows
+	}
+	if p.Cols != nil {
+		s.Cols = *p.Cols
+	}
+	return s, s.check("pty.")
+}
+
+// execInput is what the command reads and where it writes.
+type execInput struct {
+	pty   *ptySize // nil: pipes
+	stdin string
 }
 
 // execResult is the wire shape of the result (docs/schema/exec-result.schema.json).
@@ -80,6 +108,20 @@ func execCmd(args []string, stdio Stdio) int {
 	}
 	if req.MaxOutputBytes < 0 {
 		return execRefuse(stdio, &profiles.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")})
+	}
+	var in execInput
+	if req.Stdin != nil {
+		if len(*req.Stdin) > maxStdinBytes {
+			return execRefuse(stdio, &profiles.FieldError{Field: "stdin", Err: fmt.Errorf("%d bytes is more than the %d allowed; give the command a file instead", len(*req.Stdin), maxStdinBytes)})
+		}
+		in.stdin = *req.Stdin
+	}
+	if req.PTY != nil {
+		size, err := req.PTY.size()
+		if err != nil {
+			return execRefuse(stdio, err)
+		}
+		in.pty = &size
 	}
 	r := request{
 		Command: req.Command, Cwd: req.Cwd, WritableRoots: req.WritableRoots, ExcludeTmp: req.ExcludeTmp,
@@ -115,7 +157,7 @@ func execCmd(args []string, stdio Stdio) int {
 	}
 	if err == nil {
 		var out execResult
-		out, err = execCall(call, req.MaxOutputBytes)
+		out, err = execCall(call, req.MaxOutputBytes, in)
 		out.Permissions, out.Env = meta.Permissions, meta.Env
 		if len(out.Denials) > 0 {
 			out.Retry = smallestRetry(call.Policy, r, call.Cmd.Dir, out.Denials)
@@ -136,16 +178,20 @@ func execCmd(args []string, stdio Stdio) int {
 	return writeJSON(stdio.Out, res)
 }
 
-// execCall runs call with captured, capped output and stdin from /dev/null.
-func execCall(call host.Call, maxOutput int) (execResult, error) {
+// execCall runs call with captured, capped output and in.stdin as its
+// input, on pipes or on a pty.
+func execCall(call host.Call, maxOutput int, in execInput) (execResult, error) {
 	if maxOutput == 0 {
 		maxOutput = defaultMaxOutput
 	}
-	devnull, err := os.Open(os.DevNull)
+	if in.pty != nil {
+		return execOnPTY(call, maxOutput, *in.pty, in.stdin)
+	}
+	stdin, stopStdin, err := stdinText(in.stdin)
 	if err != nil {
 		return execResult{}, err
 	}
-	defer devnull.Close()
+	defer stopStdin()
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return execResult{}, err
@@ -169,24 +215,48 @@ func execCall(call host.Call, maxOutput int) (execResult, error) {
 			s.r.Close()
 		}()
 	}
-	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = devnull, outW, errW
+	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = stdin, outW, errW
 	rep, err := host.Run(context.Background(), call)
 	// Our copies of the write ends must go, or the readers never see EOF.
 	outW.Close()
 	errW.Close()
-	// A process that escaped the group may hold the pipes open; give the
-	// readers a moment to drain, then stop reading.
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(500 * time.Millisecond):
-		outR.Close()
-		errR.Close()
-		<-drained
-	}
+	drain(drained, outR, errR)
 	return execResult{callReport: callReport{Report: rep}, Stdout: stdout.String(), Stderr: stderr.String(),
 		StdoutTruncated: stdout.Truncated(), StderrTruncated: stderr.Truncated()}, err
+}
+
+// execOnPTY runs call on a fresh pty of size, types stdin into it and
+// captures what the terminal shows as stdout: stderr is merged there, and
+// the terminal echoes the input and ends lines with "\r\n".
+func execOnPTY(call host.Call, maxOutput int, size ptySize, stdin string) (execResult, error) {
+	p, err := attachPTY(&call, size)
+	if err != nil {
+		return execResult{}, err
+	}
+	defer p.Close()
+	// Blocks while the terminal's input queue is full; the Close ends it.
+	go io.WriteString(p.Master, ptyInput(stdin))
+	stdout := host.NewCappedBuffer(maxOutput)
+	drained := copyOut(p.Master, stdout)
+	rep, err := host.Run(context.Background(), call)
+	finishPTY(p, drained)
+	return execResult{callReport: callReport{Report: rep}, Stdout: stdout.String(), StdoutTruncated: stdout.Truncated()}, err
+}
+
+// drain waits for the output readers to be done (done closes), or, should
+// a process that escaped the group still hold the write ends, gives them a
+// moment and then closes the read ends under them.
+func drain(done chan struct{}, readEnds ...*os.File) {
+	select {
+	case <-done:
+	case <-time.After(500 * time.Millisecond):
+		for _, f := range readEnds {
+			f.Close()
+		}
+		<-done
+	}
 }
 
 // escalation maps the request's permission fields. Without

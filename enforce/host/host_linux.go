@@ -32,6 +32,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 		plan.Supervise = linux.SuperviseRequired
 	}
 	rep.Enforcement = plan.Enforcement()
+	rep.Enforcement.PTY = c.Cmd.Terminal
 	rep.Degraded = append(rep.Degraded, plan.Downgrades...)
 	if err := enforce.CheckRequired(c.Require, plan.Downgrades); err != nil {
 		return rep, err
