@@ -249,6 +249,7 @@ type report struct {
 		NoNewPrivs       bool     `json:"no_new_privs"`
 		NewSession       bool     `json:"new_session"`
 		ClosedFDs        bool     `json:"closed_fds"`
+		PTY              bool     `json:"pty"`
 		ReadOnlyMounts   []string `json:"read_only_mounts"`
 		MaskedPaths      []string `json:"masked_paths"`
 	} `json:"enforcement"`

@@ -1,0 +1,212 @@
+//go:build linux
+
+package integration
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// TestPTYExec: with "pty" the command runs on a fresh terminal of the
+// requested size, which is its stdin and its controlling terminal, and the
+// report says so.
+func TestPTYExec(t *testing.T) {
+	ws := workspace(t)
+	out, res := execJSON(t, ws, `{"command": ["sh", "-c", "tty; test -t 0 && echo stdin-is-a-tty; stty size; echo err >&2"],
+		"cwd": `+jsonString(ws)+`, "pty": {"rows": 33, "cols": 101}}`)
+	if res == nil || out.code != 0 {
+		t.Fatalf("exit %d stdout %q stderr %q", out.code, out.stdout, out.stderr)
+	}
+	want := regexp.MustCompile(`^/dev/pts/[0-9]+\r\nstdin-is-a-tty\r\n33 101\r\nerr\r\n$`)
+	if !want.MatchString(res.Stdout) || res.Stderr != "" || res.ExitCode != 0 {
+		t.Errorf("stdout %q stderr %q exit %d, want a /dev/pts path, a tty stdin, 33 101 and err merged", res.Stdout, res.Stderr, res.ExitCode)
+	}
+	if !res.Enforcement.PTY {
+		t.Errorf("enforcement.pty false under a pty")
+	}
+	_, plain := execJSON(t, ws, `{"command": ["sh", "-c", "test -t 0 || echo no-tty"], "cwd": `+jsonString(ws)+`}`)
+	if plain == nil || plain.Stdout != "no-tty\n" || plain.Enforcement.PTY {
+		t.Errorf("without pty: %+v, want no terminal and enforcement.pty false", plain)
+	}
+}
+
+// TestPTYCtrlC: a Ctrl-C typed into the terminal of `sbx run --pty` is
+// SIGINT to the command's foreground process group, and the report says
+// signal 2; the size from --pty-size is what the command sees.
+func TestPTYCtrlC(t *testing.T) {
+	ws := workspace(t)
+	rp := filepath.Join(t.TempDir(), "report.json")
+	cmd := exec.Command(sbxBin, "run", "--cwd", ws, "--pty", "--pty-size", "40x120", "--report", rp,
+		"--", "sh", "-c", "stty size; echo ready; exec sleep 100")
+	cmd.Env = baseEnv()
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	lines := make(chan string, 2)
+	go func() {
+		r := bufio.NewReader(stdout)
+		for {
+			l, err := r.ReadString('\n')
+			if err != nil {
+				return
+			}
+			lines <- strings.TrimSpace(l)
+		}
+	}()
+	for _, want := range []string{"40 120", "ready"} {
+		select {
+		case l := <-lines:
+			if l != want {
+				t.Fatalf("got %q, want %q", l, want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no %q within 10s", want)
+		}
+	}
+	start := time.Now()
+	if _, err := stdin.Write([]byte{0x03}); err != nil {
+		t.Fatal(err)
+	}
+	if code := waitExit(t, cmd); code != 130 {
+		t.Errorf("exit %d, want 130 (SIGINT)", code)
+	}
+	t.Logf("Ctrl-C to exit: %v", time.Since(start))
+	rep := readReport(t, rp)
+	if rep.Signal == nil || *rep.Signal != 2 || rep.SignalName != "SIGINT" || !rep.Enforcement.PTY {
+		t.Errorf("report signal %v %q pty %t, want 2 SIGINT true", rep.raw["signal"], rep.SignalName, rep.Enforcement.PTY)
+	}
+}
+
+// TestPTYDevices: under --pty the command's own terminal works (by fd and
+// as /dev/tty), while other terminals and devices stay denied by Landlock:
+// a new pty from /dev/ptmx, another pty's slave (which this user could
+// write without the sandbox), /dev/kmsg. Read-only mode still refuses writes.
+func TestPTYDevices(t *testing.T) {
+	if requireWriteRestriction(t) {
+		t.Skip("no Landlock: device opens are not restricted (only writes through the supervisor)")
+	}
+	_, other := openPTY(t)
+	otherPath, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", other.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := probeDirect(t, nil, "write", otherPath); !r.OK {
+		t.Fatalf("baseline: writing %s without sbx: %s", otherPath, r)
+	}
+	for _, mode := range [][]string{readOnly, wsWrite} {
+		t.Run(modeName(mode), func(t *testing.T) {
+			ws := workspace(t)
+			args := append([]string{"--pty"}, mode...)
+			if r, rep := probe(t, ws, args, "write", "/dev/tty"); !r.OK || !rep.Enforcement.PTY {
+				t.Errorf("own terminal as /dev/tty: %s (pty %t), want ok", r, rep.Enforcement.PTY)
+			}
+			for _, dev := range []string{"/dev/ptmx", otherPath, "/dev/kmsg"} {
+				if r, _ := probe(t, ws, args, "write", dev); r.OK || r.Errno != "EACCES" {
+					t.Errorf("write %s under --pty: %s, want EACCES", dev, r)
+				}
+			}
+		})
+	}
+	ws := workspace(t)
+	file := filepath.Join(ws, "new.txt")
+	if r, _ := probe(t, ws, append([]string{"--pty"}, readOnly...), "create", file); r.OK || r.Errno != "EACCES" {
+		t.Errorf("create in read-only under --pty: %s, want EACCES", r)
+	}
+	wantAbsent(file)(t)
+}
+
+// TestPTYOnTerminal: when sbx's stdin is a terminal, the command's pty
+// takes that terminal's size, and sbx puts the terminal back as it found it.
+func TestPTYOnTerminal(t *testing.T) {
+	_, slave := openPTY(t)
+	fd := int(slave.Fd())
+	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 132}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := workspace(t)
+	out := sbx(t, opts{args: []string{"run", "--cwd", ws, "--pty", "--", "sh", "-c", "stty size; if stty -a | grep -q -- -icanon; then echo raw; fi"}, dir: ws, stdinF: slave})
+	if out.code != 0 || !strings.HasPrefix(out.stdout, "50 132\r\n") {
+		t.Errorf("exit %d stdout %q, want 50 132 first", out.code, out.stdout)
+	}
+	if strings.Contains(out.stdout, "raw") {
+		t.Errorf("the command's pty is raw (%q): only sbx's own terminal should be", out.stdout)
+	}
+	after, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *after != *before {
+		t.Errorf("terminal mode not restored:\nbefore %+v\nafter  %+v", before, after)
+	}
+}
+
+// TestStdin: exec "stdin" reaches the command on pipes and on a pty; sbx
+// run passes its stdin by default and --stdin close gives end-of-file.
+func TestStdin(t *testing.T) {
+	ws := workspace(t)
+	_, res := execJSON(t, ws, `{"command": ["cat"], "cwd": `+jsonString(ws)+`, "stdin": "héllo\nworld"}`)
+	if res == nil || res.Stdout != "héllo\nworld" {
+		t.Errorf("exec stdin through cat: %+v", res)
+	}
+	_, res = execJSON(t, ws, `{"command": ["sh", "-c", "read l; echo got:$l; cat; echo eof"], "cwd": `+jsonString(ws)+`, "stdin": "one\n", "pty": {}}`)
+	if res == nil || !strings.HasSuffix(res.Stdout, "got:one\r\neof\r\n") {
+		t.Errorf("exec stdin on a pty: %+v, want got:one then eof", res)
+	}
+	pass := sbx(t, opts{args: []string{"run", "--cwd", ws, "--", "cat"}, dir: ws, stdin: strings.NewReader("passed")})
+	if pass.code != 0 || pass.stdout != "passed" {
+		t.Errorf("run stdin pass: exit %d stdout %q", pass.code, pass.stdout)
+	}
+	closed := sbx(t, opts{args: []string{"run", "--cwd", ws, "--stdin", "close", "--", "sh", "-c", "cat; echo eof"}, dir: ws, stdin: strings.NewReader("not for the command")})
+	if closed.code != 0 || closed.stdout != "eof\n" {
+		t.Errorf("run --stdin close: exit %d stdout %q, want eof only", closed.code, closed.stdout)
+	}
+	closedPTY := sbx(t, opts{args: []string{"run", "--cwd", ws, "--pty", "--stdin", "close", "--", "sh", "-c", "cat; echo eof"}, dir: ws, stdin: strings.NewReader("not for the command")})
+	if closedPTY.code != 0 || !strings.HasSuffix(closedPTY.stdout, "eof\r\n") || strings.Contains(closedPTY.stdout, "not for") {
+		t.Errorf("run --pty --stdin close: exit %d stdout %q, want eof only", closedPTY.code, closedPTY.stdout)
+	}
+}
+
+// TestPTYBadFlags: contradictory or malformed terminal flags are refused
+// with 125 and the flag named; the command never runs.
+func TestPTYBadFlags(t *testing.T) {
+	ws := workspace(t)
+	marker := filepath.Join(ws, "marker")
+	for _, c := range []struct {
+		flags []string
+		field string
+	}{
+		{[]string{"--stdin", "open"}, "--stdin"},
+		{[]string{"--pty-size", "30x90"}, "--pty-size"},
+		{[]string{"--pty", "--pty-size", "0x80"}, "--pty-size"},
+		{[]string{"--pty", "--pty-size", "30by90"}, "--pty-size"},
+	} {
+		args := append(append([]string{"run", "--cwd", ws, "--mode", "workspace-write"}, c.flags...), "--", "touch", marker)
+		out := sbx(t, opts{args: args, dir: ws})
+		if out.code != 125 || !strings.Contains(out.stderr, c.field) {
+			t.Errorf("%q: exit %d stderr %q, want 125 naming %s", c.flags, out.code, out.stderr, c.field)
+		}
+	}
+	wantAbsent(marker)(t)
+}
