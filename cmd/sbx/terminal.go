@@ -5,11 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"sbx/enforce"
 	"sbx/enforce/host"
@@ -80,7 +78,9 @@ func ptyInput(text string) string {
 // runOnPTY runs call on a fresh pty, copying it both ways with sbx's own
 // stdio. When sbx's stdin is a terminal, that terminal is raw for the call
 // (restored before returning, signals included: sbx relays those rather
-// than dying of them) and its size changes follow to the pty. With
+// than dying of them) and its size changes follow to the pty.
+//
+// IMPORTANT: a SIGKILL to sbx leaves its terminal raw (`reset` repairs it). With
 // closeStdin, nothing is copied in and the command reads end-of-file.
 func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (enforce.Report, error) {
 	onTerminal := host.IsTerminal(os.Stdin)
@@ -100,16 +100,7 @@ func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (enf
 			return enforce.Report{}, err
 		}
 		defer restore()
-		winch := make(chan os.Signal, 1)
-		signal.Notify(winch, syscall.SIGWINCH)
-		defer signal.Stop(winch)
-		go func() {
-			for range winch {
-				if r, c, err := host.Size(os.Stdin); err == nil {
-					host.SetSize(p.Master, r, c)
-				}
-			}
-		}()
+		defer host.FollowSize(os.Stdin, p.Master)()
 	}
 	if closeStdin {
 		go io.WriteString(p.Master, ptyInput(""))

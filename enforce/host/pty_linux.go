@@ -3,6 +3,7 @@ package host
 import (
 	"fmt"
 	"os"
+	"os/signal"
 
 	"golang.org/x/sys/unix"
 )
@@ -71,6 +72,21 @@ func Size(f *os.File) (rows, cols uint16, err error) {
 		return 0, 0, fmt.Errorf("TIOCGWINSZ: %w", err)
 	}
 	return ws.Row, ws.Col, nil
+}
+
+// FollowSize copies the window size of terminal from to terminal to each
+// time from changes size (SIGWINCH), until the returned stop is called.
+func FollowSize(from, to *os.File) (stop func()) {
+	winch := make(chan os.Signal, 1)
+	signal.Notify(winch, unix.SIGWINCH)
+	go func() {
+		for range winch {
+			if r, c, err := Size(from); err == nil {
+				SetSize(to, r, c)
+			}
+		}
+	}()
+	return func() { signal.Stop(winch); close(winch) }
 }
 
 // MakeRaw puts the terminal f in raw mode (no echo, no line editing, no
