@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -196,9 +197,16 @@ func TestLaunch(t *testing.T) {
 // pipe and returns the process and the first line the script prints.
 func startSbx(t *testing.T, ws string, flags []string, script string) (*exec.Cmd, string) {
 	t.Helper()
+	return startSbxStdin(t, ws, flags, script, nil)
+}
+
+// startSbxStdin is startSbx with sbx's stdin read from stdin.
+func startSbxStdin(t *testing.T, ws string, flags []string, script string, stdin io.Reader) (*exec.Cmd, string) {
+	t.Helper()
 	mode := flags
 	cmd := exec.Command(sbxBin, append(append([]string{"run", "--cwd", ws}, mode...), "--", "sh", "-c", script)...)
 	cmd.Env = baseEnv()
+	cmd.Stdin = stdin
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

@@ -3,10 +3,8 @@
 package integration
 
 import (
-	"bufio"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -45,41 +43,16 @@ func TestPTYExec(t *testing.T) {
 func TestPTYCtrlC(t *testing.T) {
 	ws := workspace(t)
 	rp := filepath.Join(t.TempDir(), "report.json")
-	cmd := exec.Command(sbxBin, "run", "--cwd", ws, "--pty", "--pty-size", "40x120", "--report", rp,
-		"--", "sh", "-c", "stty size; echo ready; exec sleep 100")
-	cmd.Env = baseEnv()
-	stdin, err := cmd.StdinPipe()
+	stdinR, stdin, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 2)
-	go func() {
-		r := bufio.NewReader(stdout)
-		for {
-			l, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			lines <- strings.TrimSpace(l)
-		}
-	}()
-	for _, want := range []string{"40 120", "ready"} {
-		select {
-		case l := <-lines:
-			if l != want {
-				t.Fatalf("got %q, want %q", l, want)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("no %q within 10s", want)
-		}
+	defer stdin.Close()
+	cmd, line := startSbxStdin(t, ws, []string{"--pty", "--pty-size", "40x120", "--report", rp},
+		"echo $(stty size) ready; exec sleep 100", stdinR)
+	stdinR.Close()
+	if line != "40 120 ready" {
+		t.Fatalf("got %q, want 40 120 ready", line)
 	}
 	start := time.Now()
 	if _, err := stdin.Write([]byte{0x03}); err != nil {
