@@ -71,7 +71,8 @@ func TestPTYCtrlC(t *testing.T) {
 // TestPTYDevices: under --pty the command's own terminal works (by fd and
 // as /dev/tty), while other terminals and devices stay denied by Landlock:
 // a new pty from /dev/ptmx, another pty's slave (which this user could
-// write without the sandbox), /dev/kmsg. Read-only mode still refuses writes.
+// write without the sandbox), /dev/kmsg; TIOCSTI on the pty stays EPERM.
+// Read-only mode still refuses writes.
 func TestPTYDevices(t *testing.T) {
 	if requireWriteRestriction(t) {
 		t.Skip("no Landlock: device opens are not restricted (only writes through the supervisor)")
@@ -91,6 +92,8 @@ func TestPTYDevices(t *testing.T) {
 			if r, rep := probe(t, ws, args, "write", "/dev/tty"); !r.OK || !rep.Enforcement.PTY {
 				t.Errorf("own terminal as /dev/tty: %s (pty %t), want ok", r, rep.Enforcement.PTY)
 			}
+			r, _ := probe(t, ws, args, "tiocsti")
+			want(t, r, "EPERM")
 			for _, dev := range []string{"/dev/ptmx", otherPath, "/dev/kmsg"} {
 				if r, _ := probe(t, ws, args, "write", dev); r.OK || r.Errno != "EACCES" {
 					t.Errorf("write %s under --pty: %s, want EACCES", dev, r)
@@ -154,6 +157,12 @@ func TestStdin(t *testing.T) {
 	closed := sbx(t, opts{args: []string{"run", "--cwd", ws, "--stdin", "close", "--", "sh", "-c", "cat; echo eof"}, dir: ws, stdin: strings.NewReader("not for the command")})
 	if closed.code != 0 || closed.stdout != "eof\n" {
 		t.Errorf("run --stdin close: exit %d stdout %q, want eof only", closed.code, closed.stdout)
+	}
+	piped := sbx(t, opts{args: []string{"run", "--cwd", ws, "--pty", "--", "sh", "-c", "cat; echo eof"}, dir: ws, stdin: strings.NewReader("piped")})
+	// The terminal echoes the input, cat prints it, and the end of the pipe
+	// is typed as Ctrl-D.
+	if piped.code != 0 || piped.stdout != "pipedpipedeof\r\n" {
+		t.Errorf("run --pty with piped stdin: exit %d stdout %q, want echo, cat's copy, eof", piped.code, piped.stdout)
 	}
 	closedPTY := sbx(t, opts{args: []string{"run", "--cwd", ws, "--pty", "--stdin", "close", "--", "sh", "-c", "cat; echo eof"}, dir: ws, stdin: strings.NewReader("not for the command")})
 	if closedPTY.code != 0 || !strings.HasSuffix(closedPTY.stdout, "eof\r\n") || strings.Contains(closedPTY.stdout, "not for") {

@@ -69,10 +69,31 @@ func attachPTY(call *host.Call, size ptySize) (*host.PTY, error) {
 // person types it (Ctrl-D; twice when the last line is unfinished, since
 // the first only ends the line).
 func ptyInput(text string) string {
-	if text != "" && !strings.HasSuffix(text, "\n") {
-		return text + "\x04\x04"
+	return text + ptyEOF(text != "" && !strings.HasSuffix(text, "\n"))
+}
+
+// ptyEOF is the end-of-file a person types after a finished or an
+// unfinished line.
+func ptyEOF(unfinishedLine bool) string {
+	if unfinishedLine {
+		return "\x04\x04"
 	}
-	return text + "\x04"
+	return "\x04"
+}
+
+// lastByteWriter remembers the last byte written through it.
+type lastByteWriter struct {
+	w    io.Writer
+	last byte
+	n    int64
+}
+
+func (l *lastByteWriter) Write(p []byte) (int, error) {
+	n, err := l.w.Write(p)
+	if n > 0 {
+		l.last, l.n = p[n-1], l.n+int64(n)
+	}
+	return n, err
 }
 
 // runOnPTY runs call on a fresh pty, copying it both ways with sbx's own
@@ -102,11 +123,21 @@ func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (enf
 		defer restore()
 		defer host.FollowSize(os.Stdin, p.Master)()
 	}
-	if closeStdin {
+	switch {
+	case closeStdin:
 		go io.WriteString(p.Master, ptyInput(""))
-	} else {
+	case onTerminal:
 		// Ends with sbx: a read of sbx's stdin cannot be interrupted.
 		go io.Copy(p.Master, os.Stdin)
+	default:
+		// The end of piped input is typed as end-of-file, or a command
+		// reading to the end would wait for ever.
+		go func() {
+			lw := &lastByteWriter{w: p.Master}
+			if _, err := io.Copy(lw, os.Stdin); err == nil {
+				io.WriteString(p.Master, ptyEOF(lw.n > 0 && lw.last != '\n'))
+			}
+		}()
 	}
 	drained := copyOut(p.Master, out)
 	rep, err := host.Run(context.Background(), call)
