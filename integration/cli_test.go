@@ -6,7 +6,6 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -197,16 +196,21 @@ func TestLaunch(t *testing.T) {
 // pipe and returns the process and the first line the script prints.
 func startSbx(t *testing.T, ws string, flags []string, script string) (*exec.Cmd, string) {
 	t.Helper()
-	return startSbxStdin(t, ws, flags, script, nil)
+	cmd := sbxRunCmd(ws, flags, script)
+	return cmd, nextLine(t, startLines(t, cmd))
 }
 
-// startSbxStdin is startSbx with sbx's stdin read from stdin.
-func startSbxStdin(t *testing.T, ws string, flags []string, script string, stdin io.Reader) (*exec.Cmd, string) {
-	t.Helper()
-	mode := flags
-	cmd := exec.Command(sbxBin, append(append([]string{"run", "--cwd", ws}, mode...), "--", "sh", "-c", script)...)
+// sbxRunCmd is `sbx run --cwd WS FLAGS -- sh -c SCRIPT`, not started.
+func sbxRunCmd(ws string, flags []string, script string) *exec.Cmd {
+	cmd := exec.Command(sbxBin, append(append([]string{"run", "--cwd", ws}, flags...), "--", "sh", "-c", script)...)
 	cmd.Env = baseEnv()
-	cmd.Stdin = stdin
+	return cmd
+}
+
+// startLines starts cmd and sends each line of its stdout, trimmed; the
+// channel closes at the end of the output. cmd is killed when the test ends.
+func startLines(t *testing.T, cmd *exec.Cmd) <-chan string {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -215,18 +219,34 @@ func startSbxStdin(t *testing.T, ws string, flags []string, script string, stdin
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 1)
+	lines := make(chan string, 16)
 	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		lines <- strings.TrimSpace(l)
+		defer close(lines)
+		r := bufio.NewReader(stdout)
+		for {
+			l, err := r.ReadString('\n')
+			if l != "" || err == nil {
+				lines <- strings.TrimSpace(l)
+			}
+			if err != nil {
+				return
+			}
+		}
 	}()
+	return lines
+}
+
+// nextLine returns the next line from startLines ("" once the output has
+// ended), failing the test when none comes within 10s.
+func nextLine(t *testing.T, lines <-chan string) string {
+	t.Helper()
 	select {
 	case l := <-lines:
-		return cmd, l
+		return l
 	case <-time.After(10 * time.Second):
 		t.Fatal("the command printed nothing within 10s")
 	}
-	return nil, ""
+	return ""
 }
 
 func waitExit(t *testing.T, cmd *exec.Cmd) int {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -48,8 +49,9 @@ func TestPTYCtrlC(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer stdin.Close()
-	cmd, line := startSbxStdin(t, ws, []string{"--pty", "--pty-size", "40x120", "--report", rp},
-		"echo $(stty size) ready; exec sleep 100", stdinR)
+	cmd := sbxRunCmd(ws, []string{"--pty", "--pty-size", "40x120", "--report", rp}, "echo $(stty size) ready; exec sleep 100")
+	cmd.Stdin = stdinR
+	line := nextLine(t, startLines(t, cmd))
 	stdinR.Close()
 	if line != "40 120 ready" {
 		t.Fatalf("got %q, want 40 120 ready", line)
@@ -109,10 +111,12 @@ func TestPTYDevices(t *testing.T) {
 	wantAbsent(file)(t)
 }
 
-// TestPTYOnTerminal: when sbx's stdin is a terminal, the command's pty
-// takes that terminal's size, and sbx puts the terminal back as it found it.
+// TestPTYOnTerminal: when sbx's stdin is its controlling terminal, the
+// command's pty takes that terminal's size and follows its changes
+// (SIGWINCH), sbx's terminal is raw while the command runs (keys reach the
+// command as typed), and sbx puts it back as it found it.
 func TestPTYOnTerminal(t *testing.T) {
-	_, slave := openPTY(t)
+	master, slave := openPTY(t)
 	fd := int(slave.Fd())
 	if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: 50, Col: 132}); err != nil {
 		t.Fatal(err)
@@ -122,12 +126,49 @@ func TestPTYOnTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := workspace(t)
-	out := sbx(t, opts{args: []string{"run", "--cwd", ws, "--pty", "--", "sh", "-c", "stty size; if stty -a | grep -q -- -icanon; then echo raw; fi"}, dir: ws, stdinF: slave})
-	if out.code != 0 || !strings.HasPrefix(out.stdout, "50 132\r\n") {
-		t.Errorf("exit %d stdout %q, want 50 132 first", out.code, out.stdout)
+	cmd := sbxRunCmd(ws, []string{"--pty"},
+		"stty size; if stty -a | grep -q -- -icanon; then echo raw; fi; while read x; do stty size; done; echo bye")
+	cmd.Stdin = slave
+	// sbx leads a session whose terminal is slave, as in a terminal window.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}
+	lines := startLines(t, cmd)
+	next := func() string { return nextLine(t, lines) }
+	if l := next(); l != "50 132" {
+		t.Fatalf("first line %q, want the terminal's size 50 132", l)
 	}
-	if strings.Contains(out.stdout, "raw") {
-		t.Errorf("the command's pty is raw (%q): only sbx's own terminal should be", out.stdout)
+	during, err := unix.IoctlGetTermios(fd, unix.TCGETS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if during.Lflag&(unix.ICANON|unix.ECHO|unix.ISIG) != 0 {
+		t.Errorf("sbx's terminal is not raw while the command runs: lflag %#x", during.Lflag)
+	}
+	if err := unix.IoctlSetWinsize(int(master.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: 60, Col: 140}); err != nil {
+		t.Fatal(err)
+	}
+	// Each Enter makes the command print its size; the SIGWINCH relay is
+	// asynchronous, so press it until the new size shows.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatal("the command never saw the new size 60 140")
+		}
+		master.Write([]byte("\r"))
+		l := next()
+		for l == "" && time.Now().Before(deadline) { // the echo of Enter (or the end)
+			l = next()
+		}
+		if l == "60 140" {
+			break
+		}
+		if l != "50 132" {
+			t.Fatalf("line %q, want a size (raw: the command's own pty was raw)", l)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	master.Write([]byte{0x04})
+	if code := waitExit(t, cmd); code != 0 {
+		t.Errorf("exit %d after Ctrl-D, want 0", code)
 	}
 	after, err := unix.IoctlGetTermios(fd, unix.TCGETS)
 	if err != nil {
