@@ -80,12 +80,14 @@ check() {
 cd "$W"
 check "$sbx" run --mode workspace-write -- /bin/true
 check "$sbx" run --mode workspace-write --network -- /bin/true
+check "$sbx" run --mode workspace-write --memory 512M --pids 256 --cpus 1 -- /bin/true
 
 echo "== caller ($(id -un)), RUNS=$runs, cwd=$W"
 cmds=(
 	-n bare /bin/true
 	-n sbx-netns "$sbx run --mode workspace-write -- /bin/true"
 	-n sbx-network "$sbx run --mode workspace-write --network -- /bin/true"
+	-n sbx-limits "$sbx run --mode workspace-write --memory 512M --pids 256 --cpus 1 -- /bin/true"
 	-n bwrap "bwrap $bwrap_args"
 )
 if [[ -n $landrun ]]; then

@@ -100,16 +100,20 @@ type Report struct {
 	// reached its cap of distinct entries (each listed one has a count).
 	DenialsDropped int  `json:"denials_dropped,omitempty"`
 	TimedOut       bool `json:"timed_out"`
-	// KilledBy is "timeout" or "signal" when sbx ended the command.
+	// KilledBy says why the command was killed: "timeout", "memory" (the
+	// kernel's OOM killer in the call's memory cgroup), "signal" (sbx was
+	// told to stop) or "parent-death" (sbx's parent went away).
 	KilledBy   string `json:"killed_by,omitempty"`
 	DurationMS int64  `json:"duration_ms"`
+	// Resources says how limits were enforced and what the call used.
+	Resources Resources `json:"resources"`
 }
 
 // Features are the names --require accepts; each is the Feature of the
 // Downgrade a backend reports when it cannot apply it.
 var Features = []string{
 	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope",
-	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports",
+	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "limits",
 }
 
 // CheckRequired returns an UnsupportedFeatureError for the first required
@@ -127,7 +131,7 @@ func CheckRequired(required []string, downgrades []Downgrade) error {
 
 // NewReport returns an empty report for mode, with empty (not null) lists.
 func NewReport(mode string) Report {
-	return Report{Mode: mode, Degraded: []Downgrade{}, Denials: []Denial{}}
+	return Report{Mode: mode, Degraded: []Downgrade{}, Denials: []Denial{}, Resources: Resources{Mechanism: "none"}}
 }
 
 // Check is one line of `sbx doctor`: a capability, whether this system has

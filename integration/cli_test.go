@@ -86,6 +86,10 @@ func TestBadInput(t *testing.T) {
 		{"missing-writable-root", []string{"--mode", "workspace-write", "--writable-root", "missing-root"}, []string{"true"}, "writable_roots[0]"},
 		{"writable-root-in-read-only", []string{"--writable-root", "."}, []string{"true"}, "writable_roots"},
 		{"missing-allow-write", []string{"--allow-write", "missing-path"}, []string{"true"}, "additional_permissions.file_system.write[0]"},
+		{"unknown-stdin", []string{"--stdin", "open"}, []string{"true"}, "--stdin"},
+		{"pty-size-without-pty", []string{"--pty-size", "30x90"}, []string{"true"}, "--pty-size"},
+		{"pty-size-zero", []string{"--pty", "--pty-size", "0x80"}, []string{"true"}, "--pty-size"},
+		{"pty-size-malformed", []string{"--pty", "--pty-size", "30by90"}, []string{"true"}, "--pty-size"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

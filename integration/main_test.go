@@ -122,6 +122,9 @@ func sbx(t *testing.T, o opts) outcome {
 	cmd.ExtraFiles = o.extra
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// A process that escaped the sandbox's kill (documented where it can)
+	// must not hold the pipes, and so the test, open.
+	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("start sbx: %v", err)
 	}
@@ -257,13 +260,14 @@ type report struct {
 		Feature string `json:"feature"`
 		Reason  string `json:"reason"`
 	} `json:"degraded"`
-	Denials  []denial `json:"denials"`
-	TimedOut bool     `json:"timed_out"`
-	KilledBy string   `json:"killed_by"`
-	Stdout   string   `json:"stdout"`
-	Stderr   string   `json:"stderr"`
-	Error    string   `json:"error"`
-	raw      map[string]json.RawMessage
+	Denials   []denial  `json:"denials"`
+	TimedOut  bool      `json:"timed_out"`
+	KilledBy  string    `json:"killed_by"`
+	Resources resources `json:"resources"`
+	Stdout    string    `json:"stdout"`
+	Stderr    string    `json:"stderr"`
+	Error     string    `json:"error"`
+	raw       map[string]json.RawMessage
 }
 
 func decodeReport(t *testing.T, b []byte) *report {

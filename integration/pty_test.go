@@ -210,26 +210,3 @@ func TestStdin(t *testing.T) {
 		t.Errorf("run --pty --stdin close: exit %d stdout %q, want eof only", closedPTY.code, closedPTY.stdout)
 	}
 }
-
-// TestPTYBadFlags: contradictory or malformed terminal flags are refused
-// with 125 and the flag named; the command never runs.
-func TestPTYBadFlags(t *testing.T) {
-	ws := workspace(t)
-	marker := filepath.Join(ws, "marker")
-	for _, c := range []struct {
-		flags []string
-		field string
-	}{
-		{[]string{"--stdin", "open"}, "--stdin"},
-		{[]string{"--pty-size", "30x90"}, "--pty-size"},
-		{[]string{"--pty", "--pty-size", "0x80"}, "--pty-size"},
-		{[]string{"--pty", "--pty-size", "30by90"}, "--pty-size"},
-	} {
-		args := append(append([]string{"run", "--cwd", ws, "--mode", "workspace-write"}, c.flags...), "--", "touch", marker)
-		out := sbx(t, opts{args: args, dir: ws})
-		if out.code != 125 || !strings.Contains(out.stderr, c.field) {
-			t.Errorf("%q: exit %d stderr %q, want 125 naming %s", c.flags, out.code, out.stderr, c.field)
-		}
-	}
-	wantAbsent(marker)(t)
-}

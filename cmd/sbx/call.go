@@ -34,6 +34,7 @@ type request struct {
 	Env        []string
 	EnvPolicy  profiles.EnvPolicy
 	Timeout    time.Duration
+	Limits     enforce.Limits
 	Require    []string
 	Escalation escalation
 }
@@ -63,6 +64,9 @@ func prepare(r request) (host.Call, callReport, error) {
 		if !slices.Contains(enforce.Features, f) {
 			return host.Call{}, callReport{}, &profiles.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", f, strings.Join(enforce.Features, ", "))}
 		}
+	}
+	if err := r.Limits.Validate(); err != nil {
+		return host.Call{}, callReport{}, &profiles.FieldError{Field: "limits", Err: err}
 	}
 	cwd, err := resolveCwd(r.Cwd)
 	if err != nil {
@@ -97,7 +101,7 @@ func prepare(r request) (host.Call, callReport, error) {
 	}
 	path, err := lookPath(r.Command[0], cwd, lookupEnv(env, "PATH"))
 	if err != nil {
-		call := host.Call{Policy: pol, Require: r.Require}
+		call := host.Call{Policy: pol, Require: r.Require, Limits: r.Limits}
 		if enf, down, derr := host.Describe(call); derr == nil {
 			meta.Enforcement = enf
 			meta.Degraded = append(meta.Degraded, down...)
@@ -109,6 +113,7 @@ func prepare(r request) (host.Call, callReport, error) {
 		Cmd:     host.Cmd{Path: path, Argv: r.Command, Dir: cwd, Env: env},
 		Require: r.Require,
 		Timeout: r.Timeout,
+		Limits:  r.Limits,
 	}, meta, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"sbx/enforce"
 	"sbx/enforce/host"
 	"sbx/escalate"
 	"sbx/profiles"
@@ -22,26 +23,29 @@ func init() {
 
 // execRequest is the wire shape of `sbx exec` (docs/schema/exec-request.schema.json).
 type execRequest struct {
-	Command               []string                     `json:"command"`
-	Cwd                   string                       `json:"cwd"`
-	SandboxMode           *profiles.Mode               `json:"sandbox_mode"`
-	WritableRoots         []string                     `json:"writable_roots"`
-	ExcludeTmp            bool                         `json:"exclude_tmp"`
-	ExcludeTmpdir         bool                         `json:"exclude_tmpdir"`
-	ReadOnly              []string                     `json:"read_only"`
-	NetworkAccess         bool                         `json:"network_access"`
-	AdditionalPermissions *profiles.Profile            `json:"additional_permissions"`
-	Env                   map[string]string            `json:"env"`
-	EnvPolicy             *profiles.EnvPolicy          `json:"env_policy"`
-	Shell                 *shells.Spec                 `json:"shell"`
-	TimeoutMS             int64                        `json:"timeout_ms"`
-	MaxOutputBytes        int                          `json:"max_output_bytes"`
-	Require               []string                     `json:"require"`
-	CallID                string                       `json:"call_id"`
-	EnvironmentID         string                       `json:"environment_id"`
-	Grants                *profiles.Grants             `json:"grants"`
-	SandboxPermissions    *profiles.SandboxPermissions `json:"sandbox_permissions"`
-	Justification         string                       `json:"justification"`
+	Command               []string            `json:"command"`
+	Cwd                   string              `json:"cwd"`
+	SandboxMode           *profiles.Mode      `json:"sandbox_mode"`
+	WritableRoots         []string            `json:"writable_roots"`
+	ExcludeTmp            bool                `json:"exclude_tmp"`
+	ExcludeTmpdir         bool                `json:"exclude_tmpdir"`
+	ReadOnly              []string            `json:"read_only"`
+	NetworkAccess         bool                `json:"network_access"`
+	AdditionalPermissions *profiles.Profile   `json:"additional_permissions"`
+	Env                   map[string]string   `json:"env"`
+	EnvPolicy             *profiles.EnvPolicy `json:"env_policy"`
+	Shell                 *shells.Spec        `json:"shell"`
+	TimeoutMS             int64               `json:"timeout_ms"`
+	Limits                *enforce.Limits     `json:"limits"`
+	MaxOutputBytes        int                 `json:"max_output_bytes"`
+	// Stream prints the output as NDJSON events while the command runs.
+	Stream             bool                         `json:"stream"`
+	Require            []string                     `json:"require"`
+	CallID             string                       `json:"call_id"`
+	EnvironmentID      string                       `json:"environment_id"`
+	Grants             *profiles.Grants             `json:"grants"`
+	SandboxPermissions *profiles.SandboxPermissions `json:"sandbox_permissions"`
+	Justification      string                       `json:"justification"`
 	// EscalateTo is the target mode of a require_escalated call.
 	EscalateTo     *profiles.Mode           `json:"escalate_to"`
 	ApprovalPolicy *profiles.ApprovalPolicy `json:"approval_policy"`
@@ -131,6 +135,9 @@ func execCmd(args []string, stdio Stdio) int {
 	if req.SandboxMode != nil {
 		r.Mode = *req.SandboxMode
 	}
+	if req.Limits != nil {
+		r.Limits = *req.Limits
+	}
 	if req.AdditionalPermissions != nil {
 		r.Additional = *req.AdditionalPermissions
 	}
@@ -157,7 +164,11 @@ func execCmd(args []string, stdio Stdio) int {
 	}
 	if err == nil {
 		var out execResult
-		out, err = execCall(call, req.MaxOutputBytes, in)
+		if req.Stream {
+			out, err = streamCall(call, req.MaxOutputBytes, in, stdio.Out)
+		} else {
+			out, err = captureCall(call, req.MaxOutputBytes, in)
+		}
 		out.Permissions, out.Env = meta.Permissions, meta.Env
 		if len(out.Denials) > 0 {
 			out.Retry = smallestRetry(call.Policy, r, call.Cmd.Dir, out.Denials)
@@ -175,43 +186,57 @@ func execCmd(args []string, stdio Stdio) int {
 		}
 		res.ExitCode, res.Error = code, err.Error()
 	}
+	if req.Stream {
+		return writeJSONLine(stdio.Out, streamResult{Event: "result", execResult: res})
+	}
 	return writeJSON(stdio.Out, res)
 }
 
-// execCall runs call with captured, capped output and in.stdin as its
-// input, on pipes or on a pty.
-func execCall(call host.Call, maxOutput int, in execInput) (execResult, error) {
+// captureCall runs call with its output captured in capped buffers.
+func captureCall(call host.Call, maxOutput int, in execInput) (execResult, error) {
 	if maxOutput == 0 {
 		maxOutput = defaultMaxOutput
 	}
+	stdout, stderr := host.NewCappedBuffer(maxOutput), host.NewCappedBuffer(maxOutput)
+	rep, err := execCall(call, stdout, stderr, in)
+	return execResult{callReport: callReport{Report: rep}, Stdout: stdout.String(), Stderr: stderr.String(),
+		StdoutTruncated: stdout.Truncated(), StderrTruncated: stderr.Truncated()}, err
+}
+
+// execCall runs call with its output copied to stdout and stderr and
+// in.stdin as its input, on pipes or on a pty (where stderr is merged
+// into stdout).
+func execCall(call host.Call, stdout, stderr io.Writer, in execInput) (enforce.Report, error) {
+	// A runtime cancels a call with SIGTERM: relayed, then the tree killed
+	// after the grace period, with the result still written.
+	call.ForwardSignals = true
 	if in.pty != nil {
-		return execOnPTY(call, maxOutput, *in.pty, in.stdin)
+		return execOnPTY(call, *in.pty, in.stdin, stdout)
 	}
 	stdin, stopStdin, err := stdinText(in.stdin)
 	if err != nil {
-		return execResult{}, err
+		return enforce.Report{}, err
 	}
 	defer stopStdin()
 	outR, outW, err := os.Pipe()
 	if err != nil {
-		return execResult{}, err
+		return enforce.Report{}, err
 	}
 	errR, errW, err := os.Pipe()
 	if err != nil {
 		outR.Close()
 		outW.Close()
-		return execResult{}, err
+		return enforce.Report{}, err
 	}
-	stdout, stderr := host.NewCappedBuffer(maxOutput), host.NewCappedBuffer(maxOutput)
 	var wg sync.WaitGroup
 	for _, s := range []struct {
 		r *os.File
-		b *host.CappedBuffer
+		w io.Writer
 	}{{outR, stdout}, {errR, stderr}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			io.Copy(s.b, s.r)
+			io.Copy(s.w, s.r)
 			s.r.Close()
 		}()
 	}
@@ -223,26 +248,24 @@ func execCall(call host.Call, maxOutput int, in execInput) (execResult, error) {
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
 	drain(drained, outR, errR)
-	return execResult{callReport: callReport{Report: rep}, Stdout: stdout.String(), Stderr: stderr.String(),
-		StdoutTruncated: stdout.Truncated(), StderrTruncated: stderr.Truncated()}, err
+	return rep, err
 }
 
 // execOnPTY runs call on a fresh pty of size, types stdin into it and
-// captures what the terminal shows as stdout: stderr is merged there, and
+// copies what the terminal shows to stdout: stderr is merged there, and
 // the terminal echoes the input and ends lines with "\r\n".
-func execOnPTY(call host.Call, maxOutput int, size ptySize, stdin string) (execResult, error) {
+func execOnPTY(call host.Call, size ptySize, stdin string, stdout io.Writer) (enforce.Report, error) {
 	p, err := attachPTY(&call, size)
 	if err != nil {
-		return execResult{}, err
+		return enforce.Report{}, err
 	}
 	defer p.Close()
 	// Blocks while the terminal's input queue is full; the Close ends it.
 	go io.WriteString(p.Master, ptyInput(stdin))
-	stdout := host.NewCappedBuffer(maxOutput)
 	drained := copyOut(p.Master, stdout)
 	rep, err := host.Run(context.Background(), call)
 	finishPTY(p, drained)
-	return execResult{callReport: callReport{Report: rep}, Stdout: stdout.String(), StdoutTruncated: stdout.Truncated()}, err
+	return rep, err
 }
 
 // drain waits for the output readers to be done (done closes), or, should

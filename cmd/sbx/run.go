@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
+	"time"
 
 	"sbx/enforce"
 	"sbx/enforce/host"
@@ -26,6 +28,24 @@ type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+
+// sizeFlag parses a byte size with an optional K/M/G/T suffix.
+type sizeFlag struct{ n *int64 }
+
+func (f sizeFlag) String() string {
+	if f.n == nil || *f.n == 0 {
+		return ""
+	}
+	return strconv.FormatInt(*f.n, 10)
+}
+func (f sizeFlag) Set(v string) error {
+	n, err := enforce.ParseSize(v)
+	if err != nil {
+		return err
+	}
+	*f.n = n
+	return nil
+}
 
 // modeFlag parses a sandbox mode at flag time so a bad value is a flag error.
 type modeFlag struct{ m *profiles.Mode }
@@ -82,6 +102,8 @@ type runFlags struct {
 	envMode       string
 	envAllow      listFlag
 	setenv        listFlag
+	limits        enforce.Limits
+	timeout       time.Duration
 
 	sandboxPermissions string
 	escalateTo         string
@@ -115,6 +137,10 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.envMode, "env-mode", "inherit", "environment of the command: inherit (minus secret-looking names: "+strings.Join(profiles.SecretPatterns, " ")+"), clean, or allow-list")
 	fs.Var(&rf.envAllow, "env-allow", "variable name or glob to keep (allow-list mode, or a secret-looking name in inherit mode; repeatable)")
 	fs.Var(&rf.setenv, "setenv", "set `NAME=VALUE` for the command (repeatable; never stripped)")
+	fs.Var(sizeFlag{&rf.limits.MemoryBytes}, "memory", "memory limit of the whole command tree, e.g. 512M or 2G (cgroup; per-process RLIMIT_AS where no cgroup is writable)")
+	fs.IntVar(&rf.limits.Pids, "pids", 0, "limit on processes and threads of the command tree (cgroup; RLIMIT_NPROC in the call's user namespace as fallback)")
+	fs.Float64Var(&rf.limits.CPUs, "cpus", 0, "CPU bandwidth quota in cores, e.g. 0.5 (cgroup only)")
+	fs.DurationVar(&rf.timeout, "timeout", 0, "kill the command tree after this `DURATION` (e.g. 30s, 5m)")
 	fs.Var(&rf.require, "require", "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(enforce.Features, ", ")+")")
 }
 
@@ -129,6 +155,10 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 		Command: command, Cwd: rf.cwd, Mode: rf.mode, WritableRoots: rf.writableRoots,
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, ReadOnly: rf.readOnly,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require,
+		Limits: rf.limits, Timeout: rf.timeout,
+	}
+	if rf.timeout < 0 {
+		return r, &profiles.FieldError{Field: "--timeout", Err: errors.New("must not be negative")}
 	}
 	if rf.shell != "" || rf.script != "" {
 		kind, err := shells.ParseKind(rf.shell)

@@ -541,7 +541,8 @@ func stringsOf[S ~string](values []S) []string {
 func TestSchemaMatchesGoTypes(t *testing.T) {
 	req, res, rep := loadSchemaDoc(t, requestSchema), loadSchemaDoc(t, resultSchema), loadSchemaDoc(t, reportSchema)
 	reportNames := jsonNames(reflect.TypeFor[callReport]())
-	resultOwn := slices.DeleteFunc(jsonNames(reflect.TypeFor[execResult]()), func(n string) bool { return slices.Contains(reportNames, n) })
+	// The last line of a streamed call is a streamResult: the same fields plus event.
+	resultOwn := slices.DeleteFunc(jsonNames(reflect.TypeFor[streamResult]()), func(n string) bool { return slices.Contains(reportNames, n) })
 	tests := []struct {
 		name string
 		got  []string
@@ -629,6 +630,8 @@ func TestSchemaFullGoValues(t *testing.T) {
 			{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "127.0.0.1", Port: 80}, Syscall: "connect", PID: 43, Source: "supervisor", Confidence: "inferred", Count: 1},
 		},
 		DenialsDropped: 2, TimedOut: true, KilledBy: "timeout", DurationMS: 1000,
+		Resources: enforce.Resources{Mechanism: "cgroup-v1+rlimit", Limits: enforce.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5},
+			PeakMemoryBytes: 1 << 20, PeakMemorySource: "cgroup", CPUTimeMS: 12, OOMKills: 1},
 	}
 	req := execRequest{
 		Command: []string{"make"}, Cwd: "/w", SandboxMode: &mode, WritableRoots: []string{"/cache"},
@@ -636,6 +639,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 		AdditionalPermissions: &profiles.Profile{Network: &profiles.Network{Enabled: true},
 			FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"out"}}},
 		Env: map[string]string{"CI": "1"}, TimeoutMS: 10, MaxOutputBytes: 10, Require: []string{"netns"},
+		Limits: &enforce.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5}, Stream: true,
 		CallID: "c1", EnvironmentID: "e1", Grants: &profiles.Grants{Session: full, Turn: full},
 		SandboxPermissions: &escalated, Justification: "needs the network", EscalateTo: &target,
 		ApprovalPolicy: &approval, Approver: []string{"/usr/bin/approve"}, Guard: "/etc/sbx/guard.json",
@@ -670,5 +674,60 @@ func TestSchemaFullGoValues(t *testing.T) {
 		if err := validateJSON(compileSchema(t, c.schema), []byte(data)); err != nil {
 			t.Errorf("%s rejects a full %T:\n%v\n%s", c.schema, c.v, err, data)
 		}
+	}
+}
+
+// TestSchemaExecStream: with "stream": true every line is an output event
+// or the final result, each valid; the events carry the output in order
+// (base64 for bytes that are not UTF-8) and max_output_bytes caps them.
+func TestSchemaExecStream(t *testing.T) {
+	result := compileSchema(t, resultSchema)
+	tmp := t.TempDir()
+	for _, tt := range []struct {
+		name, script   string
+		max            int
+		stdout, stderr string
+		truncated      bool
+	}{
+		{name: "text and bytes", script: `echo one; echo err >&2; printf '\377'`, stdout: "one\n\xff", stderr: "err\n"},
+		{name: "capped", script: "head -c 5000 /dev/zero | tr '\\0' x", max: 100, stdout: strings.Repeat("x", 100), truncated: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, out, stderr := execMain(t, mustJSON(map[string]any{"command": []string{"/bin/sh", "-c", tt.script}, "cwd": tmp, "stream": true, "max_output_bytes": tt.max}))
+			if code != 0 {
+				t.Fatalf("sbx exec = %d; stderr %s", code, stderr)
+			}
+			lines := bytes.Split(bytes.TrimSuffix(out, []byte("\n")), []byte("\n"))
+			var got [2]bytes.Buffer
+			for i, line := range lines {
+				if err := validateJSON(result, line); err != nil {
+					t.Fatalf("line %d does not satisfy %s: %v\n%s", i, resultSchema, err, line)
+				}
+				var ev struct {
+					Event, Stream, Data string
+					DataBase64          []byte `json:"data_base64"`
+					StdoutTruncated     bool   `json:"stdout_truncated"`
+				}
+				json.Unmarshal(line, &ev)
+				switch {
+				case i == len(lines)-1:
+					if ev.Event != "result" || ev.StdoutTruncated != tt.truncated {
+						t.Errorf("last line: event %q stdout_truncated %t, want result, %t", ev.Event, ev.StdoutTruncated, tt.truncated)
+					}
+				case ev.Event != "output":
+					t.Errorf("line %d: event %q before the result", i, ev.Event)
+				default:
+					k := 0
+					if ev.Stream == "stderr" {
+						k = 1
+					}
+					got[k].WriteString(ev.Data)
+					got[k].Write(ev.DataBase64)
+				}
+			}
+			if got[0].String() != tt.stdout || got[1].String() != tt.stderr {
+				t.Errorf("streamed stdout %q stderr %q, want %q, %q", got[0].String(), got[1].String(), tt.stdout, tt.stderr)
+			}
+		})
 	}
 }

@@ -20,6 +20,8 @@ type Call struct {
 	// ForwardSignals relays SIGINT, SIGTERM, SIGHUP and SIGQUIT received by
 	// sbx to the command, as a person at a terminal expects.
 	ForwardSignals bool
+	// Limits are the call's resource limits (memory, processes, CPU).
+	Limits enforce.Limits
 	// NoDenialReports runs without the denial supervisor: faster for
 	// write-heavy commands, but nothing the sandbox blocks is reported.
 	NoDenialReports bool

@@ -17,7 +17,14 @@ var ErrStart = darwin.ErrStart
 
 // Compile returns the plan the call's policy gets on this system, without
 // running anything.
-func Compile(c Call) (*darwin.Plan, error) { return darwin.Compile(c.Policy, darwin.DefaultOptions()) }
+func Compile(c Call) (*darwin.Plan, error) {
+	plan, err := darwin.Compile(c.Policy, darwin.DefaultOptions())
+	if err == nil && !c.Limits.IsZero() {
+		plan.Downgrades = append(plan.Downgrades, enforce.Downgrade{Feature: "limits",
+			Reason: "resource limits are not implemented on macOS: the limits are not enforced"})
+	}
+	return plan, err
+}
 
 // Run runs the call under sandbox-exec (or directly for danger-full-access)
 // and reports its outcome. An error means the command did not run (the
@@ -68,7 +75,10 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 				Reason: err.Error() + ": operations the sandbox blocks are not reported"})
 		}
 	}
-	ws, waitErr := waitCall(ctx, c, proc, sigc, &rep)
+	ws, ru, waitErr := waitCall(ctx, c, proc, sigc, &rep)
+	// Darwin's ru_maxrss is in bytes.
+	rep.Resources = enforce.Resources{Mechanism: "none", Limits: c.Limits, PeakMemoryBytes: ru.Maxrss,
+		PeakMemorySource: "rusage", CPUTimeMS: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
 	rep.DurationMS = time.Since(start).Milliseconds()
 	if dlog != nil {
 		ds, dropped := dlog.Finish(c.Policy)

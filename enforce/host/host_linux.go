@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"syscall"
 	"time"
 
 	"sbx/enforce"
@@ -15,7 +16,14 @@ var ErrStart = linux.ErrStart
 
 // Compile returns the plan the call's policy gets on this system, without
 // running anything.
-func Compile(c Call) (*linux.Plan, error) { return linux.Compile(c.Policy, linux.Probe()) }
+func Compile(c Call) (*linux.Plan, error) {
+	plan, err := linux.Compile(c.Policy, linux.Probe())
+	if err != nil {
+		return nil, err
+	}
+	plan.SetLimits(c.Limits)
+	return plan, nil
+}
 
 // Run runs the call and reports its outcome. An error means the command did
 // not run (the report is still filled with what is known).
@@ -47,7 +55,8 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 		}
 		return rep, err
 	}
-	ws, waitErr := waitCall(ctx, c, proc, sigc, &rep)
+	ws, ru, waitErr := waitCall(ctx, c, proc, sigc, &rep)
+	rep.Resources = proc.Resources(ru)
 	sv := proc.EndSupervision()
 	rep.Denials = append(rep.Denials, sv.Denials...)
 	rep.DenialsDropped += sv.Dropped
@@ -62,6 +71,9 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 		return rep, waitErr
 	}
 	setExit(&rep, ws)
+	if rep.KilledBy == "" && ws.Signaled() && ws.Signal() == syscall.SIGKILL && rep.Resources.OOMKills > 0 {
+		rep.KilledBy = "memory"
+	}
 	return rep, nil
 }
 

@@ -32,31 +32,66 @@ func relayedSignals(c Call) (chan os.Signal, func()) {
 	return sigc, func() { signal.Stop(sigc) }
 }
 
+// killGrace is how long a command told to stop (SIGTERM or SIGHUP relayed,
+// or sbx's parent gone) has to exit before its tree is killed.
+const killGrace = 2 * time.Second
+
 // waitCall waits for the command while relaying signals and enforcing the
 // timeout and ctx, then kills what is left of its process group.
-func waitCall(ctx context.Context, c Call, proc process, sigc chan os.Signal, rep *enforce.Report) (syscall.WaitStatus, error) {
+func waitCall(ctx context.Context, c Call, proc process, sigc chan os.Signal, rep *enforce.Report) (syscall.WaitStatus, syscall.Rusage, error) {
 	done := make(chan struct{})
 	var ws syscall.WaitStatus
+	var ru syscall.Rusage
 	var waitErr error
 	go func() {
-		ws, _, waitErr = proc.Wait()
+		ws, ru, waitErr = proc.Wait()
 		close(done)
 	}()
+	pdc, parentGone, stopPD := parentDeath()
+	defer stopPD()
 	ctxDone := ctx.Done()
-	var timeout <-chan time.Time
+	var timeout, grace <-chan time.Time
 	if c.Timeout > 0 {
 		t := time.NewTimer(c.Timeout)
 		defer t.Stop()
 		timeout = t.C
 	}
+	// stopping starts the grace period once: SIGINT alone does not, since
+	// an interactive command may handle it and go on.
+	var graceTimer *time.Timer
+	stopping := func(why string) {
+		if rep.KilledBy == "" {
+			rep.KilledBy = why
+		}
+		if graceTimer == nil {
+			graceTimer = time.NewTimer(killGrace)
+			grace = graceTimer.C
+		}
+	}
+	defer func() {
+		if graceTimer != nil {
+			graceTimer.Stop()
+		}
+	}()
 	for {
 		select {
 		case <-done:
 			// The command is gone; take its group with it.
 			proc.Signal(syscall.SIGKILL)
-			return ws, waitErr
+			return ws, ru, waitErr
 		case s := <-sigc:
 			proc.Signal(s.(syscall.Signal))
+			if s == syscall.SIGTERM || s == syscall.SIGHUP {
+				stopping("signal")
+			}
+		case <-pdc:
+			if parentGone() {
+				proc.Signal(syscall.SIGTERM)
+				stopping("parent-death")
+			}
+		case <-grace:
+			proc.Signal(syscall.SIGKILL)
+			grace = nil
 		case <-timeout:
 			rep.TimedOut, rep.KilledBy = true, "timeout"
 			proc.Signal(syscall.SIGKILL)

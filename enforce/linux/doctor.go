@@ -90,7 +90,7 @@ func userNSCheck(sys System) Check {
 }
 
 func cgroupCheck() Check {
-	c := Check{Feature: "cgroups", Fallback: "limits through rlimits (not implemented yet)"}
+	c := Check{Feature: "cgroups", Fallback: "memory and pids limits through rlimits in the stage (unprivileged); a cpu limit is not enforced"}
 	var found []string
 	for _, p := range []string{"/sys/fs/cgroup/cgroup.controllers", "/sys/fs/cgroup/unified/cgroup.controllers"} {
 		if b, err := os.ReadFile(p); err == nil {
@@ -105,6 +105,8 @@ func cgroupCheck() Check {
 	if !c.Available {
 		c.Detail = "no cgroup file system found"
 	}
-	c.Detail += " (sbx does not set limits yet)"
+	if !hasCapSysAdmin() && os.Getenv(cgroupEnv) == "" {
+		c.Detail += "; not root and no " + cgroupEnv + ": limits fall back to rlimits"
+	}
 	return c
 }

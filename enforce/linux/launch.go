@@ -31,6 +31,11 @@ type Process struct {
 	done     chan exitResult
 	// sup is the seccomp supervisor, nil when the plan has none.
 	sup *supervisor
+	// cg is the call's control groups, nil when the plan has none; usage is
+	// what they measured, read when the call ends.
+	cg    *callCgroup
+	plan  *Plan
+	usage cgroupUsage
 }
 
 type exitResult struct {
@@ -58,18 +63,35 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 			return nil, err
 		}
 	}
+	var cg *callCgroup
+	if p.Cgroup != nil {
+		var err error
+		if cg, err = createCgroups(p.Cgroup, p.Limits); err != nil {
+			if sup != nil {
+				sup.release()
+			}
+			return nil, err
+		}
+	}
 	var pr *Process
 	var err error
 	switch p.Launch {
 	case LaunchStage:
-		pr, err = startStage(p, spec, sup)
+		pr, err = startStage(p, spec, sup, cg)
 	default:
-		pr, err = startThread(p, spec, sup)
+		pr, err = startThread(p, spec, sup, cg)
 	}
-	if err != nil && sup != nil {
-		sup.release()
+	if err != nil {
+		if sup != nil {
+			sup.release()
+		}
+		if cg != nil {
+			cg.remove()
+		}
+		return nil, err
 	}
-	return pr, err
+	pr.cg, pr.plan = cg, p
+	return pr, nil
 }
 
 // EndSupervision stops the seccomp supervisor, once the command has ended,
@@ -84,10 +106,16 @@ func (pr *Process) EndSupervision() SupervisionResult {
 }
 
 // Wait waits for the command to end, then ends every process it left in
-// its PID namespace.
+// its PID namespace and control groups, and removes the groups.
 func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
 	r := <-pr.done
 	pr.stopInit()
+	if pr.cg != nil {
+		pr.cg.kill()
+		pr.usage = pr.cg.usage()
+		pr.cg.remove()
+		pr.cg = nil
+	}
 	return r.status, r.rusage, r.err
 }
 
@@ -136,7 +164,7 @@ func procAttr(spec Spec, extra ...uintptr) *syscall.ProcAttr {
 // restricted thread to other goroutines. It returns while locked, which makes
 // the runtime end the thread. It also outlives the command, because
 // PR_SET_PDEATHSIG fires when the forking thread exits.
-func startThread(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
+func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process, error) {
 	type started struct {
 		pid, initPid int
 		lifeline     *os.File
@@ -148,6 +176,15 @@ func startThread(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
 	go func() {
 		runtime.LockOSThread()
 		st := started{lis: listener{fd: -1}}
+		if cg != nil {
+			if err := cg.joinV1(); err != nil {
+				st.err = err
+				startc <- st
+				return
+			}
+			// Once it has forked, the thread leaves the groups again; on an
+			// error return it dies, which leaves them too.
+		}
 		if p.Launch == LaunchThread {
 			err := enterNamespaces(p)
 			if err == nil {
@@ -155,7 +192,7 @@ func startThread(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
 			}
 			if err == nil && p.NewPIDNS {
 				// Before the restrictions: init is exec'd from a memfd.
-				st.initPid, st.lifeline, err = startInit()
+				st.initPid, st.lifeline, err = startInit(cg)
 			}
 			if err == nil {
 				st.lis, err = restrictThread(p)
@@ -182,6 +219,7 @@ func startThread(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
 			// signal covers the command: init's death kills the namespace.
 			attr.Sys.Pdeathsig = 0
 		}
+		cg.setCgroupFD(attr.Sys)
 		pid, err := syscall.ForkExec(spec.Path, spec.Argv, attr)
 		if err != nil {
 			st.err = fmt.Errorf("%w: %s: %w", ErrStart, spec.Argv[0], err)
@@ -189,6 +227,9 @@ func startThread(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
 			return
 		}
 		st.pid = pid
+		if cg != nil {
+			cg.leaveV1()
+		}
 		startc <- st
 		pr.done <- wait(pid)
 	}()
@@ -227,7 +268,7 @@ func wait(pid int) exitResult {
 // returned as the lifeline: closing it, or sbx's death, ends init and the
 // namespace. Its stdout and stderr are /dev/null, so it never holds the
 // command's pipes open.
-func startInit() (pid int, lifeline *os.File, err error) {
+func startInit(cg *callCgroup) (pid int, lifeline *os.File, err error) {
 	path, err := initExecutable()
 	if err != nil {
 		return 0, nil, err
@@ -242,9 +283,10 @@ func startInit() (pid int, lifeline *os.File, err error) {
 		return 0, nil, fmt.Errorf("pid namespace init: %w", err)
 	}
 	defer r.Close()
+	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+	cg.setCgroupFD(sys)
 	pid, err = syscall.ForkExec(path, []string{"sbx-init"}, &syscall.ProcAttr{
-		Dir: "/", Env: []string{}, Files: []uintptr{r.Fd(), null.Fd(), null.Fd()},
-		Sys: &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
+		Dir: "/", Env: []string{}, Files: []uintptr{r.Fd(), null.Fd(), null.Fd()}, Sys: sys,
 	})
 	if err != nil {
 		w.Close()
@@ -434,7 +476,7 @@ type stagePayload struct {
 // (plus network and mount namespaces as planned). The parent, unrestricted,
 // writes the uid/gid maps; the stage sets up loopback and mounts, restricts
 // itself and execs the command, which keeps the stage's pid.
-func startStage(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
+func startStage(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stage pipe: %w", err)
@@ -506,6 +548,7 @@ func startStage(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
 	// across as ambient capabilities. The stage clears them before the
 	// command's exec.
 	attr.Sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}
+	cg.setCgroupFD(attr.Sys)
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, fmt.Errorf("stage: locate sbx: %w", err)
@@ -552,6 +595,9 @@ const StageCommand = "__stage"
 // StageMain is the stage side of startStage. It returns only on failure,
 // with the exit status to use (125 for sandbox setup, 126/127 for exec).
 func StageMain() int {
+	if len(os.Args) > 2 && os.Args[2] == limitedExecArg {
+		return limitedExec(os.Args[3:])
+	}
 	// Main thread is locked by the sbx binary's init; the restrictions
 	// below apply to it and to the program it execs.
 	f := os.NewFile(3, "stage-plan")
@@ -603,6 +649,10 @@ func StageMain() int {
 	if pl.StatusFD > 0 {
 		return stageInit(pl)
 	}
+	if err := setRlimits(pl.Plan.Rlimits); err != nil {
+		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
+		return 125
+	}
 	err = unix.Exec(pl.Path, pl.Argv, pl.Env)
 	fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", pl.Argv[0], err)
 	return ExecFailureStatus(err)
@@ -619,7 +669,12 @@ func stageInit(pl stagePayload) int {
 	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	// The fork runs on this (restricted, locked) main thread, so the command
 	// inherits its restrictions.
-	pid, err := syscall.ForkExec(pl.Path, pl.Argv, &syscall.ProcAttr{Env: pl.Env,
+	path, argv, err := limitedArgv(pl)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
+		return 125
+	}
+	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: pl.Env,
 		Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true, Setctty: pl.Terminal}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", pl.Argv[0], err)

@@ -113,6 +113,12 @@ type Plan struct {
 	// Devices are the device files the command may write: the policy's and
 	// the terminals behind sbx's standard streams, resolved.
 	Devices []string
+	// Limits are the call's resource limits; Cgroup and Rlimits are what
+	// enforces them (cgroup.go), LimitMechanism says which in the report.
+	Limits         enforce.Limits
+	Cgroup         *CgroupPlan `json:",omitempty"`
+	Rlimits        []Rlimit    `json:",omitempty"`
+	LimitMechanism string      `json:",omitempty"`
 	// Supervise says whether the seccomp supervisor runs (supervise.go).
 	Supervise   Supervise
 	Downgrades  []enforce.Downgrade
@@ -379,6 +385,9 @@ func (p *Plan) Enforcement() enforce.Enforcement {
 func (p *Plan) String() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "mode: %s\nlaunch: %s\n", p.Policy.Mode, p.Launch)
+	if l := p.Limits; !l.IsZero() {
+		fmt.Fprintf(&b, "limits: memory=%d pids=%d cpus=%g via %s\n", l.MemoryBytes, l.Pids, l.CPUs, p.LimitMechanism)
+	}
 	if p.Launch == LaunchDirect {
 		b.WriteString("no restrictions (danger-full-access)\n")
 		return b.String()

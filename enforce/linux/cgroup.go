@@ -1,0 +1,600 @@
+//go:build linux
+
+package linux
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"sbx/enforce"
+)
+
+// Limit mechanisms, as reported in resources.mechanism.
+const (
+	mechV2     = "cgroup-v2"
+	mechV1     = "cgroup-v1"
+	mechRlimit = "rlimit"
+)
+
+// The controllers sbx sets limits with.
+const (
+	ctlMemory = "memory"
+	ctlPids   = "pids"
+	ctlCPU    = "cpu"
+)
+
+// cgroupEnv names a delegated cgroup v2 directory for sbx to create its call
+// groups in: how an unprivileged caller (systemd-run --user -p Delegate=yes,
+// a container runtime) hands sbx a subtree. It must hold no processes.
+const cgroupEnv = "SBX_CGROUP"
+
+// CgroupPlan is where a call's control groups are created and what each
+// enforces. Every call group is a child of these parents, named after sbx's
+// pid, so concurrent calls never share one.
+type CgroupPlan struct {
+	// V2Parent is the cgroup v2 directory the call group is created in, ""
+	// for none. The command is cloned straight into it (CLONE_INTO_CGROUP),
+	// so nothing it starts escapes between fork and move.
+	V2Parent string `json:",omitempty"`
+	// V2Controllers are the controllers the call group sets limits with.
+	V2Controllers []string `json:",omitempty"`
+	// V1 maps a controller to sbx's own cgroup v1 directory of it; the call
+	// group is created below, so the caller's own limits still apply.
+	V1 map[string]string `json:",omitempty"`
+}
+
+// Rlimit is a resource limit the stage sets before it execs the command.
+type Rlimit struct {
+	Resource int
+	Name     string
+	Value    uint64
+}
+
+// cgroupHost is where this process's cgroups are.
+type cgroupHost struct {
+	v2Mount string
+	// v2Own is sbx's own v2 group; v1Own maps controllers to sbx's own v1
+	// group of each.
+	v2Own string
+	v1Own map[string]string
+}
+
+// findCgroups reads the cgroup mounts and sbx's place in each hierarchy.
+func findCgroups() cgroupHost {
+	h := cgroupHost{v1Own: map[string]string{}}
+	mounts := map[string]string{} // "" for v2, else a v1 controller
+	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+		s := bufio.NewScanner(f)
+		for s.Scan() {
+			// id parent maj:min root mountpoint opts... - fstype source superopts
+			pre, post, ok := strings.Cut(s.Text(), " - ")
+			fields, tail := strings.Fields(pre), strings.Fields(post)
+			if !ok || len(fields) < 5 || len(tail) < 3 || fields[3] != "/" {
+				continue
+			}
+			switch tail[0] {
+			case "cgroup2":
+				mounts[""] = fields[4]
+			case "cgroup":
+				for _, o := range strings.Split(tail[2], ",") {
+					if slices.Contains([]string{ctlMemory, ctlPids, ctlCPU}, o) {
+						mounts[o] = fields[4]
+					}
+				}
+			}
+		}
+		f.Close()
+	}
+	b, _ := os.ReadFile("/proc/self/cgroup")
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			if m, ok := mounts[""]; ok {
+				h.v2Mount, h.v2Own = m, filepath.Join(m, parts[2])
+			}
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if m, ok := mounts[c]; ok {
+				h.v1Own[c] = filepath.Join(m, parts[2])
+			}
+		}
+	}
+	return h
+}
+
+// SetLimits decides, controller by controller, what enforces l: a cgroup v2
+// controller, else a v1 one, else an rlimit set by the stage; what none can
+// enforce is a downgrade. A plan without a PID namespace gets a call group
+// even without limits, for the whole-tree kill the namespace would give.
+func (p *Plan) SetLimits(l enforce.Limits) {
+	p.Limits = l
+	if l.IsZero() && p.NewPIDNS {
+		return
+	}
+	h := findCgroups()
+	cg := &CgroupPlan{V1: map[string]string{}}
+	v2Avail := map[string]bool{}
+	if parent := os.Getenv(cgroupEnv); parent != "" {
+		cg.V2Parent = parent
+	} else if p.Launch != LaunchStage && h.v2Mount != "" && unix.Access(h.v2Mount, unix.W_OK) == nil {
+		// A v2 group with controllers enabled may hold no processes, so
+		// sbx's own group (which holds sbx) cannot be the parent: root gets
+		// a dedicated subtree at the top instead.
+		cg.V2Parent = filepath.Join(h.v2Mount, "sbx")
+	}
+	if cg.V2Parent != "" {
+		src := cg.V2Parent
+		if _, err := os.Stat(src); err != nil {
+			src = filepath.Dir(src) // created at start, with the top's controllers
+		}
+		if b, err := os.ReadFile(filepath.Join(src, "cgroup.controllers")); err == nil {
+			for _, c := range strings.Fields(string(b)) {
+				v2Avail[c] = true
+			}
+		}
+	}
+	var mechs []string
+	use := func(ctl string, rl *Rlimit, why string) {
+		switch {
+		case v2Avail[ctl]:
+			cg.V2Controllers = append(cg.V2Controllers, ctl)
+			mechs = append(mechs, mechV2)
+		case h.v1Own[ctl] != "" && p.Launch != LaunchStage && unix.Access(h.v1Own[ctl], unix.W_OK) == nil:
+			cg.V1[ctl] = h.v1Own[ctl]
+			mechs = append(mechs, mechV1)
+		case rl != nil && p.Launch == LaunchStage:
+			p.Rlimits = append(p.Rlimits, *rl)
+			mechs = append(mechs, mechRlimit)
+			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "limits", Reason: why})
+		default:
+			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "limits",
+				Reason: "no writable " + ctl + " cgroup (v2 or v1) for this user: the " + ctl + " limit is not enforced"})
+		}
+	}
+	if l.MemoryBytes > 0 {
+		use(ctlMemory, &Rlimit{Resource: unix.RLIMIT_AS, Name: "RLIMIT_AS", Value: uint64(l.MemoryBytes)},
+			"no writable memory cgroup: memory is capped per process by RLIMIT_AS (address space, not resident memory), so an allocation beyond it fails instead of being OOM-killed, and the tree as a whole is not capped")
+	}
+	if l.Pids > 0 {
+		use(ctlPids, &Rlimit{Resource: unix.RLIMIT_NPROC, Name: "RLIMIT_NPROC", Value: uint64(l.Pids)},
+			"no writable pids cgroup: processes are capped by RLIMIT_NPROC, counted per user in the call's user namespace (the stage's own threads included)")
+	}
+	if l.CPUs > 0 {
+		use(ctlCPU, nil, "")
+	}
+	slices.Sort(mechs)
+	if mechs = slices.Compact(mechs); len(mechs) > 0 {
+		p.LimitMechanism = strings.Join(mechs, "+")
+	}
+	if len(cg.V1) == 0 {
+		cg.V1 = nil
+	}
+	if cg.V2Parent != "" || cg.V1 != nil {
+		p.Cgroup = cg
+	}
+}
+
+// callCgroup is the call's groups, created for one Start.
+type callCgroup struct {
+	v2   string
+	v2fd int // O_PATH fd of v2 for CLONE_INTO_CGROUP, -1 for none
+	v1   map[string]string
+	// leave holds the tasks files of the v1 parents, opened before the
+	// launcher thread restricts itself: it joins the v1 groups to fork the
+	// command into them, then moves itself back out through these.
+	leave []*os.File
+}
+
+// createCgroups makes the call's groups and writes the limits into them.
+// On error nothing is left behind.
+func createCgroups(cp *CgroupPlan, l enforce.Limits) (cg *callCgroup, err error) {
+	cg = &callCgroup{v2fd: -1, v1: map[string]string{}}
+	defer func() {
+		if err != nil {
+			cg.remove()
+			cg = nil
+		}
+	}()
+	name := "sbx-" + strconv.Itoa(os.Getpid())
+	if cp.V2Parent != "" {
+		if err := ensureV2Parent(cp.V2Parent, cp.V2Controllers); err != nil {
+			return cg, err
+		}
+		sweepStale(cp.V2Parent)
+		cg.v2 = filepath.Join(cp.V2Parent, name)
+		if err := os.Mkdir(cg.v2, 0o755); err != nil {
+			cg.v2 = ""
+			return cg, fmt.Errorf("cgroup: %w", err)
+		}
+		for _, c := range cp.V2Controllers {
+			if err := writeLimit(cg.v2, c, 2, l); err != nil {
+				return cg, err
+			}
+		}
+		fd, err := unix.Open(cg.v2, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return cg, fmt.Errorf("cgroup: open %s: %w", cg.v2, err)
+		}
+		cg.v2fd = fd
+	}
+	for _, c := range sortedKeys(cp.V1) {
+		sweepStale(cp.V1[c])
+		dir := filepath.Join(cp.V1[c], name)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			return cg, fmt.Errorf("cgroup: %w", err)
+		}
+		cg.v1[c] = dir
+		if err := writeLimit(dir, c, 1, l); err != nil {
+			return cg, err
+		}
+		f, err := os.OpenFile(filepath.Join(cp.V1[c], "tasks"), os.O_WRONLY, 0)
+		if err != nil {
+			return cg, fmt.Errorf("cgroup: %w", err)
+		}
+		cg.leave = append(cg.leave, f)
+	}
+	return cg, nil
+}
+
+// ensureV2Parent creates the parent (sbx's dedicated subtree) if needed and
+// enables the controllers for its children.
+func ensureV2Parent(parent string, controllers []string) error {
+	if len(controllers) == 0 {
+		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("cgroup: %w", err)
+		}
+		return nil
+	}
+	var enable []string
+	for _, c := range controllers {
+		enable = append(enable, "+"+c)
+	}
+	if _, err := os.Stat(parent); errors.Is(err, os.ErrNotExist) {
+		if err := writeFile(filepath.Join(filepath.Dir(parent), "cgroup.subtree_control"), strings.Join(enable, " ")); err != nil {
+			return err
+		}
+		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			return fmt.Errorf("cgroup: %w", err)
+		}
+	}
+	return writeFile(filepath.Join(parent, "cgroup.subtree_control"), strings.Join(enable, " "))
+}
+
+// sweepStale removes the empty call groups of sbx processes that died
+// without cleaning up (SIGKILL): rmdir fails on a group still in use.
+func sweepStale(parent string) {
+	entries, _ := os.ReadDir(parent)
+	for _, e := range entries {
+		pid, ok := strings.CutPrefix(e.Name(), "sbx-")
+		if !ok || !e.IsDir() {
+			continue
+		}
+		if n, err := strconv.Atoi(pid); err == nil && unix.Kill(n, 0) == unix.ESRCH {
+			unix.Rmdir(filepath.Join(parent, e.Name()))
+		}
+	}
+}
+
+// writeLimit sets controller c's limit from l in dir, in the file names of
+// cgroup version v.
+func writeLimit(dir, c string, v int, l enforce.Limits) error {
+	const period = 100000 // µs, the kernel's default CFS period
+	var files [][2]string
+	switch {
+	case c == ctlMemory && v == 2:
+		files = [][2]string{{"memory.max", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.swap.max", "0"}}
+	case c == ctlMemory:
+		// memsw (memory+swap) keeps the limit from being dodged by swapping;
+		// it exists only with swap accounting and must follow the plain one.
+		files = [][2]string{{"memory.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)}, {"memory.memsw.limit_in_bytes", strconv.FormatInt(l.MemoryBytes, 10)}}
+	case c == ctlPids:
+		files = [][2]string{{"pids.max", strconv.Itoa(l.Pids)}}
+	case c == ctlCPU && v == 2:
+		files = [][2]string{{"cpu.max", fmt.Sprintf("%d %d", int64(l.CPUs*period), period)}}
+	case c == ctlCPU:
+		files = [][2]string{{"cpu.cfs_period_us", strconv.Itoa(period)}, {"cpu.cfs_quota_us", strconv.FormatInt(int64(l.CPUs*period), 10)}}
+	}
+	for i, f := range files {
+		err := writeFile(filepath.Join(dir, f[0]), f[1])
+		if err != nil && i > 0 && errors.Is(err, os.ErrNotExist) {
+			continue // the optional swap file: no swap accounting
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeFile writes an existing control file: never creating one, so a
+// missing controller file is an error rather than a limit silently unset.
+func writeFile(path, s string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err == nil {
+		_, err = f.WriteString(s)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("cgroup: write %q: %w", s, err)
+	}
+	return nil
+}
+
+// joinV1 moves the calling (launcher) thread into the v1 groups: a thread's
+// children are born in its groups, and v1 has no CLONE_INTO_CGROUP.
+func (cg *callCgroup) joinV1() error {
+	tid := strconv.Itoa(unix.Gettid())
+	for _, c := range sortedKeys(cg.v1) {
+		if err := writeFile(filepath.Join(cg.v1[c], "tasks"), tid); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// leaveV1 moves the launcher thread back to sbx's own groups once it has
+// forked, so it is neither counted nor charged as part of the call.
+func (cg *callCgroup) leaveV1() {
+	tid := []byte(strconv.Itoa(unix.Gettid()))
+	for _, f := range cg.leave {
+		f.Write(tid)
+		f.Close()
+	}
+	cg.leave = nil
+}
+
+// cgroupUsage is what the call's groups measured; an OK flag is false for
+// a figure no group measured.
+type cgroupUsage struct {
+	peak     int64
+	peakOK   bool
+	cpuMS    int64
+	cpuOK    bool
+	oomKills int
+}
+
+func (cg *callCgroup) usage() cgroupUsage {
+	var u cgroupUsage
+	if cg.v2 != "" {
+		if v, err := readInt(filepath.Join(cg.v2, "memory.peak")); err == nil {
+			u.peak, u.peakOK = v, true
+		}
+		// cpu.stat is a core file: there even without the cpu controller.
+		if v, ok := readKey(filepath.Join(cg.v2, "cpu.stat"), "usage_usec"); ok {
+			u.cpuMS, u.cpuOK = v/1000, true
+		}
+		if v, ok := readKey(filepath.Join(cg.v2, "memory.events"), "oom_kill"); ok {
+			u.oomKills = int(v)
+		}
+	}
+	if dir := cg.v1[ctlMemory]; dir != "" {
+		if v, err := readInt(filepath.Join(dir, "memory.max_usage_in_bytes")); err == nil {
+			u.peak, u.peakOK = v, true
+		}
+		if v, ok := readKey(filepath.Join(dir, "memory.oom_control"), "oom_kill"); ok {
+			u.oomKills = int(v)
+		}
+	}
+	return u
+}
+
+// Resources reports how the call's limits were enforced and what it used,
+// from its groups where they measured it, else from the command's rusage.
+func (pr *Process) Resources(ru syscall.Rusage) enforce.Resources {
+	r := enforce.Resources{Mechanism: "none", PeakMemorySource: "rusage", OOMKills: pr.usage.oomKills}
+	if pr.plan != nil {
+		r.Limits = pr.plan.Limits
+		if pr.plan.LimitMechanism != "" {
+			r.Mechanism = pr.plan.LimitMechanism
+		}
+	}
+	r.PeakMemoryBytes = ru.Maxrss * 1024
+	if pr.usage.peakOK {
+		r.PeakMemoryBytes, r.PeakMemorySource = pr.usage.peak, "cgroup"
+	}
+	r.CPUTimeMS = (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6
+	if pr.usage.cpuOK {
+		r.CPUTimeMS = pr.usage.cpuMS
+	}
+	return r
+}
+
+// limitedExecArg makes the stage a limit shim: `sbx __stage limits RLIMITS
+// PATH ARGV...` sets the rlimits and execs PATH.
+const limitedExecArg = "limits"
+
+// limitedArgv is what the stage, as PID 1, forks for the command. With rlimit
+// fallbacks it forks the limit shim instead: the stage itself must stay
+// outside them (a Go runtime starts threads and maps memory whenever it
+// needs to, and RLIMIT_NPROC counts threads), and Go cannot run code between
+// its fork and exec.
+func limitedArgv(pl stagePayload) (string, []string, error) {
+	if len(pl.Plan.Rlimits) == 0 {
+		return pl.Path, pl.Argv, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", nil, fmt.Errorf("locate sbx for the limit shim: %w", err)
+	}
+	var spec []string
+	for _, rl := range pl.Plan.Rlimits {
+		v := rl.Value
+		if rl.Resource == unix.RLIMIT_NPROC {
+			// RLIMIT_NPROC counts every task of the user in the call's user
+			// namespace: the stage's own threads too.
+			v += uint64(ownThreads())
+		}
+		spec = append(spec, fmt.Sprintf("%d=%d", rl.Resource, v))
+	}
+	return exe, append([]string{pl.Argv[0], StageCommand, limitedExecArg, strings.Join(spec, ","), pl.Path}, pl.Argv...), nil
+}
+
+// limitedExec is the limit shim: it sets the rlimits as the last thing
+// before exec, so the runtime has no time to need a thread they forbid.
+func limitedExec(args []string) int {
+	if len(args) < 3 {
+		fmt.Fprintln(os.Stderr, "sbx stage: limit shim: missing arguments")
+		return 125
+	}
+	var rls []Rlimit
+	for _, kv := range strings.Split(args[0], ",") {
+		var rl Rlimit
+		if _, err := fmt.Sscanf(kv, "%d=%d", &rl.Resource, &rl.Value); err != nil {
+			fmt.Fprintf(os.Stderr, "sbx stage: limit shim: bad limit %q\n", kv)
+			return 125
+		}
+		rls = append(rls, rl)
+	}
+	path, argv := args[1], args[2:]
+	if err := setRlimits(rls); err != nil {
+		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
+		return 125
+	}
+	err := unix.Exec(path, argv, os.Environ())
+	fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", argv[0], err)
+	return ExecFailureStatus(err)
+}
+
+func ownThreads() int {
+	b, _ := os.ReadFile("/proc/self/status")
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
+}
+
+// setRlimits applies the plan's rlimit fallbacks to the calling process.
+func setRlimits(rls []Rlimit) error {
+	for _, rl := range rls {
+		if err := unix.Setrlimit(rl.Resource, &unix.Rlimit{Cur: rl.Value, Max: rl.Value}); err != nil {
+			return fmt.Errorf("setrlimit(%d, %d): %w", rl.Resource, rl.Value, err)
+		}
+	}
+	return nil
+}
+
+// kill ends every process still in the call's groups, for launches without
+// a PID namespace to do it (setsid and double-fork escapees included).
+func (cg *callCgroup) kill() {
+	if cg.v2 != "" && writeFile(filepath.Join(cg.v2, "cgroup.kill"), "1") == nil {
+		return
+	}
+	dirs := []string{cg.v2}
+	for _, c := range sortedKeys(cg.v1) {
+		dirs = append(dirs, cg.v1[c])
+	}
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		// Without cgroup.kill (before 5.14, or v1) a forking tree can add
+		// processes while we kill: repeat until the group is empty.
+		for range 100 {
+			pids := readPids(filepath.Join(dir, "cgroup.procs"))
+			if len(pids) == 0 {
+				break
+			}
+			for _, pid := range pids {
+				unix.Kill(pid, unix.SIGKILL)
+			}
+		}
+	}
+}
+
+// remove deletes the call's groups. The killed processes leave their groups
+// only once reaped (by their parent, or by init for orphans), so rmdir is
+// retried briefly; a group still busy after that is left for the next
+// call's sweep.
+func (cg *callCgroup) remove() {
+	for _, f := range cg.leave {
+		f.Close()
+	}
+	if cg.v2fd >= 0 {
+		unix.Close(cg.v2fd)
+		cg.v2fd = -1
+	}
+	dirs := []string{cg.v2}
+	for _, c := range sortedKeys(cg.v1) {
+		dirs = append(dirs, cg.v1[c])
+	}
+	for _, dir := range dirs {
+		if dir == "" {
+			continue
+		}
+		for i := 0; i < 50; i++ {
+			if err := unix.Rmdir(dir); err != unix.EBUSY {
+				break
+			}
+			time.Sleep(2 * time.Millisecond)
+		}
+	}
+}
+
+// setCgroupFD clones a child into the call's v2 group.
+func (cg *callCgroup) setCgroupFD(sys *syscall.SysProcAttr) {
+	if cg != nil && cg.v2fd >= 0 {
+		sys.UseCgroupFD, sys.CgroupFD = true, cg.v2fd
+	}
+}
+
+func readInt(path string) (int64, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, err
+	}
+	return strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+}
+
+// readKey reads "key value" from a flat-keyed cgroup file.
+func readKey(path, key string) (int64, bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return 0, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, key+" "); ok {
+			n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+func readPids(path string) []int {
+	b, _ := os.ReadFile(path)
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if n, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, n)
+		}
+	}
+	return pids
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
