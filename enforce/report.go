@@ -114,6 +114,8 @@ type Report struct {
 var Features = []string{
 	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope",
 	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "limits",
+	// Windows: paths whose ACL lets Everyone write stay writable.
+	"everyone-writable",
 }
 
 // CheckRequired returns an UnsupportedFeatureError for the first required

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -47,10 +48,28 @@ func limitMechanism(t *testing.T, ctl string) string {
 		}
 		return "none"
 	}
-	if caps(t).namespaces && ctl != "cpu" {
+	// RLIMIT_NPROC counts per user namespace from Linux 5.14; before, it
+	// would count the user's processes host-wide, and sbx does not use it.
+	major, minor := kernelVersion(t)
+	if caps(t).namespaces && (ctl == "memory" || ctl == "pids" && (major > 5 || major == 5 && minor >= 14)) {
 		return "rlimit"
 	}
 	return "none"
+}
+
+func memTotal(t *testing.T) int64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kib int64
+	for _, l := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(l, "MemTotal:"); ok {
+			fmt.Sscanf(strings.TrimSpace(v), "%d", &kib)
+		}
+	}
+	return kib << 10
 }
 
 // cgroupMounts returns the cgroup2 mount point and the v1 controllers
@@ -82,14 +101,21 @@ func cgroupMounts(t *testing.T) (string, map[string]bool) {
 	return v2, v1
 }
 
-// TestMemoryLimit: a 1 GiB allocation under a 64 MiB limit is killed by the
+// TestMemoryLimit: a 1 GiB (256 MiB on small machines) allocation under a 64 MiB limit is killed by the
 // kernel's OOM killer in the call's memory cgroup (killed_by memory), or,
 // with the rlimit fallback, fails to allocate; a small one succeeds.
 func TestMemoryLimit(t *testing.T) {
 	dd := needTool(t, "dd")
 	ws := workspace(t)
 	mech := limitMechanism(t, "memory")
-	out, rep := run(t, ws, []string{"--memory", "64M"}, dd, "if=/dev/zero", "of=/dev/null", "bs=1G", "count=1")
+	// 1 GiB as the issue asks, where the machine has room for the
+	// allocation itself (the 1 GiB guests of the VM matrix refuse it with
+	// ENOMEM before any limit is reached).
+	bs := "1G"
+	if memTotal(t) < 4<<30 {
+		bs = "256M"
+	}
+	out, rep := run(t, ws, []string{"--memory", "64M"}, dd, "if=/dev/zero", "of=/dev/null", "bs="+bs, "count=1")
 	if rep == nil {
 		t.Fatalf("no report; exit %d stderr %s", out.code, out.stderr)
 	}

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/quick"
 )
@@ -108,7 +109,9 @@ func TestWindowsQuoting(t *testing.T) {
 // rules give the same argv back.
 func TestWindowsRoundTrip(t *testing.T) {
 	f := func(argv []string) bool {
-		if len(argv) == 0 {
+		// A quote cannot be expressed in a program name (nor is one in a
+		// Windows file name); cmd.exe has its own rules (TestCmdCommandLine).
+		if len(argv) == 0 || strings.Contains(argv[0], `"`) || isCmd(argv[0]) {
 			return true
 		}
 		got := SplitWindowsCommandLine(WindowsCommandLine(argv))
@@ -117,9 +120,50 @@ func TestWindowsRoundTrip(t *testing.T) {
 	if err := quick.Check(f, &quick.Config{MaxCount: 5000}); err != nil {
 		t.Fatal(err)
 	}
-	for _, argv := range [][]string{{`a\\`, `"`, ` `, `\"\`}, {"x", ""}} {
+	for _, argv := range [][]string{{`a\\`, `"`, ` `, `\"\`}, {"x", ""}, {`C:\Program Files\x\`, "a"}, {"", "b"}, {"prog\tname", `c\`}} {
 		if got := SplitWindowsCommandLine(WindowsCommandLine(argv)); !reflect.DeepEqual(got, argv) {
 			t.Fatalf("round trip %q -> %q", argv, got)
+		}
+	}
+}
+
+// TestWindowsProgramName: CommandLineToArgvW takes the program name without
+// escapes, so a trailing backslash must not be doubled.
+func TestWindowsProgramName(t *testing.T) {
+	tests := []struct {
+		argv []string
+		want string
+	}{
+		{[]string{`C:\Program Files\PowerShell\7\pwsh.exe`, "-c", "x"}, `"C:\Program Files\PowerShell\7\pwsh.exe" -c x`},
+		{[]string{`C:\dir with space\`, "a"}, `"C:\dir with space\" a`},
+		{[]string{"", "a"}, `"" a`},
+	}
+	for _, tt := range tests {
+		if got := WindowsCommandLine(tt.argv); got != tt.want {
+			t.Errorf("WindowsCommandLine(%q) = %s, want %s", tt.argv, got, tt.want)
+		}
+	}
+}
+
+// TestCmdCommandLine: cmd.exe runs what follows /c verbatim once its outer
+// quotes are stripped, so the script must not be escaped by
+// CommandLineToArgvW rules (cmd would see the backslashes).
+func TestCmdCommandLine(t *testing.T) {
+	tests := []struct {
+		name string
+		argv []string
+		want string
+	}{
+		{"Args for Cmd", append([]string{`C:\Windows\System32\cmd.exe`}, Args(Spec{Kind: Cmd, Script: `echo "a b" & dir "C:\x y\"`})...),
+			`C:\Windows\System32\cmd.exe /d /s /c "echo "a b" & dir "C:\x y\""`},
+		{"upper case and /K", []string{`CMD.EXE`, "/K", "echo", "hi there"}, `CMD.EXE /K "echo hi there"`},
+		{"no extension, switches before /c quoted as usual", []string{`C:\w\cmd`, "/e:on", "/c", `set "x=1"`}, `C:\w\cmd /e:on /c "set "x=1""`},
+		{"empty script", []string{"cmd.exe", "/c"}, `cmd.exe /c ""`},
+		{"not cmd: /c is an ordinary argument", []string{"cmdx.exe", "/c", `a"b`}, `cmdx.exe /c "a\"b"`},
+	}
+	for _, tt := range tests {
+		if got := WindowsCommandLine(tt.argv); got != tt.want {
+			t.Errorf("%s: WindowsCommandLine(%q) =\n%s\nwant\n%s", tt.name, tt.argv, got, tt.want)
 		}
 	}
 }

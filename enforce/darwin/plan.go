@@ -124,6 +124,9 @@ func canonicalPolicy(pol policy.Policy, m PathMode) (policyPaths, error) {
 	return out, err
 }
 
+// Degraded is what the plan could not apply: its Downgrades.
+func (p *Plan) Degraded() []enforce.Downgrade { return p.Downgrades }
+
 // Enforcement describes the plan as applied, for the report.
 func (p *Plan) Enforcement() enforce.Enforcement {
 	e := enforce.Enforcement{Platform: "darwin", Launch: p.Launch, NewSession: true, ClosedFDs: true}

@@ -26,3 +26,30 @@ type Call struct {
 	// write-heavy commands, but nothing the sandbox blocks is reported.
 	NoDenialReports bool
 }
+
+// backendPlan is what Explain and Describe show of every backend's Plan.
+type backendPlan interface {
+	String() string
+	Enforcement() enforce.Enforcement
+	Degraded() []enforce.Downgrade
+}
+
+// Explain compiles the call's policy without running anything and returns
+// the plan's stable text and its structured form.
+func Explain(c Call) (string, any, error) {
+	plan, err := compiled(c)
+	if err != nil {
+		return "", nil, err
+	}
+	return plan.String(), plan, nil
+}
+
+// Describe reports what the call would be enforced with, for a call that
+// never starts (its command was not found), so its report has the same shape.
+func Describe(c Call) (enforce.Enforcement, []enforce.Downgrade, error) {
+	plan, err := compiled(c)
+	if err != nil {
+		return enforce.Enforcement{}, nil, err
+	}
+	return plan.Enforcement(), plan.Degraded(), nil
+}

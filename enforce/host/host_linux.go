@@ -89,22 +89,8 @@ type Check = linux.Check
 // Doctor probes what this system can enforce.
 func Doctor() []Check { return linux.Doctor() }
 
-// Explain compiles the call's policy without running anything and returns
-// the plan's stable text and its structured form.
-func Explain(c Call) (string, any, error) {
+// compiled is Compile for Explain and Describe.
+func compiled(c Call) (backendPlan, error) {
 	plan, err := Compile(c)
-	if err != nil {
-		return "", nil, err
-	}
-	return plan.String(), plan, nil
-}
-
-// Describe reports what the call would be enforced with, for a call that
-// never starts (its command was not found), so its report has the same shape.
-func Describe(c Call) (enforce.Enforcement, []enforce.Downgrade, error) {
-	plan, err := Compile(c)
-	if err != nil {
-		return enforce.Enforcement{}, nil, err
-	}
-	return plan.Enforcement(), plan.Downgrades, nil
+	return plan, err
 }

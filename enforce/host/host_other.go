@@ -1,4 +1,4 @@
-//go:build !linux && !darwin
+//go:build !linux && !darwin && !windows
 
 package host
 
@@ -31,13 +31,7 @@ func Doctor() []Check {
 	return []Check{{Feature: "sandbox", Detail: "no backend for " + runtime.GOOS + " yet", Fallback: "refuse to run"}}
 }
 
-// Explain is not available without a backend.
-func Explain(c Call) (string, any, error) {
-	return "", nil, &enforce.UnsupportedFeatureError{Feature: "sandbox", Reason: "no backend for " + runtime.GOOS + " yet"}
-}
-
-// Describe is not available without a backend.
-func Describe(c Call) (enforce.Enforcement, []enforce.Downgrade, error) {
-	_, _, err := Explain(c)
-	return enforce.Enforcement{}, nil, err
+// compiled is not available without a backend.
+func compiled(c Call) (backendPlan, error) {
+	return nil, &enforce.UnsupportedFeatureError{Feature: "sandbox", Reason: "no backend for " + runtime.GOOS + " yet"}
 }

@@ -46,6 +46,9 @@ type CgroupPlan struct {
 	// for none. The command is cloned straight into it (CLONE_INTO_CGROUP),
 	// so nothing it starts escapes between fork and move.
 	V2Parent string `json:",omitempty"`
+	// V2Top is the top of the v2 hierarchy when V2Parent is sbx's own
+	// subtree below it (root), where the controllers are enabled first.
+	V2Top string `json:",omitempty"`
 	// V2Controllers are the controllers the call group sets limits with.
 	V2Controllers []string `json:",omitempty"`
 	// V1 maps a controller to sbx's own cgroup v1 directory of it; the call
@@ -128,19 +131,18 @@ func (p *Plan) SetLimits(l enforce.Limits) {
 	h := findCgroups()
 	cg := &CgroupPlan{V1: map[string]string{}}
 	v2Avail := map[string]bool{}
+	// src is the group whose cgroup.controllers lists what the call group
+	// can be given.
+	src := ""
 	if parent := os.Getenv(cgroupEnv); parent != "" {
-		cg.V2Parent = parent
+		cg.V2Parent, src = parent, parent
 	} else if p.Launch != LaunchStage && h.v2Mount != "" && unix.Access(h.v2Mount, unix.W_OK) == nil {
 		// A v2 group with controllers enabled may hold no processes, so
 		// sbx's own group (which holds sbx) cannot be the parent: root gets
 		// a dedicated subtree at the top instead.
-		cg.V2Parent = filepath.Join(h.v2Mount, "sbx")
+		cg.V2Top, cg.V2Parent, src = h.v2Mount, filepath.Join(h.v2Mount, "sbx"), h.v2Mount
 	}
-	if cg.V2Parent != "" {
-		src := cg.V2Parent
-		if _, err := os.Stat(src); err != nil {
-			src = filepath.Dir(src) // created at start, with the top's controllers
-		}
+	if src != "" {
 		if b, err := os.ReadFile(filepath.Join(src, "cgroup.controllers")); err == nil {
 			for _, c := range strings.Fields(string(b)) {
 				v2Avail[c] = true
@@ -170,8 +172,14 @@ func (p *Plan) SetLimits(l enforce.Limits) {
 			"no writable memory cgroup: memory is capped per process by RLIMIT_AS (address space, not resident memory), so an allocation beyond it fails instead of being OOM-killed, and the tree as a whole is not capped")
 	}
 	if l.Pids > 0 {
-		use(ctlPids, &Rlimit{Resource: unix.RLIMIT_NPROC, Name: "RLIMIT_NPROC", Value: uint64(l.Pids)},
-			"no writable pids cgroup: processes are capped by RLIMIT_NPROC, counted per user in the call's user namespace (the stage's own threads included)")
+		// Before Linux 5.14 RLIMIT_NPROC counts every process of the user
+		// on the host, not of the call: it would cap unrelated work, so it
+		// is not used there.
+		var rl *Rlimit
+		if kernelAtLeast(5, 14) {
+			rl = &Rlimit{Resource: unix.RLIMIT_NPROC, Name: "RLIMIT_NPROC", Value: uint64(l.Pids)}
+		}
+		use(ctlPids, rl, "no writable pids cgroup: processes are capped by RLIMIT_NPROC, counted per user in the call's user namespace (the stage's own threads included)")
 	}
 	if l.CPUs > 0 {
 		use(ctlCPU, nil, "")
@@ -211,7 +219,7 @@ func createCgroups(cp *CgroupPlan, l enforce.Limits) (cg *callCgroup, err error)
 	}()
 	name := "sbx-" + strconv.Itoa(os.Getpid())
 	if cp.V2Parent != "" {
-		if err := ensureV2Parent(cp.V2Parent, cp.V2Controllers); err != nil {
+		if err := ensureV2Parent(cp); err != nil {
 			return cg, err
 		}
 		sweepStale(cp.V2Parent)
@@ -250,28 +258,40 @@ func createCgroups(cp *CgroupPlan, l enforce.Limits) (cg *callCgroup, err error)
 	return cg, nil
 }
 
-// ensureV2Parent creates the parent (sbx's dedicated subtree) if needed and
-// enables the controllers for its children.
-func ensureV2Parent(parent string, controllers []string) error {
-	if len(controllers) == 0 {
-		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-			return fmt.Errorf("cgroup: %w", err)
-		}
-		return nil
-	}
+// ensureV2Parent creates sbx's own subtree when it is the parent, and
+// enables the call's controllers down to the call group. Enabling is
+// idempotent, and needed on every call: the subtree may have been made by a
+// call that asked for none.
+func ensureV2Parent(cp *CgroupPlan) error {
 	var enable []string
-	for _, c := range controllers {
+	for _, c := range cp.V2Controllers {
 		enable = append(enable, "+"+c)
 	}
-	if _, err := os.Stat(parent); errors.Is(err, os.ErrNotExist) {
-		if err := writeFile(filepath.Join(filepath.Dir(parent), "cgroup.subtree_control"), strings.Join(enable, " ")); err != nil {
-			return err
+	if cp.V2Top != "" {
+		if len(enable) > 0 {
+			if err := writeFile(filepath.Join(cp.V2Top, "cgroup.subtree_control"), strings.Join(enable, " ")); err != nil {
+				return err
+			}
 		}
-		if err := os.Mkdir(parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := os.Mkdir(cp.V2Parent, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
 			return fmt.Errorf("cgroup: %w", err)
 		}
 	}
-	return writeFile(filepath.Join(parent, "cgroup.subtree_control"), strings.Join(enable, " "))
+	if len(enable) == 0 {
+		return nil
+	}
+	return writeFile(filepath.Join(cp.V2Parent, "cgroup.subtree_control"), strings.Join(enable, " "))
+}
+
+// kernelAtLeast reports whether the running kernel is at least major.minor.
+func kernelAtLeast(major, minor int) bool {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false
+	}
+	var ma, mi int
+	fmt.Sscanf(unix.ByteSliceToString(u.Release[:]), "%d.%d", &ma, &mi)
+	return ma > major || ma == major && mi >= minor
 }
 
 // sweepStale removes the empty call groups of sbx processes that died

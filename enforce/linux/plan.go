@@ -345,6 +345,9 @@ func (p *Plan) compileLandlock(abi int) {
 	p.Landlock = lp
 }
 
+// Degraded is what the plan could not apply: its Downgrades.
+func (p *Plan) Degraded() []enforce.Downgrade { return p.Downgrades }
+
 // Enforcement describes the plan as applied, for the report.
 func (p *Plan) Enforcement() enforce.Enforcement {
 	e := enforce.Enforcement{Platform: "linux", Launch: p.Launch, NoNewPrivs: true, NewSession: true,

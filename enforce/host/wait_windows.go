@@ -1,0 +1,67 @@
+//go:build windows
+
+package host
+
+import (
+	"context"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"sbx/enforce"
+	"sbx/enforce/windows"
+)
+
+// relayedSignals subscribes to Ctrl-C/Ctrl-Break (os.Interrupt) and console
+// close, logoff and shutdown (SIGTERM) when c asks for it. Call it before the
+// start, so an interrupt between start and wait is relayed.
+func relayedSignals(c Call) (chan os.Signal, func()) {
+	if !c.ForwardSignals {
+		return nil, func() {}
+	}
+	sigc := make(chan os.Signal, 4)
+	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	return sigc, func() { signal.Stop(sigc) }
+}
+
+// waitCall waits for the command while relaying interrupts and enforcing the
+// timeout and ctx, then kills what is left of its job.
+func waitCall(ctx context.Context, c Call, proc *windows.Process, sigc chan os.Signal, rep *enforce.Report) (uint32, error) {
+	done := make(chan struct{})
+	var code uint32
+	var waitErr error
+	go func() {
+		code, waitErr = proc.Wait()
+		close(done)
+	}()
+	ctxDone := ctx.Done()
+	var timeout <-chan time.Time
+	if c.Timeout > 0 {
+		t := time.NewTimer(c.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	for {
+		select {
+		case <-done:
+			// The command is gone; take the rest of its job with it.
+			proc.Kill()
+			return code, waitErr
+		case s := <-sigc:
+			if s == os.Interrupt {
+				proc.Interrupt()
+			} else {
+				proc.Kill()
+			}
+		case <-timeout:
+			rep.TimedOut, rep.KilledBy = true, "timeout"
+			proc.Kill()
+			timeout = nil
+		case <-ctxDone:
+			rep.KilledBy = "signal"
+			proc.Kill()
+			ctxDone = nil
+		}
+	}
+}

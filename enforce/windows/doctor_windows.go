@@ -1,0 +1,41 @@
+//go:build windows
+
+package windows
+
+import (
+	"golang.org/x/sys/windows"
+
+	"sbx/enforce"
+)
+
+// Check is one line of `sbx doctor`.
+type Check = enforce.Check
+
+// Doctor probes what this system can enforce: it builds a job and a
+// restricted token the way a call does, and lists the gaps every call has.
+func Doctor() []Check {
+	var out []Check
+	if h, err := newJob(Job{}); err != nil {
+		out = append(out, Check{Feature: "job", Detail: err.Error(), Fallback: "refuse to run"})
+	} else {
+		windows.CloseHandle(h)
+		out = append(out, Check{Feature: "job", Available: true, Detail: "kill on close, breakaway forbidden"})
+	}
+	opts, err := DefaultOptions()
+	if err == nil {
+		var tok interface{ Close() error }
+		tok, err = restrictedToken(&Plan{CallSID: opts.CallSID, RestrictingSIDs: []string{opts.CallSID, EveryoneSID, LogonSID}})
+		if err == nil {
+			tok.Close()
+		}
+	}
+	if err != nil {
+		out = append(out, Check{Feature: "restricted-token", Detail: err.Error(), Fallback: "refuse to run"})
+	} else {
+		out = append(out, Check{Feature: "restricted-token", Available: true, Detail: "write-restricted, max privileges disabled"})
+	}
+	for _, d := range []enforce.Downgrade{everyoneWritable, noDenials, noNetwork, noMask} {
+		out = append(out, Check{Feature: d.Feature, Detail: d.Reason, Fallback: "report degraded"})
+	}
+	return out
+}
