@@ -116,6 +116,8 @@ var Features = []string{
 	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "limits",
 	// Windows: paths whose ACL lets Everyone write stay writable.
 	"everyone-writable",
+	// macOS: no parent-death signal, so the tree outlives a killed sbx.
+	"parent-death-kill",
 }
 
 // CheckRequired returns an UnsupportedFeatureError for the first required

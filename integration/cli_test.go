@@ -309,8 +309,8 @@ func notZombie(pid int) bool {
 }
 
 // TestDeathOfTreeWithSbx: when sbx is killed, the whole command tree dies
-// with it, including background children of the command (issue 2: "death
-// of the whole tree when sbx dies"): the command runs in its own PID
+// with it, including a setsid, double-forked child of the command (issues 2
+// and 5: "death of the whole tree when sbx dies"): the command runs in its own PID
 // namespace, whose init dies with sbx. The child is found on the host by a
 // unique argument. Without user namespaces an unprivileged sbx has no PID
 // namespace: the report says pidns, and the background child does survive,
@@ -322,7 +322,10 @@ func TestDeathOfTreeWithSbx(t *testing.T) {
 			arg := strconv.Itoa(300000 + os.Getpid()%10000*10 + i)
 			ws := workspace(t)
 			rp := filepath.Join(t.TempDir(), "report.json")
-			cmd, line := startSbx(t, ws, append([]string{"--report", rp}, mode...), "sleep "+arg+" & echo started; wait")
+			// The child leaves the command's session (setsid) and its parent
+			// exits (a double fork): only a PID namespace still holds it.
+			cmd, line := startSbx(t, ws, append([]string{"--report", rp}, mode...),
+				"setsid sh -c 'sleep "+arg+" </dev/null >/dev/null 2>&1 & :'; echo started; sleep 30")
 			if line != "started" {
 				t.Fatalf("got %q", line)
 			}

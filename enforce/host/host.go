@@ -34,6 +34,14 @@ type backendPlan interface {
 	Degraded() []enforce.Downgrade
 }
 
+// admit fills rep with what plan enforces and degrades, and refuses a call
+// that requires a feature plan degraded.
+func admit(rep *enforce.Report, plan backendPlan, require []string) error {
+	rep.Enforcement = plan.Enforcement()
+	rep.Degraded = append(rep.Degraded, plan.Degraded()...)
+	return enforce.CheckRequired(require, plan.Degraded())
+}
+
 // Explain compiles the call's policy without running anything and returns
 // the plan's stable text and its structured form.
 func Explain(c Call) (string, any, error) {
@@ -53,3 +61,6 @@ func Describe(c Call) (enforce.Enforcement, []enforce.Downgrade, error) {
 	}
 	return plan.Enforcement(), plan.Degraded(), nil
 }
+
+// Check is one line of `sbx doctor`.
+type Check = enforce.Check

@@ -39,10 +39,9 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if slices.Contains(c.Require, "denial-reports") && plan.Supervise != linux.SuperviseOff {
 		plan.Supervise = linux.SuperviseRequired
 	}
-	rep.Enforcement = plan.Enforcement()
+	err = admit(&rep, plan, c.Require)
 	rep.Enforcement.PTY = c.Cmd.Terminal
-	rep.Degraded = append(rep.Degraded, plan.Downgrades...)
-	if err := enforce.CheckRequired(c.Require, plan.Downgrades); err != nil {
+	if err != nil {
 		return rep, err
 	}
 	sigc, stop := relayedSignals(c)
@@ -83,14 +82,5 @@ const StageCommand = linux.StageCommand
 // StageMain is the in-sandbox stage of a LaunchStage call.
 func StageMain() int { return linux.StageMain() }
 
-// Check is one line of `sbx doctor`.
-type Check = linux.Check
-
 // Doctor probes what this system can enforce.
 func Doctor() []Check { return linux.Doctor() }
-
-// compiled is Compile for Explain and Describe.
-func compiled(c Call) (backendPlan, error) {
-	plan, err := Compile(c)
-	return plan, err
-}

@@ -17,15 +17,6 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	return enforce.Report{}, &enforce.UnsupportedFeatureError{Feature: "sandbox", Reason: "no backend for " + runtime.GOOS + " yet"}
 }
 
-// StageCommand is the hidden subcommand that runs StageMain.
-const StageCommand = "__stage"
-
-// StageMain has nothing to do on this platform.
-func StageMain() int { return 125 }
-
-// Check is one line of `sbx doctor`.
-type Check = enforce.Check
-
 // Doctor reports that this platform has no backend yet.
 func Doctor() []Check {
 	return []Check{{Feature: "sandbox", Detail: "no backend for " + runtime.GOOS + " yet", Fallback: "refuse to run"}}

@@ -39,9 +39,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	rep.Enforcement = plan.Enforcement()
-	rep.Degraded = append(rep.Degraded, plan.Downgrades...)
-	if err := enforce.CheckRequired(c.Require, plan.Downgrades); err != nil {
+	if err := admit(&rep, plan, c.Require); err != nil {
 		return rep, err
 	}
 	sigc, stop := relayedSignals(c)
@@ -70,21 +68,5 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	return rep, nil
 }
 
-// StageCommand is the hidden subcommand that runs StageMain.
-const StageCommand = "__stage"
-
-// StageMain has nothing to do on Windows: the token and the job are set up
-// by sbx itself, no sbx stage runs inside the sandbox.
-func StageMain() int { return 125 }
-
-// Check is one line of `sbx doctor`.
-type Check = windows.Check
-
 // Doctor probes what this system can enforce.
 func Doctor() []Check { return windows.Doctor() }
-
-// compiled is Compile for Explain and Describe.
-func compiled(c Call) (backendPlan, error) {
-	plan, err := Compile(c)
-	return plan, err
-}
