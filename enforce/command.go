@@ -13,4 +13,8 @@ type Command struct {
 	Env  []string
 	// Stdin, Stdout and Stderr become fds 0, 1 and 2.
 	Stdin, Stdout, Stderr *os.File
+	// Terminal says Stdin is the slave of a fresh pseudo-terminal: it
+	// becomes the controlling terminal of the command's new session, so
+	// the command's process group is its foreground group.
+	Terminal bool
 }

@@ -43,8 +43,11 @@ type Enforcement struct {
 	NewSession       bool          `json:"new_session"`
 	ParentDeathKill  bool          `json:"parent_death_kill"`
 	ClosedFDs        bool          `json:"closed_fds"`
-	ReadOnlyMounts   []string      `json:"read_only_mounts,omitempty"`
-	MaskedPaths      []string      `json:"masked_paths,omitempty"`
+	// PTY: the command ran on a fresh pseudo-terminal whose slave was the
+	// only terminal it could open.
+	PTY            bool     `json:"pty"`
+	ReadOnlyMounts []string `json:"read_only_mounts,omitempty"`
+	MaskedPaths    []string `json:"masked_paths,omitempty"`
 }
 
 // LandlockInfo is the Landlock part of an Enforcement.

@@ -86,6 +86,10 @@ func TestBadInput(t *testing.T) {
 		{"missing-writable-root", []string{"--mode", "workspace-write", "--writable-root", "missing-root"}, []string{"true"}, "writable_roots[0]"},
 		{"writable-root-in-read-only", []string{"--writable-root", "."}, []string{"true"}, "writable_roots"},
 		{"missing-allow-write", []string{"--allow-write", "missing-path"}, []string{"true"}, "additional_permissions.file_system.write[0]"},
+		{"unknown-stdin", []string{"--stdin", "open"}, []string{"true"}, "--stdin"},
+		{"pty-size-without-pty", []string{"--pty-size", "30x90"}, []string{"true"}, "--pty-size"},
+		{"pty-size-zero", []string{"--pty", "--pty-size", "0x80"}, []string{"true"}, "--pty-size"},
+		{"pty-size-malformed", []string{"--pty", "--pty-size", "30by90"}, []string{"true"}, "--pty-size"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -196,9 +200,21 @@ func TestLaunch(t *testing.T) {
 // pipe and returns the process and the first line the script prints.
 func startSbx(t *testing.T, ws string, flags []string, script string) (*exec.Cmd, string) {
 	t.Helper()
-	mode := flags
-	cmd := exec.Command(sbxBin, append(append([]string{"run", "--cwd", ws}, mode...), "--", "sh", "-c", script)...)
+	cmd := sbxRunCmd(ws, flags, script)
+	return cmd, nextLine(t, startLines(t, cmd))
+}
+
+// sbxRunCmd is `sbx run --cwd WS FLAGS -- sh -c SCRIPT`, not started.
+func sbxRunCmd(ws string, flags []string, script string) *exec.Cmd {
+	cmd := exec.Command(sbxBin, append(append([]string{"run", "--cwd", ws}, flags...), "--", "sh", "-c", script)...)
 	cmd.Env = baseEnv()
+	return cmd
+}
+
+// startLines starts cmd and sends each line of its stdout, trimmed; the
+// channel closes at the end of the output. cmd is killed when the test ends.
+func startLines(t *testing.T, cmd *exec.Cmd) <-chan string {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -207,18 +223,34 @@ func startSbx(t *testing.T, ws string, flags []string, script string) (*exec.Cmd
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	lines := make(chan string, 1)
+	lines := make(chan string, 16)
 	go func() {
-		l, _ := bufio.NewReader(stdout).ReadString('\n')
-		lines <- strings.TrimSpace(l)
+		defer close(lines)
+		r := bufio.NewReader(stdout)
+		for {
+			l, err := r.ReadString('\n')
+			if l != "" || err == nil {
+				lines <- strings.TrimSpace(l)
+			}
+			if err != nil {
+				return
+			}
+		}
 	}()
+	return lines
+}
+
+// nextLine returns the next line from startLines ("" once the output has
+// ended), failing the test when none comes within 10s.
+func nextLine(t *testing.T, lines <-chan string) string {
+	t.Helper()
 	select {
 	case l := <-lines:
-		return cmd, l
+		return l
 	case <-time.After(10 * time.Second):
 		t.Fatal("the command printed nothing within 10s")
 	}
-	return nil, ""
+	return ""
 }
 
 func waitExit(t *testing.T, cmd *exec.Cmd) int {

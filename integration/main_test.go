@@ -252,6 +252,7 @@ type report struct {
 		NoNewPrivs       bool     `json:"no_new_privs"`
 		NewSession       bool     `json:"new_session"`
 		ClosedFDs        bool     `json:"closed_fds"`
+		PTY              bool     `json:"pty"`
 		ReadOnlyMounts   []string `json:"read_only_mounts"`
 		MaskedPaths      []string `json:"masked_paths"`
 	} `json:"enforcement"`
@@ -259,14 +260,14 @@ type report struct {
 		Feature string `json:"feature"`
 		Reason  string `json:"reason"`
 	} `json:"degraded"`
-	Denials  []denial `json:"denials"`
+	Denials   []denial  `json:"denials"`
 	TimedOut  bool      `json:"timed_out"`
 	KilledBy  string    `json:"killed_by"`
 	Resources resources `json:"resources"`
-	Stdout   string   `json:"stdout"`
-	Stderr   string   `json:"stderr"`
-	Error    string   `json:"error"`
-	raw      map[string]json.RawMessage
+	Stdout    string    `json:"stdout"`
+	Stderr    string    `json:"stderr"`
+	Error     string    `json:"error"`
+	raw       map[string]json.RawMessage
 }
 
 func decodeReport(t *testing.T, b []byte) *report {

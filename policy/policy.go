@@ -47,7 +47,11 @@ type Policy struct {
 	ReadOnly []string `json:"read_only"`
 	// Devices are device files a shell needs to write even in read-only mode.
 	Devices []string `json:"devices"`
-	Network Network  `json:"network"`
+	// Terminal is the pty slave the command runs on (sbx run --pty, exec
+	// "pty"). When set, it is the only terminal the command may open,
+	// instead of the ones behind sbx's own standard streams.
+	Terminal string  `json:"terminal,omitempty"`
+	Network  Network `json:"network"`
 	// Masked are paths that may be neither read nor written (the guard's
 	// deny-read list); a backend hides them.
 	Masked []string `json:"masked,omitempty"`

@@ -23,35 +23,63 @@ func init() {
 
 // execRequest is the wire shape of `sbx exec` (docs/schema/exec-request.schema.json).
 type execRequest struct {
-	Command               []string                     `json:"command"`
-	Cwd                   string                       `json:"cwd"`
-	SandboxMode           *profiles.Mode               `json:"sandbox_mode"`
-	WritableRoots         []string                     `json:"writable_roots"`
-	ExcludeTmp            bool                         `json:"exclude_tmp"`
-	ExcludeTmpdir         bool                         `json:"exclude_tmpdir"`
-	ReadOnly              []string                     `json:"read_only"`
-	NetworkAccess         bool                         `json:"network_access"`
-	AdditionalPermissions *profiles.Profile            `json:"additional_permissions"`
-	Env                   map[string]string            `json:"env"`
-	EnvPolicy             *profiles.EnvPolicy          `json:"env_policy"`
-	Shell                 *shells.Spec                 `json:"shell"`
-	TimeoutMS             int64                        `json:"timeout_ms"`
-	Limits                *enforce.Limits              `json:"limits"`
-	MaxOutputBytes        int                          `json:"max_output_bytes"`
+	Command               []string            `json:"command"`
+	Cwd                   string              `json:"cwd"`
+	SandboxMode           *profiles.Mode      `json:"sandbox_mode"`
+	WritableRoots         []string            `json:"writable_roots"`
+	ExcludeTmp            bool                `json:"exclude_tmp"`
+	ExcludeTmpdir         bool                `json:"exclude_tmpdir"`
+	ReadOnly              []string            `json:"read_only"`
+	NetworkAccess         bool                `json:"network_access"`
+	AdditionalPermissions *profiles.Profile   `json:"additional_permissions"`
+	Env                   map[string]string   `json:"env"`
+	EnvPolicy             *profiles.EnvPolicy `json:"env_policy"`
+	Shell                 *shells.Spec        `json:"shell"`
+	TimeoutMS             int64               `json:"timeout_ms"`
+	Limits                *enforce.Limits     `json:"limits"`
+	MaxOutputBytes        int                 `json:"max_output_bytes"`
 	// Stream prints the output as NDJSON events while the command runs.
-	Stream bool `json:"stream"`
-	Require               []string                     `json:"require"`
-	CallID                string                       `json:"call_id"`
-	EnvironmentID         string                       `json:"environment_id"`
-	Grants                *profiles.Grants             `json:"grants"`
-	SandboxPermissions    *profiles.SandboxPermissions `json:"sandbox_permissions"`
-	Justification         string                       `json:"justification"`
+	Stream             bool                         `json:"stream"`
+	Require            []string                     `json:"require"`
+	CallID             string                       `json:"call_id"`
+	EnvironmentID      string                       `json:"environment_id"`
+	Grants             *profiles.Grants             `json:"grants"`
+	SandboxPermissions *profiles.SandboxPermissions `json:"sandbox_permissions"`
+	Justification      string                       `json:"justification"`
 	// EscalateTo is the target mode of a require_escalated call.
 	EscalateTo     *profiles.Mode           `json:"escalate_to"`
 	ApprovalPolicy *profiles.ApprovalPolicy `json:"approval_policy"`
 	// Approver is the argv of an approver program.
 	Approver []string `json:"approver"`
 	Guard    string   `json:"guard"`
+	// PTY, when present, runs the command on a fresh pseudo-terminal.
+	PTY *execPTY `json:"pty"`
+	// Stdin is text the command reads, then end-of-file (absent: none).
+	Stdin *string `json:"stdin"`
+}
+
+// execPTY is the "pty" object; absent sizes are the default 24x80.
+type execPTY struct {
+	Rows *int `json:"rows"`
+	Cols *int `json:"cols"`
+}
+
+// size validates the object and fills in the defaults.
+func (p execPTY) size() (ptySize, error) {
+	s := defaultPTYSize
+	if p.Rows != nil {
+		s.Rows = *p.Rows
+	}
+	if p.Cols != nil {
+		s.Cols = *p.Cols
+	}
+	return s, s.check("pty.")
+}
+
+// execInput is what the command reads and where it writes.
+type execInput struct {
+	pty   *ptySize // nil: pipes
+	stdin string
 }
 
 // execResult is the wire shape of the result (docs/schema/exec-result.schema.json).
@@ -84,6 +112,20 @@ func execCmd(args []string, stdio Stdio) int {
 	}
 	if req.MaxOutputBytes < 0 {
 		return execRefuse(stdio, &profiles.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")})
+	}
+	var in execInput
+	if req.Stdin != nil {
+		if len(*req.Stdin) > maxStdinBytes {
+			return execRefuse(stdio, &profiles.FieldError{Field: "stdin", Err: fmt.Errorf("%d bytes is more than the %d allowed; give the command a file instead", len(*req.Stdin), maxStdinBytes)})
+		}
+		in.stdin = *req.Stdin
+	}
+	if req.PTY != nil {
+		size, err := req.PTY.size()
+		if err != nil {
+			return execRefuse(stdio, err)
+		}
+		in.pty = &size
 	}
 	r := request{
 		Command: req.Command, Cwd: req.Cwd, WritableRoots: req.WritableRoots, ExcludeTmp: req.ExcludeTmp,
@@ -123,9 +165,9 @@ func execCmd(args []string, stdio Stdio) int {
 	if err == nil {
 		var out execResult
 		if req.Stream {
-			out, err = streamCall(call, req.MaxOutputBytes, stdio.Out)
+			out, err = streamCall(call, req.MaxOutputBytes, in, stdio.Out)
 		} else {
-			out, err = captureCall(call, req.MaxOutputBytes)
+			out, err = captureCall(call, req.MaxOutputBytes, in)
 		}
 		out.Permissions, out.Env = meta.Permissions, meta.Env
 		if len(out.Denials) > 0 {
@@ -151,24 +193,31 @@ func execCmd(args []string, stdio Stdio) int {
 }
 
 // captureCall runs call with its output captured in capped buffers.
-func captureCall(call host.Call, maxOutput int) (execResult, error) {
+func captureCall(call host.Call, maxOutput int, in execInput) (execResult, error) {
 	if maxOutput == 0 {
 		maxOutput = defaultMaxOutput
 	}
 	stdout, stderr := host.NewCappedBuffer(maxOutput), host.NewCappedBuffer(maxOutput)
-	rep, err := execCall(call, stdout, stderr)
+	rep, err := execCall(call, stdout, stderr, in)
 	return execResult{callReport: callReport{Report: rep}, Stdout: stdout.String(), Stderr: stderr.String(),
 		StdoutTruncated: stdout.Truncated(), StderrTruncated: stderr.Truncated()}, err
 }
 
-// execCall runs call with its output copied to stdout and stderr and stdin
-// from /dev/null.
-func execCall(call host.Call, stdout, stderr io.Writer) (enforce.Report, error) {
-	devnull, err := os.Open(os.DevNull)
+// execCall runs call with its output copied to stdout and stderr and
+// in.stdin as its input, on pipes or on a pty (where stderr is merged
+// into stdout).
+func execCall(call host.Call, stdout, stderr io.Writer, in execInput) (enforce.Report, error) {
+	// A runtime cancels a call with SIGTERM: relayed, then the tree killed
+	// after the grace period, with the result still written.
+	call.ForwardSignals = true
+	if in.pty != nil {
+		return execOnPTY(call, *in.pty, in.stdin, stdout)
+	}
+	stdin, stopStdin, err := stdinText(in.stdin)
 	if err != nil {
 		return enforce.Report{}, err
 	}
-	defer devnull.Close()
+	defer stopStdin()
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		return enforce.Report{}, err
@@ -182,35 +231,55 @@ func execCall(call host.Call, stdout, stderr io.Writer) (enforce.Report, error) 
 	var wg sync.WaitGroup
 	for _, s := range []struct {
 		r *os.File
-		b io.Writer
+		w io.Writer
 	}{{outR, stdout}, {errR, stderr}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			io.Copy(s.b, s.r)
+			io.Copy(s.w, s.r)
 			s.r.Close()
 		}()
 	}
-	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = devnull, outW, errW
-	// A runtime cancels a call with SIGTERM: relayed, then the tree killed
-	// after the grace period, with the result still written.
-	call.ForwardSignals = true
+	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = stdin, outW, errW
 	rep, err := host.Run(context.Background(), call)
 	// Our copies of the write ends must go, or the readers never see EOF.
 	outW.Close()
 	errW.Close()
-	// A process that escaped the group may hold the pipes open; give the
-	// readers a moment to drain, then stop reading.
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
-	select {
-	case <-drained:
-	case <-time.After(500 * time.Millisecond):
-		outR.Close()
-		errR.Close()
-		<-drained
-	}
+	drain(drained, outR, errR)
 	return rep, err
+}
+
+// execOnPTY runs call on a fresh pty of size, types stdin into it and
+// copies what the terminal shows to stdout: stderr is merged there, and
+// the terminal echoes the input and ends lines with "\r\n".
+func execOnPTY(call host.Call, size ptySize, stdin string, stdout io.Writer) (enforce.Report, error) {
+	p, err := attachPTY(&call, size)
+	if err != nil {
+		return enforce.Report{}, err
+	}
+	defer p.Close()
+	// Blocks while the terminal's input queue is full; the Close ends it.
+	go io.WriteString(p.Master, ptyInput(stdin))
+	drained := copyOut(p.Master, stdout)
+	rep, err := host.Run(context.Background(), call)
+	finishPTY(p, drained)
+	return rep, err
+}
+
+// drain waits for the output readers to be done (done closes), or, should
+// a process that escaped the group still hold the write ends, gives them a
+// moment and then closes the read ends under them.
+func drain(done chan struct{}, readEnds ...*os.File) {
+	select {
+	case <-done:
+	case <-time.After(500 * time.Millisecond):
+		for _, f := range readEnds {
+			f.Close()
+		}
+		<-done
+	}
 }
 
 // escalation maps the request's permission fields. Without

@@ -71,8 +71,13 @@ Runs COMMAND under the sandbox for --mode plus the additional permissions
 given by --allow-read, --allow-write and --network. stdio, the terminal and
 signals behave as if COMMAND ran directly; sbx exits with COMMAND's status.
 
+With --pty, COMMAND runs on a fresh pseudo-terminal (its stdout and stderr
+are merged there, as on any terminal); Ctrl-C reaches it as on a terminal.
+--stdin close gives COMMAND end-of-file instead of sbx's stdin.
+
 Examples:
   sbx run -- cat /etc/hostname                      # read-only: reads work
+  sbx run --pty -- bash                             # an interactive shell, sandboxed
   sbx run --mode workspace-write -- touch out.txt   # writes in the cwd work
   sbx run --mode workspace-write --report r.json -- sh -c 'echo x > /etc/x'
 
@@ -261,6 +266,9 @@ func runCmd(args []string, stdio Stdio) int {
 	rf.register(fs.FlagSet)
 	report := fs.String("report", "", "write the JSON report to `FILE` when the command ends")
 	noDenials := fs.Bool("no-denial-reports", false, "run without the seccomp supervisor that reports denials (faster for write-heavy commands; the report then lists no denials and says so)")
+	usePTY := fs.Bool("pty", false, "run COMMAND on a fresh pseudo-terminal (stdout and stderr merged); on a terminal, sbx's is made raw for the call and its size follows")
+	ptySizeFlag := fs.String("pty-size", "", "window size `ROWSxCOLS` of the --pty terminal when sbx's stdin is not one (default 24x80)")
+	stdinMode := fs.String("stdin", "pass", "pass: COMMAND reads sbx's stdin; close: COMMAND reads end-of-file (/dev/null, or Ctrl-D on a --pty)")
 	explain := fs.Bool("explain-denials", false, "after the command, print what the sandbox denied and the retry command on stderr (default: when stderr is a terminal)")
 	if code, ok := fs.parse(args); !ok {
 		return code
@@ -276,6 +284,11 @@ func runCmd(args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
 		return ExitRefused
 	}
+	size, err := runTerminalFlags(*usePTY, *ptySizeFlag, *stdinMode, set)
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
+		return ExitRefused
+	}
 	call, rep, err := prepare(req)
 	if err != nil && !errors.Is(err, errNotFound) {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
@@ -285,7 +298,15 @@ func runCmd(args []string, stdio Stdio) int {
 		call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 		call.ForwardSignals = true
 		call.NoDenialReports = *noDenials
-		rep.Report, err = host.Run(context.Background(), call)
+		closeStdin := *stdinMode == "close"
+		switch {
+		case *usePTY:
+			rep.Report, err = runOnPTY(call, size, closeStdin, stdio.Out)
+		case closeStdin:
+			rep.Report, err = runWithoutStdin(call)
+		default:
+			rep.Report, err = host.Run(context.Background(), call)
+		}
 		if len(rep.Denials) > 0 {
 			rep.Retry = smallestRetry(call.Policy, req, call.Cmd.Dir, rep.Denials)
 			orig, _ := req.Additional.Normalize(call.Cmd.Dir)
@@ -317,6 +338,32 @@ func runCmd(args []string, stdio Stdio) int {
 		}
 	}
 	return rep.ExitCode
+}
+
+// runTerminalFlags checks --pty, --pty-size and --stdin together and
+// returns the pty's size.
+func runTerminalFlags(usePTY bool, sizeFlag, stdinMode string, set map[string]bool) (ptySize, error) {
+	if stdinMode != "pass" && stdinMode != "close" {
+		return ptySize{}, &profiles.FieldError{Field: "--stdin", Err: fmt.Errorf("%q is not pass or close", stdinMode)}
+	}
+	if !set["pty-size"] {
+		return defaultPTYSize, nil
+	}
+	if !usePTY {
+		return ptySize{}, &profiles.FieldError{Field: "--pty-size", Err: errors.New("only valid with --pty")}
+	}
+	return parsePTYSize(sizeFlag)
+}
+
+// runWithoutStdin runs call with /dev/null as its stdin.
+func runWithoutStdin(call host.Call) (enforce.Report, error) {
+	devnull, err := os.Open(os.DevNull)
+	if err != nil {
+		return enforce.Report{}, err
+	}
+	defer devnull.Close()
+	call.Cmd.Stdin = devnull
+	return host.Run(context.Background(), call)
 }
 
 func writeJSONFile(path string, v any) error {

@@ -204,6 +204,19 @@ func TestSchemaExecOutput(t *testing.T) {
 					t.Logf("no denial reported (denials %v, degraded %v): only the schema was checked", res["denials"], res["degraded"])
 				}
 			}},
+		{name: "stdin text", req: map[string]any{"command": []string{"/bin/cat"}, "cwd": tmp, "stdin": "in\n"},
+			check: func(t *testing.T, res map[string]any) {
+				if res["stdout"] != "in\n" {
+					t.Errorf("stdout = %q, want %q", res["stdout"], "in\n")
+				}
+			}},
+		{name: "pty", req: map[string]any{"command": []string{"/bin/sh", "-c", "stty size; echo err >&2"}, "cwd": tmp, "pty": map[string]any{"rows": 7}},
+			check: func(t *testing.T, res map[string]any) {
+				if res["stdout"] != "7 80\r\nerr\r\n" || res["stderr"] != "" || res["enforcement"].(map[string]any)["pty"] != true {
+					t.Errorf("stdout = %q, stderr = %q, enforcement.pty = %v; want the size, stderr merged, true",
+						res["stdout"], res["stderr"], res["enforcement"].(map[string]any)["pty"])
+				}
+			}},
 		{name: "shell script", req: map[string]any{"shell": map[string]any{"kind": "sh", "script": "echo hi"}, "cwd": tmp, "env_policy": map[string]any{"mode": "clean"}, "env": map[string]string{"X": "1"}}},
 		{name: "not executable", req: map[string]any{"command": []string{notExec}, "cwd": tmp},
 			wantCode: 126,
@@ -330,6 +343,12 @@ func TestSchemaRejects(t *testing.T) {
 		{"unknown shell", `{"shell":{"kind":"fish","script":"true"},"cwd":"` + cwd + `"}`, "shell"},
 		{"env_policy.set", `{"command":["/bin/true"],"cwd":"` + cwd + `","env_policy":{"set":{"A":"1"}}}`, "env_policy.set"},
 		{"unknown env_policy mode", `{"command":["/bin/true"],"cwd":"` + cwd + `","env_policy":{"mode":"scrub"}}`, "env_policy.mode"},
+		{"pty rows zero", `{"command":["/bin/true"],"cwd":"` + cwd + `","pty":{"rows":0}}`, "pty.rows"},
+		{"pty cols too big", `{"command":["/bin/true"],"cwd":"` + cwd + `","pty":{"cols":70000}}`, "pty.cols"},
+		{"pty unknown field", `{"command":["/bin/true"],"cwd":"` + cwd + `","pty":{"width":80}}`, "pty.width"},
+		{"pty not an object", `{"command":["/bin/true"],"cwd":"` + cwd + `","pty":true}`, "pty"},
+		{"stdin over the cap", `{"command":["/bin/true"],"cwd":"` + cwd + `","stdin":"` + strings.Repeat("x", maxStdinBytes+1) + `"}`, "stdin"},
+		{"stdin not a string", `{"command":["/bin/true"],"cwd":"` + cwd + `","stdin":["x"]}`, "stdin"},
 		{"unknown grants field", `{"command":["/bin/true"],"cwd":"` + cwd + `","grants":{"session":{"network":{"enabled":true}},"forever":{}}}`, "grants.forever"},
 	}
 	for _, tt := range tests {

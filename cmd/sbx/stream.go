@@ -71,11 +71,11 @@ func (w *eventWriter) Write(p []byte) (int, error) {
 }
 
 // streamCall runs call with its output streamed to out as events.
-func streamCall(call host.Call, maxOutput int, out io.Writer) (execResult, error) {
+func streamCall(call host.Call, maxOutput int, in execInput, out io.Writer) (execResult, error) {
 	var mu sync.Mutex
 	stdout := &eventWriter{mu: &mu, out: out, stream: "stdout", limit: int64(maxOutput)}
 	stderr := &eventWriter{mu: &mu, out: out, stream: "stderr", limit: int64(maxOutput)}
-	rep, err := execCall(call, stdout, stderr)
+	rep, err := execCall(call, stdout, stderr, in)
 	return execResult{callReport: callReport{Report: rep}, StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated}, err
 }
 

@@ -39,7 +39,9 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if slices.Contains(c.Require, "denial-reports") && plan.Supervise != linux.SuperviseOff {
 		plan.Supervise = linux.SuperviseRequired
 	}
-	if err := admit(&rep, plan, c.Require); err != nil {
+	err = admit(&rep, plan, c.Require)
+	rep.Enforcement.PTY = c.Cmd.Terminal
+	if err != nil {
 		return rep, err
 	}
 	sigc, stop := relayedSignals(c)

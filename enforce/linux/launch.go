@@ -147,7 +147,10 @@ func procAttr(spec Spec, extra ...uintptr) *syscall.ProcAttr {
 		Env:   spec.Env,
 		Files: append([]uintptr{spec.Stdin.Fd(), spec.Stdout.Fd(), spec.Stderr.Fd()}, extra...),
 		Sys: &syscall.SysProcAttr{
-			Setsid:    true,
+			Setsid: true,
+			// TIOCSCTTY on fd 0 (Ctty): the pty slave becomes the
+			// session's terminal and the command its foreground group.
+			Setctty:   spec.Terminal,
 			Pdeathsig: syscall.SIGKILL,
 		},
 	}
@@ -464,6 +467,9 @@ type stagePayload struct {
 	// ListenerSocket is the fd of the unix socket the stage sends its
 	// seccomp listener on (SCM_RIGHTS), 0 when the plan is unsupervised.
 	ListenerSocket int `json:",omitempty"`
+	// Terminal: fds 0-2 are a pty slave that becomes the command's
+	// controlling terminal (see Spec.Terminal).
+	Terminal bool `json:",omitempty"`
 }
 
 // startStage re-executes sbx as a hidden stage inside a new user namespace
@@ -477,7 +483,7 @@ func startStage(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process, 
 	}
 	defer r.Close()
 	defer w.Close()
-	pl := stagePayload{Plan: p, Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env}
+	pl := stagePayload{Plan: p, Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Terminal: spec.Terminal}
 	extra := []uintptr{r.Fd()}
 	// The stage sends the seccomp listener back on a socketpair: fd 4 in
 	// the stage, close-on-exec there before the command runs.
@@ -515,6 +521,11 @@ func startStage(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process, 
 		return nil, fmt.Errorf("stage payload: %w", err)
 	}
 	attr := procAttr(spec, extra...)
+	if p.NewPIDNS {
+		// The command is the stage's child in a session of its own; a
+		// terminal can be the controlling one of one session only.
+		attr.Sys.Setctty = false
+	}
 	attr.Dir = "/"
 	attr.Env = []string{}
 	flags := uintptr(unix.CLONE_NEWUSER)
@@ -664,7 +675,7 @@ func stageInit(pl stagePayload) int {
 		return 125
 	}
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: pl.Env,
-		Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true}})
+		Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true, Setctty: pl.Terminal}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", pl.Argv[0], err)
 		return ExecFailureStatus(err)

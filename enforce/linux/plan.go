@@ -279,7 +279,11 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 			return nil, err
 		}
 	}
-	p.Devices = resolveAll(append(slices.Clone(pol.Devices), ttyPaths()...))
+	ttys := ttyPaths()
+	if pol.Terminal != "" {
+		ttys = []string{pol.Terminal}
+	}
+	p.Devices = resolveAll(append(slices.Clone(pol.Devices), ttys...))
 	p.compileLandlock(sys.LandlockABI)
 	return p, nil
 }
