@@ -196,7 +196,15 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err := json.Unmarshal([]byte(res.Stdout), &outcomes); err != nil {
 		return probeReport{}, fmt.Errorf("probe stage output: %w", err)
 	}
-	exp := probeExpectations{pol: call.Policy, enf: enf, chk: denial.NewChecker(call.Policy, denial.Extra{})}
+	exp := probeExpectations{pol: call.Policy, enf: enf, chk: denial.NewChecker(call.Policy, denial.Extra{}), host: map[string]string{}}
+	// The same file probes outside the sandbox tell what the file
+	// permissions alone allow, so a file sbx's user may not write either is
+	// not counted against the sandbox.
+	for _, p := range spec.Paths {
+		probePath(p, func(probe, target string, err error) {
+			exp.host[probe+" "+target] = classify(outcomeOf(probe, target, err))
+		})
+	}
 	rep := probeReport{Mode: call.Policy.Mode.String(), Rows: []probeRow{}}
 	for _, o := range outcomes {
 		row := probeRow{Probe: o.Probe, Target: o.Target, Errno: o.Err}
@@ -277,11 +285,17 @@ type probeExpectations struct {
 	pol policy.Policy
 	enf enforce.Enforcement
 	chk *denial.Checker
+	// host is the result of each file probe run outside the sandbox, by
+	// "probe target".
+	host map[string]string
 }
 
 func (e probeExpectations) allowed(o probeOutcome) bool {
 	full := e.pol.Unrestricted || e.pol.Network == policy.NetworkFull
 	scoped := func(s string) bool { return e.enf.Landlock != nil && slices.Contains(e.enf.Landlock.Scopes, s) }
+	if h, ok := e.host[o.Probe+" "+o.Target]; ok && h != "allowed" {
+		return false
+	}
 	switch o.Probe {
 	case "read":
 		return e.chk.Path(denial.WriteObject, resolved(o.Target)).Cause != denial.Masked

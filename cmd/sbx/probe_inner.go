@@ -48,17 +48,7 @@ func probeStage(args []string, stdio Stdio) int {
 		return ExitRefused
 	}
 	var out []probeOutcome
-	add := func(probe, target string, err error) {
-		o := probeOutcome{Probe: probe, Target: target}
-		if err != nil {
-			o.Err = err.Error()
-			var en syscall.Errno
-			if errors.As(err, &en) {
-				o.Err, o.Errno = errnoName(en), true
-			}
-		}
-		out = append(out, o)
-	}
+	add := func(probe, target string, err error) { out = append(out, outcomeOf(probe, target, err)) }
 	for _, p := range spec.Paths {
 		probePath(p, add)
 	}
@@ -71,6 +61,18 @@ func probeStage(args []string, stdio Stdio) int {
 	add("unix-connect", spec.Abstract, dialClose("unix", spec.Abstract))
 	add("signal", fmt.Sprintf("pid %d (outside)", spec.OutsidePID), signalZero(spec.OutsidePID))
 	return writeJSON(stdio.Out, out)
+}
+
+func outcomeOf(probe, target string, err error) probeOutcome {
+	o := probeOutcome{Probe: probe, Target: target}
+	if err != nil {
+		o.Err = err.Error()
+		var en syscall.Errno
+		if errors.As(err, &en) {
+			o.Err, o.Errno = errnoName(en), true
+		}
+	}
+	return o
 }
 
 // probeLoopback is the address the stage listens on and connects to inside
