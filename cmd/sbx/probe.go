@@ -185,7 +185,7 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err != nil {
 		return probeReport{}, err
 	}
-	res, err := execCall(call, 0)
+	res, err := captureCall(call, 0, execInput{})
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("probe stage exited %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
 	}
