@@ -16,6 +16,7 @@ import (
 	"sbx/enforce/denial"
 	"sbx/enforce/host"
 	"sbx/policy"
+	"sbx/profiles"
 )
 
 func init() {
@@ -258,13 +259,14 @@ func received(c net.PacketConn) bool {
 // deniedErrnos are the errnos that mean the sandbox stopped a probe, per
 // kind: a file access the kernel refused, a peer the sandbox cannot reach
 // (its listener is open on the host, so "refused" means "not reachable
-// from here"), a process it may not signal or cannot see.
+// from here"; without a network namespace the seccomp filter refuses IP
+// sockets with EAFNOSUPPORT), a process it may not signal or cannot see.
 var deniedErrnos = map[string][]string{
 	"read":         {"EACCES", "EPERM"},
 	"write":        {"EACCES", "EPERM", "EROFS"},
 	"create":       {"EACCES", "EPERM", "EROFS"},
-	"tcp-connect":  {"EACCES", "EPERM", "ECONNREFUSED", "ENETUNREACH"},
-	"udp-send":     {"EACCES", "EPERM", "ENETUNREACH"},
+	"tcp-connect":  {"EACCES", "EPERM", "ECONNREFUSED", "ENETUNREACH", "EAFNOSUPPORT"},
+	"udp-send":     {"EACCES", "EPERM", "ENETUNREACH", "EAFNOSUPPORT"},
 	"unix-connect": {"EACCES", "EPERM", "ECONNREFUSED", "ENOENT"},
 	"signal":       {"EPERM", "ESRCH"},
 }
@@ -304,16 +306,21 @@ func (e probeExpectations) allowed(o probeOutcome) bool {
 	case "create":
 		return e.chk.Path(denial.Create, filepath.Join(resolved(o.Target), probeFileName())).Allowed
 	case "tcp-connect":
-		return full || strings.HasPrefix(o.Target, "inside ")
+		// A server inside is reachable only in the sandbox's own network
+		// namespace; without one, network off means AF_UNIX sockets only.
+		return full || strings.HasPrefix(o.Target, "inside ") && e.enf.NetworkNamespace
 	case "udp-send":
 		return full
 	case "unix-connect":
 		if strings.HasPrefix(o.Target, "@") {
 			return !e.enf.NetworkNamespace && !scoped("abstract_unix_socket")
 		}
-		// IMPORTANT: pathname unix sockets are reachable in every mode: the
-		// plan does not use Landlock's unix path restriction (ABI 9) yet.
-		return true
+		// With RESOLVE_UNIX handled (ABI 9, network off), only the sockets
+		// under the writable roots are reachable; otherwise every one is.
+		if full || e.enf.Landlock == nil || !slices.Contains(e.enf.Landlock.Features, "resolve_unix") {
+			return true
+		}
+		return profiles.CoveredBy(resolved(o.Target), e.pol.WriteRoots)
 	case "signal":
 		return !e.enf.PIDNamespace && !scoped("signal")
 	}
