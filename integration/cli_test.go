@@ -406,3 +406,33 @@ func findProcess(t *testing.T, argv ...string) int {
 	t.Fatalf("no process %q found", argv)
 	return 0
 }
+
+// TestReportToStdout: --report - and --report /dev/stdout append the report
+// to sbx's standard output after the command's output, also when that is a
+// file (reopening /dev/stdout would truncate it and lose the output).
+func TestReportToStdout(t *testing.T) {
+	for _, dest := range []string{"-", "/dev/stdout"} {
+		t.Run(dest, func(t *testing.T) {
+			out, err := os.Create(filepath.Join(t.TempDir(), "out"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer out.Close()
+			cmd := exec.Command(sbxBin, "run", "--report", dest, "--", "echo", "command output")
+			var stderr strings.Builder
+			cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = t.TempDir(), baseEnv(), out, &stderr
+			if err := cmd.Run(); err != nil {
+				t.Fatalf("sbx: %v: %s", err, stderr.String())
+			}
+			b, err := os.ReadFile(out.Name())
+			if err != nil {
+				t.Fatal(err)
+			}
+			text, report, ok := strings.Cut(string(b), "\n")
+			if !ok || text != "command output" {
+				t.Fatalf("stdout starts %q, want the command's output first:\n%s", text, b)
+			}
+			decodeReport(t, []byte(report))
+		})
+	}
+}

@@ -264,7 +264,7 @@ func runCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("run", runUsage, stdio)
 	var rf runFlags
 	rf.register(fs.FlagSet)
-	report := fs.String("report", "", "write the JSON report to `FILE` when the command ends")
+	report := fs.String("report", "", "write the JSON report to `FILE` when the command ends (- for standard output)")
 	noDenials := fs.Bool("no-denial-reports", false, "run without the seccomp supervisor that reports denials (faster for write-heavy commands; the report then lists no denials and says so)")
 	usePTY := fs.Bool("pty", false, "run COMMAND on a fresh pseudo-terminal (stdout and stderr merged); on a terminal, sbx's is made raw for the call and its size follows")
 	ptySizeFlag := fs.String("pty-size", "", "window size `ROWSxCOLS` of the --pty terminal when sbx's stdin is not one (default 24x80)")
@@ -333,7 +333,7 @@ func runCmd(args []string, stdio Stdio) int {
 		rep.ExitCode = code
 	}
 	if *report != "" {
-		if werr := writeJSONFile(*report, rep); werr != nil {
+		if werr := writeReport(*report, rep, stdio); werr != nil {
 			fmt.Fprintf(stdio.Err, "sbx run: report: %v\n", werr)
 		}
 	}
@@ -366,10 +366,23 @@ func runWithoutStdin(call host.Call) (enforce.Report, error) {
 	return host.Run(context.Background(), call)
 }
 
-func writeJSONFile(path string, v any) error {
+// writeReport writes v as indented JSON to path. "-" and /dev/stdout mean
+// sbx's standard output, /dev/stderr its standard error: written to the
+// open stream, because reopening the path would truncate a file the caller
+// redirected output to and overwrite the command's output in it.
+func writeReport(path string, v any, stdio Stdio) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return err
 	}
-	return os.WriteFile(path, append(b, '\n'), 0o644)
+	b = append(b, '\n')
+	switch path {
+	case "-", "/dev/stdout", "/dev/fd/1":
+		_, err = stdio.Out.Write(b)
+		return err
+	case "/dev/stderr", "/dev/fd/2":
+		_, err = stdio.Err.Write(b)
+		return err
+	}
+	return os.WriteFile(path, b, 0o644)
 }
