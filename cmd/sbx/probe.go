@@ -1,10 +1,11 @@
+//go:build linux
+
 package main
 
 import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,20 +97,13 @@ func probeCmd(args []string, stdio Stdio) int {
 
 // probeListeners are the host-side ends the stage tries to reach.
 type probeListeners struct {
-	tcp      net.Listener
-	udp      net.PacketConn
-	unix     []net.Listener
-	abstract net.Listener
+	tcp, udp, abstract *probeSock
+	unix               []*probeSock
 }
 
 func (l *probeListeners) close() {
-	for _, c := range append(l.unix, l.tcp, l.abstract) {
-		if c != nil {
-			c.Close()
-		}
-	}
-	if l.udp != nil {
-		l.udp.Close()
+	for _, s := range append(l.unix, l.tcp, l.udp, l.abstract) {
+		s.close()
 	}
 }
 
@@ -118,31 +112,20 @@ func (l *probeListeners) close() {
 func listen(cwd string) (*probeListeners, error) {
 	l := &probeListeners{}
 	var err error
-	if l.tcp, err = net.Listen("tcp", "127.0.0.1:0"); err != nil {
+	if l.tcp, err = listenSock("tcp", probeLoopback); err != nil {
 		return l, fmt.Errorf("listen tcp: %w", err)
 	}
-	if l.udp, err = net.ListenPacket("udp", "127.0.0.1:0"); err != nil {
+	if l.udp, err = listenSock("udp", probeLoopback); err != nil {
 		return l, fmt.Errorf("listen udp: %w", err)
 	}
 	name := fmt.Sprintf(".sbx-probe-%d.sock", os.Getpid())
 	for _, dir := range []string{cwd, "/tmp"} {
-		if u, err := net.Listen("unix", filepath.Join(dir, name)); err == nil {
+		if u, err := listenSock("unix", filepath.Join(dir, name)); err == nil {
 			l.unix = append(l.unix, u)
 		}
 	}
-	if l.abstract, err = net.Listen("unix", "@"+strings.TrimPrefix(name, ".")); err != nil {
+	if l.abstract, err = listenSock("unix", "@"+strings.TrimPrefix(name, ".")); err != nil {
 		return l, fmt.Errorf("listen abstract unix: %w", err)
-	}
-	for _, s := range append(slices.Clone(l.unix), l.tcp, l.abstract) {
-		go func() {
-			for {
-				c, err := s.Accept()
-				if err != nil {
-					return
-				}
-				c.Close()
-			}
-		}()
 	}
 	return l, nil
 }
@@ -162,11 +145,11 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 		return probeReport{}, err
 	}
 	spec := probeSpec{
-		Paths: probePaths(cwd, fs.Args()), TCP: lis.tcp.Addr().String(), UDP: lis.udp.LocalAddr().String(),
-		Abstract: lis.abstract.Addr().String(), OutsidePID: os.Getpid(),
+		Paths: probePaths(cwd, fs.Args()), TCP: lis.tcp.addr, UDP: lis.udp.addr,
+		Abstract: lis.abstract.addr, OutsidePID: os.Getpid(),
 	}
 	for _, u := range lis.unix {
-		spec.Unix = append(spec.Unix, u.Addr().String())
+		spec.Unix = append(spec.Unix, u.addr)
 	}
 	b, err := json.Marshal(spec)
 	if err != nil {
@@ -210,7 +193,7 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	for _, o := range outcomes {
 		row := probeRow{Probe: o.Probe, Target: o.Target, Errno: o.Err}
 		row.Result = classify(o)
-		if o.Probe == "udp-send" && row.Result == "allowed" && !received(lis.udp) {
+		if o.Probe == "udp-send" && row.Result == "allowed" && !lis.udp.receive(probeDatagram, 200*time.Millisecond) {
 			// The send succeeded but went nowhere the host could see.
 			row.Result, row.Errno = "denied", "not received"
 		}
@@ -247,13 +230,6 @@ func probePaths(cwd string, extra []string) []string {
 		}
 	}
 	return paths
-}
-
-func received(c net.PacketConn) bool {
-	c.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
-	buf := make([]byte, len(probeDatagram))
-	n, _, err := c.ReadFrom(buf)
-	return err == nil && string(buf[:n]) == probeDatagram
 }
 
 // deniedErrnos are the errnos that mean the sandbox stopped a probe, per

@@ -1,3 +1,5 @@
+//go:build linux
+
 package main
 
 import (
@@ -5,11 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"syscall"
-	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // probeStageCommand is the hidden subcommand `sbx probe` runs inside the
@@ -154,31 +156,29 @@ func openWrite(p string) error {
 }
 
 func dialClose(network, addr string) error {
-	c, err := net.DialTimeout(network, addr, 2*time.Second)
-	if err != nil {
-		return err
-	}
-	return c.Close()
+	s, err := dialSock(network, addr)
+	s.close()
+	return err
 }
 
 func tcpInside() error {
-	l, err := net.Listen("tcp", probeLoopback)
+	l, err := listenSock("tcp", probeLoopback)
 	if err != nil {
 		return err
 	}
-	defer l.Close()
-	return dialClose("tcp", l.Addr().String())
+	defer l.close()
+	return dialClose("tcp", l.addr)
 }
 
 // udpSend sends the probe datagram; whether it arrived is for the outer sbx
 // to say, since a send on an isolated loopback succeeds and goes nowhere.
 func udpSend(addr string) error {
-	c, err := net.Dial("udp", addr)
+	s, err := dialSock("udp", addr)
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	_, err = c.Write([]byte(probeDatagram))
+	defer s.close()
+	_, err = unix.Write(s.fd, []byte(probeDatagram))
 	return err
 }
 
