@@ -518,14 +518,7 @@ func (cg *callCgroup) kill() {
 	if cg.v2 != "" && writeFile(filepath.Join(cg.v2, "cgroup.kill"), "1") == nil {
 		return
 	}
-	dirs := []string{cg.v2}
-	for _, c := range sortedKeys(cg.v1) {
-		dirs = append(dirs, cg.v1[c])
-	}
-	for _, dir := range dirs {
-		if dir == "" {
-			continue
-		}
+	for _, dir := range cg.dirs() {
 		// Without cgroup.kill (before 5.14, or v1) a forking tree can add
 		// processes while we kill: repeat until the group is empty.
 		for range 100 {
@@ -540,6 +533,18 @@ func (cg *callCgroup) kill() {
 	}
 }
 
+// dirs are the call's group directories: v2 first, then v1 by controller.
+func (cg *callCgroup) dirs() []string {
+	var dirs []string
+	if cg.v2 != "" {
+		dirs = append(dirs, cg.v2)
+	}
+	for _, c := range sortedKeys(cg.v1) {
+		dirs = append(dirs, cg.v1[c])
+	}
+	return dirs
+}
+
 // remove deletes the call's groups. The killed processes leave their groups
 // only once reaped (by their parent, or by init for orphans), so rmdir is
 // retried briefly; a group still busy after that is left for the next
@@ -552,14 +557,7 @@ func (cg *callCgroup) remove() {
 		unix.Close(cg.v2fd)
 		cg.v2fd = -1
 	}
-	dirs := []string{cg.v2}
-	for _, c := range sortedKeys(cg.v1) {
-		dirs = append(dirs, cg.v1[c])
-	}
-	for _, dir := range dirs {
-		if dir == "" {
-			continue
-		}
+	for _, dir := range cg.dirs() {
 		for i := 0; i < 50; i++ {
 			if err := unix.Rmdir(dir); err != unix.EBUSY {
 				break

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"unsafe"
@@ -81,6 +82,10 @@ func TestResolve(t *testing.T) {
 // and /proc/self means the task (here the test process itself, so this
 // checks the rewriting, not a different answer).
 func TestResolveRelativeAndProcSelf(t *testing.T) {
+	// The view is of this thread: the goroutine must not move to another
+	// before the thread-self check compares with Gettid.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	dir, _ := filepath.EvalSymlinks(t.TempDir())
 	os.Mkdir(dir+"/d", 0o755)
 	os.WriteFile(dir+"/d/file", nil, 0o644)
