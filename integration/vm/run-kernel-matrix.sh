@@ -133,7 +133,10 @@ boot_once() {
   sed -i 's/\r$//' "$LOG"
 }
 
-# --- boot each kernel (one retry if it never reached /init) -------------------
+# --- boot each kernel (one retry if it never reached /init, or if the guest
+# kernel itself oopsed: TCG has been seen to leave a stray int3 in kernel
+# text it was patching, which no test can cause; the failed try's log is
+# kept next to the retry's and the summary says which try it took) ---------
 declare -a SUMMARY; RC=0
 for K in "$@"; do
   read -r LABEL VML < <(resolve "$K") || { SUMMARY+=("$K ERROR cannot-resolve"); RC=1; continue; }
@@ -141,7 +144,13 @@ for K in "$@"; do
   for TRY in 1 2; do
     echo "===== $LABEL ($ACCEL, try $TRY) ====="
     boot_once
-    grep -aq '@@VMM BOOTED' "$LOG" && break
+    if ! grep -aq '@@VMM BOOTED' "$LOG"; then continue; fi
+    if [ "$TRY" = 1 ] && ! grep -aq '@@VMM DONE' "$LOG" && grep -aqE 'Kernel panic|Oops: ' "$LOG"; then
+      echo "===== $LABEL: the guest kernel oopsed before the run ended (see the log above); booting it again ====="
+      [ -n "$LOGDIR" ] && mkdir -p "$LOGDIR" && cp "$LOG" "$LOGDIR/$LABEL.try1.log"
+      continue
+    fi
+    break
   done
   M=$WORK/markers; grep -ao '@@VMM [A-Z]* .*' "$LOG" > "$M" || true  # markers may follow unterminated output
   BOOT=$(sed -n 's/^@@VMM BOOTED .* uptime=//p' "$M" | head -1)
