@@ -45,7 +45,10 @@ type Enforcement struct {
 	ClosedFDs        bool          `json:"closed_fds"`
 	// PTY: the command ran on a fresh pseudo-terminal whose slave was the
 	// only terminal it could open.
-	PTY            bool     `json:"pty"`
+	PTY bool `json:"pty"`
+	// ReadOnlyRoot: file writes were confined by mounts (every mount
+	// read-only but the writable roots) because the kernel has no Landlock.
+	ReadOnlyRoot   bool     `json:"read_only_root,omitempty"`
 	ReadOnlyMounts []string `json:"read_only_mounts,omitempty"`
 	MaskedPaths    []string `json:"masked_paths,omitempty"`
 }

@@ -614,3 +614,38 @@ func TestCarveOutCreate(t *testing.T) {
 	}
 	wantAbsent(marker)(t)
 }
+
+// TestWritesWithoutSupervisor: with --no-denial-reports only the kernel's
+// confinement stops a write outside the writable roots: Landlock (EACCES)
+// where the kernel has it; read-only mounts (EROFS) where it has not but a
+// mount namespace can be made; with neither the write goes through, and the
+// report says file-system writes are not restricted.
+func TestWritesWithoutSupervisor(t *testing.T) {
+	c := caps(t)
+	ws := workspace(t)
+	outside := outsidePath(t)
+	if err := os.Mkdir(outside, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	args := append([]string{"--no-denial-reports"}, wsOnly...)
+	r, rep := probe(t, ws, args, "create", filepath.Join(outside, "f"))
+	roRoot := c.abi == 0 && c.namespaces
+	switch {
+	case c.abi > 0:
+		want(t, r, "EACCES")
+	case roRoot:
+		want(t, r, "EROFS")
+	default:
+		want(t, r, "")
+		if reason := rep.degraded("landlock"); !strings.Contains(reason, "not restricted") {
+			t.Errorf("an unconfined write, but degraded landlock says: %q", reason)
+		}
+	}
+	if rep.Enforcement.ReadOnlyRoot != roRoot {
+		t.Errorf("enforcement.read_only_root %t, want %t (Landlock ABI %d, namespaces %t)", rep.Enforcement.ReadOnlyRoot, roRoot, c.abi, c.namespaces)
+	}
+	r, _ = probe(t, ws, args, "create", filepath.Join(ws, "f"))
+	want(t, r, "")
+	r, _ = probe(t, ws, args, "write", os.DevNull)
+	want(t, r, "")
+}

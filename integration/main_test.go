@@ -253,6 +253,7 @@ type report struct {
 		NewSession       bool     `json:"new_session"`
 		ClosedFDs        bool     `json:"closed_fds"`
 		PTY              bool     `json:"pty"`
+		ReadOnlyRoot     bool     `json:"read_only_root"`
 		ReadOnlyMounts   []string `json:"read_only_mounts"`
 		MaskedPaths      []string `json:"masked_paths"`
 	} `json:"enforcement"`

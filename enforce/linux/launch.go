@@ -11,11 +11,15 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 
 	"sbx/enforce"
+	"sbx/profiles"
 )
 
 // Spec is the command one call runs.
@@ -334,6 +338,11 @@ func setupNamespaces(p *Plan) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
 		return fmt.Errorf("mount --make-rslave /: %w", err)
 	}
+	if p.ReadOnlyRoot {
+		if err := readOnlyRoot(p.Policy.WriteRoots); err != nil {
+			return err
+		}
+	}
 	for _, path := range p.ReadOnlyMounts {
 		if err := bindReadOnly(path); err != nil {
 			return err
@@ -369,10 +378,94 @@ func mask(path string) error {
 	return nil
 }
 
+// readOnlyRoot confines writes to the writable roots with mounts, for
+// kernels without Landlock: each root is bind-mounted onto itself (a mount
+// of its own, writable), then every mount outside the roots is remounted
+// read-only. Mounts at or below a root keep their flags. A mount point the
+// caller cannot reach (EACCES, ENOENT) is left: the command cannot reach it
+// either. Any other failure fails the launch rather than run less confined.
+func readOnlyRoot(writeRoots []string) error {
+	for _, w := range writeRoots {
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind mount writable root %s: %w", w, err)
+		}
+	}
+	mounts, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if profiles.CoveredBy(m, writeRoots) {
+			continue
+		}
+		err := remountReadOnly(m)
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountPoints lists the mount points of the calling thread's mount
+// namespace, from /proc/thread-self/mountinfo (its fifth field, with the
+// kernel's octal escapes of space, tab, newline and backslash undone).
+func mountPoints() ([]string, error) {
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read-only root: %w", err)
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		p, err := unescapeMountinfo(f[4])
+		if err != nil {
+			return nil, fmt.Errorf("read-only root: mountinfo %q: %w", line, err)
+		}
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}
+
+func unescapeMountinfo(s string) (string, error) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+4 > len(s) {
+			return "", fmt.Errorf("truncated escape %q", s[i:])
+		}
+		n, err := strconv.ParseUint(s[i+1:i+4], 8, 8)
+		if err != nil {
+			return "", fmt.Errorf("escape %q: %w", s[i:i+4], err)
+		}
+		b.WriteByte(byte(n))
+		i += 3
+	}
+	return b.String(), nil
+}
+
 func bindReadOnly(path string) error {
 	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind mount %s: %w", path, err)
 	}
+	return remountReadOnly(path)
+}
+
+// remountReadOnly makes the mount at path read-only.
+func remountReadOnly(path string) error {
 	// A remount inside a user namespace must keep the flags the original
 	// mount was locked with (nosuid, nodev, noexec, atime), or it fails.
 	var st unix.Statfs_t

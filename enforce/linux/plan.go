@@ -107,6 +107,12 @@ type Plan struct {
 	// ReadOnlyMounts are existing carve-outs bind-mounted read-only in a
 	// private mount namespace.
 	ReadOnlyMounts []string
+	// ReadOnlyRoot: without Landlock, every mount of the call's mount
+	// namespace is made read-only except the writable roots, which are
+	// bind-mounted onto themselves first (bwrap's --ro-bind / / --bind W W).
+	// Device files are not covered: a read-only mount still opens them for
+	// writing.
+	ReadOnlyRoot bool `json:",omitempty"`
 	// MaskedMounts are existing paths the guard forbids reading, hidden under
 	// an empty read-only tmpfs (directories) or /dev/null (files).
 	MaskedMounts []string
@@ -284,7 +290,7 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		ttys = []string{pol.Terminal}
 	}
 	p.Devices = resolveAll(append(slices.Clone(pol.Devices), ttys...))
-	p.compileLandlock(sys.LandlockABI)
+	p.compileLandlock(sys.LandlockABI, needNS)
 	return p, nil
 }
 
@@ -303,10 +309,20 @@ func resolveAll(paths []string) []string {
 	return out
 }
 
-func (p *Plan) compileLandlock(abi int) {
+// compileLandlock adds the Landlock ruleset for abi. Without Landlock
+// (abi 0) and with a mount namespace to be had (mountNS), read-only mounts
+// confine the writes instead.
+func (p *Plan) compileLandlock(abi int, mountNS bool) {
 	if abi == 0 {
-		p.degrade("landlock", "Landlock is not available on this kernel: file-system writes are not restricted",
-			"file-system writes are refused only by the seccomp supervisor, best effort: a racing thread can change a path after the check")
+		switch {
+		case mountNS:
+			p.ReadOnlyRoot = true
+			p.degrade("landlock", "Landlock is not available on this kernel: every mount but the writable roots is read-only in the call's mount namespace instead; device files outside the policy stay writable",
+				"Landlock is not available on this kernel: every mount but the writable roots is read-only in the call's mount namespace instead; writes to device files outside the policy are refused only by the seccomp supervisor, best effort")
+		default:
+			p.degrade("landlock", "Landlock is not available on this kernel: file-system writes are not restricted",
+				"file-system writes are refused only by the seccomp supervisor, best effort: a racing thread can change a path after the check")
+		}
 		// What later ABIs add is missing too, so --require of any part refuses.
 		missing := []string{"landlock-refer", "landlock-truncate", "landlock-scope"}
 		if p.Policy.Network == policy.NetworkIsolated {
@@ -396,6 +412,7 @@ func (p *Plan) Enforcement() enforce.Enforcement {
 	e.MaskedPaths = p.MaskedMounts
 	e.UserNamespace = p.NewUserNS
 	e.PIDNamespace = p.NewPIDNS
+	e.ReadOnlyRoot = p.ReadOnlyRoot
 	e.ReadOnlyMounts = p.ReadOnlyMounts
 	e.Seccomp = &enforce.SeccompInfo{Sockets: p.Sockets.String(), Rules: len(p.Seccomp)}
 	if lp := p.Landlock; lp != nil {
@@ -435,6 +452,9 @@ func (p *Plan) String() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "namespaces: user=%t pid=%t net=%t mount=%t\n", p.NewUserNS, p.NewPIDNS, p.NewNetNS, p.needsMountNS())
+	if p.ReadOnlyRoot {
+		fmt.Fprintf(&b, "mount: every mount read-only but the writable roots %s\n", strings.Join(p.Policy.WriteRoots, ", "))
+	}
 	for _, m := range p.ReadOnlyMounts {
 		fmt.Fprintf(&b, "mount: ro-bind %s\n", m)
 	}
@@ -465,7 +485,9 @@ func (p *Plan) String() string {
 
 // needsMountNS reports whether the plan changes mounts, which needs a
 // private mount namespace.
-func (p *Plan) needsMountNS() bool { return len(p.ReadOnlyMounts) > 0 || len(p.MaskedMounts) > 0 }
+func (p *Plan) needsMountNS() bool {
+	return p.ReadOnlyRoot || len(p.ReadOnlyMounts) > 0 || len(p.MaskedMounts) > 0
+}
 
 func existing(paths []string) []string {
 	var out []string
