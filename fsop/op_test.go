@@ -94,7 +94,11 @@ func TestRun(t *testing.T) {
 		{"copy", func(d string) { write(t, d+"/a", "A", 0o755) }, func(d string) Op { return Op{Kind: Copy, Path: d + "/a", Dest: d + "/b"} }, "",
 			func(t *testing.T, d string) { wantFile(t, d+"/a", "A", 0o755); wantFile(t, d+"/b", "A", 0o755) }, ""},
 		{"copy dir without -r", func(d string) { os.Mkdir(d+"/x", 0o755) }, func(d string) Op { return Op{Kind: Copy, Path: d + "/x", Dest: d + "/y"} }, "", nil, "is a directory"},
-		{"copy -r", func(d string) { os.MkdirAll(d+"/x/s", 0o755); write(t, d+"/x/s/f", "F", 0o600); os.Symlink("s/f", d+"/x/l") },
+		{"copy -r", func(d string) {
+			os.MkdirAll(d+"/x/s", 0o755)
+			write(t, d+"/x/s/f", "F", 0o600)
+			os.Symlink("s/f", d+"/x/l")
+		},
 			func(d string) Op { return Op{Kind: Copy, Path: d + "/x", Dest: d + "/y", Recursive: true} }, "",
 			func(t *testing.T, d string) {
 				wantFile(t, d+"/y/s/f", "F", 0o600)
