@@ -204,13 +204,20 @@ func writeFile(path string, in io.Reader, perm fs.FileMode) error {
 	return err
 }
 
-// createTemp makes an empty file next to path, named after it.
+// createTemp makes an empty file next to path, named after it. Its error
+// names path, the file the caller asked to write, with the errno of the
+// temp file's open.
 func createTemp(path string, perm fs.FileMode) (*os.File, error) {
 	for {
 		f, err := os.OpenFile(sideName(path, "tmp"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-		if !errors.Is(err, fs.ErrExist) {
-			return f, err
+		var pe *fs.PathError
+		switch {
+		case errors.Is(err, fs.ErrExist):
+			continue
+		case errors.As(err, &pe):
+			return nil, &fs.PathError{Op: "write", Path: path, Err: pe.Err}
 		}
+		return f, err
 	}
 }
 
