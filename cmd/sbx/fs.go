@@ -233,11 +233,15 @@ type fsOutcome struct {
 	cwd string
 }
 
+// selfExecutable is the sbx binary the helper runs; tests point it at a
+// link named sbx to the test binary, which testscript runs as sbx.
+var selfExecutable = os.Executable
+
 // runFS runs the __fs stage for op under the call req describes, with
 // content as its stdin, and makes the result. The error is a refusal
 // (exit 125): nothing ran.
 func runFS(req request, op fsop.Op, content string) (fsOutcome, error) {
-	exe, err := os.Executable()
+	exe, err := selfExecutable()
 	if err != nil {
 		return fsOutcome{}, fmt.Errorf("executable: %w", err)
 	}
