@@ -201,19 +201,7 @@ func TestSchemaFSRejects(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if err := validateJSON(request, []byte(tt.req)); err == nil {
-				t.Errorf("%s accepts %s", requestSchema, tt.req)
-			}
-			code, out, stderr := execMain(t, tt.req)
-			if code != ExitRefused {
-				t.Errorf("sbx exec = %d, want %d; stdout: %s", code, ExitRefused, out)
-			}
-			if err := validateJSON(result, out); err != nil {
-				t.Errorf("refusal does not satisfy %s:\n%v\n%s", resultSchema, err, out)
-			}
-			if !strings.Contains(stderr, tt.field) {
-				t.Errorf("stderr %q does not name %q", stderr, tt.field)
-			}
+			wantRefusal(t, request, result, tt.req, tt.field)
 			if _, err := os.Lstat(marker); err == nil {
 				t.Fatalf("a refused request made %s", marker)
 			}
