@@ -64,7 +64,15 @@ permissions, a patch that does not apply); 3 denied by the sandbox (only when
 the sandbox reported the denial: without denial reports a refusal is exit 1);
 125 bad flags or arguments, nothing run.
 
-Flags:
+A denial, and its retry (fill in --justification; an approver is asked):
+  $ echo x | sbx fs --mode workspace-write write /var/tmp/out/f
+  sbx fs: write /var/tmp/out/f: permission denied
+  sbx: denied create /var/tmp/out/.f.sbx-1c2d3e4f5a6b.tmp (openat, pid 7): outside the writable roots
+  sbx: retry: sbx fs --mode workspace-write --sandbox-permissions with_additional_permissions --allow-write /var/tmp/out --justification '' -- write /var/tmp/out/f
+A write replaces the file through a temp file in its directory, so the
+denial is that file's create and the retry grants the directory.
+
+Flags (the run flags; --shell, -c and --login are refused: no command runs):
 `
 
 // fsResult is the `sbx fs --json` output and the `sbx exec` result of an
