@@ -156,8 +156,8 @@ func (o Op) Run(in io.Reader) error {
 }
 
 // writeFile replaces path with the content of in: a temp file in the same
-// directory, fsync, rename. An existing file keeps its permission bits and
-// must be writable (the open for writing is what the sandbox and the file
+// directory, fsync, rename. An existing file keeps its permission bits (and,
+// where allowed, its owner) and must be writable (the open for writing is what the sandbox and the file
 // permissions judge, as for any writer); a new one gets perm minus the
 // umask. A symlink is written through: its target is replaced.
 func writeFile(path string, in io.Reader, perm fs.FileMode) error {
@@ -186,6 +186,7 @@ func writeFile(path string, in io.Reader, perm fs.FileMode) error {
 			if err := tmp.Chmod(fi.Mode().Perm()); err != nil {
 				return err
 			}
+			keepOwner(tmp, fi)
 		}
 		if _, err := io.Copy(tmp, in); err != nil {
 			return err

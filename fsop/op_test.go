@@ -246,3 +246,33 @@ func TestApplyPatchConflictTouchesNothing(t *testing.T) {
 	}
 	wantFile(t, "a", "a1\n", 0)
 }
+
+// TestWriteKeepsOwner: root replacing another user's file leaves it theirs
+// (the temp file is root's until chowned).
+func TestWriteKeepsOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: giving a file to another user needs root")
+	}
+	d := t.TempDir()
+	p := filepath.Join(d, "f")
+	write(t, p, "old", 0o640)
+	if err := os.Chown(p, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	for _, op := range []struct {
+		op Op
+		in string
+	}{
+		{Op{Kind: Write, Path: p}, "new"},
+		{Op{Kind: ApplyPatch}, "--- " + p + "\n+++ " + p + "\n@@ -1 +1 @@\n-new\n\\ No newline at end of file\n+patched\n"},
+	} {
+		if err := op.op.Run(strings.NewReader(op.in)); err != nil {
+			t.Fatalf("%s: %v", op.op.Kind, err)
+		}
+		fi, err := os.Stat(p)
+		if st := fi.Sys().(*syscall.Stat_t); err != nil || st.Uid != 65534 || st.Gid != 65534 || fi.Mode().Perm() != 0o640 {
+			t.Errorf("%s: owner %d:%d mode %o (%v), want 65534:65534 640", op.op.Kind, st.Uid, st.Gid, fi.Mode().Perm(), err)
+		}
+	}
+	wantFile(t, p, "patched\n", 0o640)
+}

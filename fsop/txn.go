@@ -15,6 +15,8 @@ type change struct {
 	delete  bool
 	exists  bool
 	perm    fs.FileMode
+	// old is the existing file's, for its owner.
+	old fs.FileInfo
 	// setPerm: perm is the existing file's or the patch's, not a default
 	// for the umask to narrow.
 	setPerm bool
@@ -57,7 +59,7 @@ func compute(p FilePatch) (*change, error) {
 	}
 	old := ""
 	if c.exists = err == nil; c.exists {
-		c.perm = fi.Mode().Perm()
+		c.perm, c.old = fi.Mode().Perm(), fi
 		b, err := os.ReadFile(c.path)
 		if err != nil {
 			return nil, err
@@ -143,6 +145,9 @@ func (t *txn) stage(c *change) error {
 		var err2 error
 		if c.setPerm {
 			err2 = f.Chmod(c.perm)
+		}
+		if c.old != nil {
+			keepOwner(f, c.old)
 		}
 		if err := errors.Join(err2, writeAll(f, c.content), f.Sync(), f.Close()); err != nil {
 			return err
