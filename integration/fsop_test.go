@@ -462,10 +462,13 @@ func TestFSFailed(t *testing.T) {
 	t.Run("file permissions", func(t *testing.T) { fsFilePermissions(t) })
 }
 
+// nobody is the uid (and gid) root runs sbx as to be an unprivileged user.
+const nobody = 65534
+
 // fsFilePermissions: an unprivileged user writing a file its permissions
 // forbid, in a directory the sandbox grants, fails as an ordinary failure.
 // As root the test makes a root-owned 0600 file in a 0777 directory and
-// runs sbx as nobody; as a user it makes its own 0444 file in a 0555
+// runs sbx as uid 65534; as a user it makes its own 0444 file in a 0555
 // directory.
 func fsFilePermissions(t *testing.T) {
 	dir := varTmpDir(t)
@@ -476,23 +479,21 @@ func fsFilePermissions(t *testing.T) {
 	flags := []string{"--mode", "read-only", "--allow-write", dir}
 	var r *fsRun
 	if isRoot() {
-		runuser := needTool(t, "runuser")
 		if err := os.Chmod(dir, 0o777); err != nil {
 			t.Fatal(err)
 		}
-		ws := dir
-		cmd := exec.Command(runuser, append([]string{"-u", "nobody", "--", sbxBin, "fs", "--cwd", ws, "--json"}, append(flags, "write", target)...)...)
-		cmd.Dir = ws
-		cmd.Env = append(baseEnv(), "HOME="+ws)
+		cmd := exec.Command(sbxBin, append(append([]string{"fs", "--cwd", dir, "--json"}, flags...), "write", target)...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		cmd.Dir = dir
+		cmd.Env = append(baseEnv(), "HOME="+dir)
 		cmd.Stdin = strings.NewReader("overwritten\n")
 		var stdout, stderr strings.Builder
 		cmd.Stdout, cmd.Stderr = &stdout, &stderr
 		err := cmd.Run()
-		code := cmd.ProcessState.ExitCode()
 		if _, ok := err.(*exec.ExitError); err != nil && !ok {
-			t.Fatalf("runuser: %v", err)
+			t.Fatalf("sbx as uid %d: %v", nobody, err)
 		}
-		r = decodeFS(t, outcome{code: code, stdout: stdout.String(), stderr: stderr.String()})
+		r = decodeFS(t, outcome{code: cmd.ProcessState.ExitCode(), stdout: stdout.String(), stderr: stderr.String()})
 	} else {
 		if err := os.Chmod(target, 0o444); err != nil {
 			t.Fatal(err)
