@@ -151,3 +151,39 @@ func TestApplyConflict(t *testing.T) {
 		})
 	}
 }
+
+// FuzzParsePatch: any input parses or fails with a *PatchError, never
+// panics, and every parsed file has a path; whatever parses applies to any
+// content or fails with a *PatchError (go test runs the seeds; go test
+// -fuzz FuzzParsePatch ./fsop explores).
+func FuzzParsePatch(f *testing.F) {
+	for _, s := range []string{
+		"--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n",
+		"diff --git a/n b/n\nnew file mode 100644\n--- /dev/null\n+++ b/n\n@@ -0,0 +1 @@\n+x\n\\ No newline at end of file\n",
+		"diff --git a/o b/o\ndeleted file mode 100644\n--- a/o\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n",
+		"--- x\r\n+++ x\r\n@@ -1 +1 @@\r\n-a\r\n+b\r\n",
+	} {
+		f.Add(s, "a\nb\n")
+	}
+	f.Fuzz(func(t *testing.T, patch, content string) {
+		ps, err := ParsePatch(patch)
+		if err != nil {
+			var pe *PatchError
+			if !errors.As(err, &pe) {
+				t.Fatalf("untyped error %v", err)
+			}
+			return
+		}
+		for _, p := range ps {
+			if p.Path() == "" {
+				t.Fatalf("a file patch without a path: %+v", p)
+			}
+			if _, err := p.Apply(content); err != nil {
+				var pe *PatchError
+				if !errors.As(err, &pe) {
+					t.Fatalf("untyped apply error %v", err)
+				}
+			}
+		}
+	})
+}

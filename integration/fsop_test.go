@@ -392,34 +392,61 @@ func TestFSDeniedByKernel(t *testing.T) {
 	})
 }
 
-// TestFSApplyPatchDenied: a patch of two files, one outside the writable
-// roots, is refused as a whole: neither file changes, nothing is left
-// behind, the retry names the outside file's directory (a replace creates
-// there), and the retry applies the whole patch.
+// TestFSApplyPatchDenied: a patch of three files, two outside the
+// writable roots (a change in one directory, a new file in a new directory
+// of another), is refused as a whole: no file changes, nothing is left
+// behind, every refusal is reported at once, the retry names the outside
+// directories (a replace creates its temp file there; the new directory is
+// made in the other), and the retry applies the whole patch.
 func TestFSApplyPatchDenied(t *testing.T) {
 	requireWriteRestriction(t)
-	ws, out := workspace(t), varTmpDir(t)
+	ws, out1, out2 := workspace(t), varTmpDir(t), varTmpDir(t)
 	inside := writeFile(t, filepath.Join(ws, "in.txt"), "in 1\nin 2\n")
-	outside := writeFile(t, filepath.Join(out, "out.txt"), "out 1\nout 2\n")
-	rel, err := filepath.Rel(ws, outside)
-	if err != nil {
-		t.Fatal(err)
+	outside := writeFile(t, filepath.Join(out1, "out.txt"), "out 1\nout 2\n")
+	created := filepath.Join(out2, "sub", "new.txt")
+	rel := func(p string) string {
+		r, err := filepath.Rel(ws, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
 	}
 	patch := "diff --git a/in.txt b/in.txt\n--- a/in.txt\n+++ b/in.txt\n@@ -1,2 +1,2 @@\n in 1\n-in 2\n+in two\n" +
-		"--- a/" + rel + "\n+++ b/" + rel + "\n@@ -1,2 +1,2 @@\n-out 1\n+out one\n out 2\n"
+		"--- a/" + rel(outside) + "\n+++ b/" + rel(outside) + "\n@@ -1,2 +1,2 @@\n-out 1\n+out one\n out 2\n" +
+		"--- /dev/null\n+++ b/" + rel(created) + "\n@@ -0,0 +1 @@\n+new\n"
+	unchanged := func(t *testing.T) {
+		t.Helper()
+		wantContent(inside, "in 1\nin 2\n")(t)
+		wantContent(outside, "out 1\nout 2\n")(t)
+		wantAbsent(filepath.Dir(created))(t)
+		noSideFiles(t, ws, out1, out2)
+	}
 	r := sbxFS(t, ws, wsWrite, patch, "apply-patch")
 	r.wantRefused(t, tempOf(outside))
-	wantContent(inside, "in 1\nin 2\n")(t)
-	wantContent(outside, "out 1\nout 2\n")(t)
-	noSideFiles(t, ws, out)
-	r.retryGrants(t, out)
+	unchanged(t)
 	if !caps(t).supervised {
 		return
 	}
+	if m := (denialMatch{op: "create", path: filepath.Dir(created)}); !m.in(r.rep.Denials) {
+		t.Errorf("denials %+v, want also the create of %s", r.rep.Denials, m.path)
+	}
+	r.retryGrants(t, out1)
+	r.retryGrants(t, out2)
+
+	// The human form says the same: the message, the denials, the retry.
+	h := sbx(t, opts{args: []string{"fs", "--cwd", ws, "--mode", "workspace-write", "apply-patch"}, dir: ws, stdin: strings.NewReader(patch)})
+	lines := strings.Split(strings.TrimSpace(h.stderr), "\n")
+	if h.code != 3 || h.stdout != "" || !strings.HasPrefix(lines[0], "sbx fs: write "+rel(outside)+": permission denied") ||
+		!slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "sbx: retry: sbx fs ") && strings.HasSuffix(l, " -- apply-patch") }) {
+		t.Errorf("human: exit %d stdout %q stderr:\n%s", h.code, h.stdout, h.stderr)
+	}
+	unchanged(t)
+
 	r.applyRetry(t, ws, patch)
 	wantContent(inside, "in 1\nin two\n")(t)
 	wantContent(outside, "out one\nout 2\n")(t)
-	noSideFiles(t, ws, out)
+	wantContent(created, "new\n")(t)
+	noSideFiles(t, ws, out1, out2, filepath.Dir(created))
 }
 
 // TestFSFailed: failures that are not the sandbox's: exit 1, kind failed,
