@@ -62,7 +62,8 @@ plus "op", "ok" and "error": {"kind": "denied"|"failed", "message"} instead.
 Exit status: 0 done; 1 failed for an ordinary reason (a missing file, file
 permissions, a patch that does not apply); 3 denied by the sandbox (only when
 the sandbox reported the denial: without denial reports a refusal is exit 1);
-125 bad flags or arguments, nothing run.
+125 bad flags or arguments, nothing run (one line on stderr naming the
+argument; with --json also {"error": MESSAGE} on stdout, as sbx exec refuses).
 
 A denial, and its retry (fill in --justification; an approver is asked):
   $ echo x | sbx fs --mode workspace-write write /var/tmp/out/f
@@ -107,6 +108,11 @@ func fsCmd(args []string, stdio Stdio) int {
 	}
 	refuse := func(err error) int {
 		fmt.Fprintf(stdio.Err, "sbx fs: %v\n", err)
+		if *asJSON {
+			// The refusal object of sbx exec, so a caller reading JSON
+			// always gets one.
+			writeJSON(stdio.Out, map[string]string{"error": err.Error()})
+		}
 		return ExitRefused
 	}
 	op, err := parseFSArgs(fs.Args())

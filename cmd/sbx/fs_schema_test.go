@@ -225,8 +225,20 @@ func TestSchemaFSRejects(t *testing.T) {
 	} {
 		var out, errb bytes.Buffer
 		code := Main(append([]string{"fs", "--cwd", cwd}, tt.args...), Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
-		if code != ExitRefused || !strings.Contains(errb.String(), tt.field) || strings.Count(errb.String(), "\n") != 1 {
-			t.Errorf("sbx fs %q = %d, stderr %q; want 125 and one line naming %s", tt.args, code, errb.String(), tt.field)
+		if code != ExitRefused || !strings.Contains(errb.String(), tt.field) || strings.Count(errb.String(), "\n") != 1 || out.Len() > 0 {
+			t.Errorf("sbx fs %q = %d, stdout %q stderr %q; want 125 and one line naming %s", tt.args, code, out.String(), errb.String(), tt.field)
+		}
+		if tt.args == nil || strings.HasPrefix(tt.args[0], "--bogus") {
+			continue
+		}
+		// With --json (given before the operation) the refusal object too.
+		out.Reset()
+		errb.Reset()
+		code = Main(append([]string{"fs", "--json", "--cwd", cwd}, tt.args...), Stdio{In: strings.NewReader(""), Out: &out, Err: &errb})
+		var refusal struct{ Error string }
+		json.Unmarshal(out.Bytes(), &refusal)
+		if err := validateJSON(result, out.Bytes()); code != ExitRefused || err != nil || !strings.Contains(refusal.Error, tt.field) {
+			t.Errorf("sbx fs --json %q = %d, stdout %q (%v); want 125 and a refusal naming %s", tt.args, code, out.String(), err, tt.field)
 		}
 	}
 	if _, err := os.Lstat(marker); err == nil {
