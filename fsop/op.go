@@ -282,8 +282,14 @@ func copyPath(src, dst string, recursive bool) error {
 	if !recursive {
 		return &fs.PathError{Op: "copy", Path: src, Err: errors.New("is a directory (copy -r copies a tree)")}
 	}
+	if _, err := os.Lstat(dst); err == nil {
+		return &fs.PathError{Op: "copy", Path: dst, Err: fs.ErrExist}
+	}
 	if err := copyTree(src, dst); err != nil {
-		os.RemoveAll(dst)
+		// Only what this copy made: dst did not exist before.
+		if _, serr := os.Lstat(dst); serr == nil {
+			os.RemoveAll(dst)
+		}
 		return err
 	}
 	return nil
@@ -305,12 +311,9 @@ func copyFile(src, dst string) error {
 	return writeFile(dst, f, fi.Mode().Perm())
 }
 
-// copyTree copies the tree at src to dst: directories, regular files and
-// symlinks (as links), with their permission bits minus the umask.
+// copyTree copies the tree at src to a new dst: directories, regular files
+// and symlinks (as links), with their permission bits minus the umask.
 func copyTree(src, dst string) error {
-	if _, err := os.Lstat(dst); err == nil {
-		return &fs.PathError{Op: "copy", Path: dst, Err: fs.ErrExist}
-	}
 	return filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err

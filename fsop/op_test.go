@@ -106,6 +106,9 @@ func TestRun(t *testing.T) {
 					t.Errorf("link %q %v", l, err)
 				}
 			}, ""},
+		{"copy -r onto an existing dst", func(d string) { os.Mkdir(d+"/x", 0o755); os.Mkdir(d+"/y", 0o755); write(t, d+"/y/keep", "K", 0o644) },
+			func(d string) Op { return Op{Kind: Copy, Path: d + "/x", Dest: d + "/y", Recursive: true} }, "",
+			func(t *testing.T, d string) { wantFile(t, d+"/y/keep", "K", 0o644) }, "copy DIR/y: file already exists"},
 		{"chmod", func(d string) { write(t, d+"/f", "", 0o644) }, func(d string) Op { return Op{Kind: Chmod, Path: d + "/f", Mode: "0700"} }, "",
 			func(t *testing.T, d string) { wantFile(t, d+"/f", "", 0o700) }, ""},
 	}
