@@ -209,11 +209,13 @@ func (t *txn) place(c *change) error {
 func (t *txn) undo() {
 	for i := len(t.changes) - 1; i >= 0; i-- {
 		c := t.changes[i]
-		if c.placed {
-			os.Remove(c.path)
-		}
-		if c.backup != "" {
+		switch {
+		case c.backup != "":
+			// Over the new content, if it was placed: no moment without
+			// the file.
 			os.Rename(c.backup, c.path)
+		case c.placed:
+			os.Remove(c.path)
 		}
 		if c.tmp != "" {
 			os.Remove(c.tmp)
