@@ -279,3 +279,45 @@ func TestWriteKeepsOwner(t *testing.T) {
 	}
 	wantFile(t, p, "patched\n", 0o640)
 }
+
+// TestApplyPatchUndo makes each rename of a patch's transaction fail in
+// turn (moving a target aside, placing a new content): every time, the
+// files are as they were and nothing is left behind.
+func TestApplyPatchUndo(t *testing.T) {
+	patch := "--- a/a\n+++ b/a\n@@ -1 +1 @@\n-a1\n+a2\n" +
+		"--- a/b\n+++ /dev/null\n@@ -1 +0,0 @@\n-b\n" +
+		"--- /dev/null\n+++ b/new/c\n@@ -0,0 +1 @@\n+c\n"
+	defer func() { rename = os.Rename }()
+	for fail := 1; ; fail++ {
+		d := t.TempDir()
+		t.Chdir(d)
+		write(t, "a", "a1\n", 0o640)
+		write(t, "b", "b\n", 0o644)
+		before := names(t, d)
+		calls := 0
+		rename = func(from, to string) error {
+			if calls++; calls == fail {
+				return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EIO}
+			}
+			return os.Rename(from, to)
+		}
+		err := Op{Kind: ApplyPatch}.Run(strings.NewReader(patch))
+		if err == nil {
+			if fail < 5 {
+				t.Fatalf("only %d renames: the transaction has 4 (a, b aside; a, c placed)", fail-1)
+			}
+			wantFile(t, "a", "a2\n", 0o640)
+			wantFile(t, "new/c", "c\n", 0)
+			wantGone(t, "b")
+			return
+		}
+		if !strings.Contains(err.Error(), "input/output error") {
+			t.Fatalf("rename %d: %v", fail, err)
+		}
+		if got := names(t, d); !slices.Equal(got, before) {
+			t.Errorf("rename %d failed: files %q, want %q", fail, got, before)
+		}
+		wantFile(t, "a", "a1\n", 0o640)
+		wantFile(t, "b", "b\n", 0o644)
+	}
+}

@@ -162,7 +162,7 @@ func (t *txn) stage(c *change) error {
 		}
 	}
 	backup := sideName(c.path, "bak")
-	if err := os.Rename(c.path, backup); err != nil {
+	if err := rename(c.path, backup); err != nil {
 		return err
 	}
 	c.backup = backup
@@ -197,7 +197,7 @@ func (t *txn) place(c *change) error {
 	if c.delete {
 		return nil
 	}
-	if err := os.Rename(c.tmp, c.path); err != nil {
+	if err := rename(c.tmp, c.path); err != nil {
 		return err
 	}
 	c.tmp, c.placed = "", true
@@ -213,7 +213,7 @@ func (t *txn) undo() {
 		case c.backup != "":
 			// Over the new content, if it was placed: no moment without
 			// the file.
-			os.Rename(c.backup, c.path)
+			rename(c.backup, c.path)
 		case c.placed:
 			os.Remove(c.path)
 		}
@@ -225,3 +225,7 @@ func (t *txn) undo() {
 		os.Remove(t.dirs[i])
 	}
 }
+
+// rename is os.Rename; tests make it fail at a chosen call to check that
+// every step is undone.
+var rename = os.Rename
