@@ -71,7 +71,8 @@ A denial, and its retry (fill in --justification; an approver is asked):
   sbx: denied create /var/tmp/out/.f.sbx-1c2d3e4f5a6b.tmp (openat, pid 7): outside the writable roots
   sbx: retry: sbx fs --mode workspace-write --sandbox-permissions with_additional_permissions --allow-write /var/tmp/out --justification '' -- write /var/tmp/out/f
 A write replaces the file through a temp file in its directory, so the
-denial is that file's create and the retry grants the directory.
+denial is that file's create and the retry grants the directory (a grant of
+the file alone lets append and chmod through, not write or copy).
 
 Flags (the run flags; --shell, -c and --login are refused: no command runs):
 `
