@@ -11,11 +11,15 @@
 // Guarantees:
 //   - write replaces the file atomically (a temp file in the same
 //     directory, fsync, rename) and keeps an existing file's permission
-//     bits; a new file gets 0644 minus the umask.
+//     bits (and owner, where the user may give it away); a new file gets
+//     0644 minus the umask. The files the caller lists in Op.InPlace (its
+//     sandbox lets it write them, not create beside them) are truncated
+//     and written instead, which is not atomic.
 //   - apply-patch is all-or-nothing: every new content is computed in
 //     memory first (a hunk that does not apply changes nothing), then
-//     staged next to its target; any failure while staging or committing
-//     undoes what was done, so no file is left changed.
+//     staged next to its target (or checked for writing, in place); any
+//     failure while staging or committing undoes what was done (an in-place
+//     file gets its old content back), so no file is left changed.
 //   - Errors are the system call's own (*fs.PathError and friends), or a
 //     *PatchError for a patch that is malformed or does not apply; nothing
 //     here says whether the sandbox caused them: only the supervisor's

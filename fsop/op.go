@@ -46,6 +46,38 @@ type Op struct {
 	Parents bool `json:"parents,omitempty"`
 	// Recursive lets remove take a directory tree and copy copy one.
 	Recursive bool `json:"recursive,omitempty"`
+	// InPlace are the existing files (absolute, symlinks resolved) that
+	// write, copy and apply-patch write in place (truncate, write) instead
+	// of replacing them through a temp file beside them: the caller's
+	// sandbox lets it write them but not create in their directory (a
+	// grant of the file alone, a carve-out), so that the first refusal is
+	// the file's own and its retry asks for the file, not the directory.
+	// IMPORTANT: such a write is not atomic.
+	InPlace []string `json:"in_place,omitempty"`
+}
+
+// replaceMode is how an existing file gets its new content.
+type replaceMode int
+
+const (
+	// replaceAtomic writes a temp file beside it and renames it over.
+	replaceAtomic replaceMode = iota
+	// replaceInPlace truncates the file and writes it.
+	replaceInPlace
+)
+
+// replaceModeOf says how o replaces path.
+func (o Op) replaceModeOf(path string) replaceMode {
+	if len(o.InPlace) == 0 {
+		return replaceAtomic
+	}
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		path = r
+	}
+	if abs, err := filepath.Abs(path); err == nil && slices.Contains(o.InPlace, abs) {
+		return replaceInPlace
+	}
+	return replaceAtomic
 }
 
 // ArgError is an Op that cannot run: Field names the argument at fault
@@ -123,7 +155,7 @@ func (o Op) Run(in io.Reader) error {
 	}
 	switch o.Kind {
 	case Write:
-		return writeFile(o.Path, in, 0o644)
+		return writeFile(o.Path, in, 0o644, o.replaceModeOf(o.Path))
 	case Append:
 		f, err := os.OpenFile(o.Path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
@@ -141,7 +173,7 @@ func (o Op) Run(in io.Reader) error {
 	case Move:
 		return move(o.Path, o.Dest)
 	case Copy:
-		return copyPath(o.Path, o.Dest, o.Recursive)
+		return copyPath(o.Path, o.Dest, o.Recursive, o.replaceModeOf(o.Dest))
 	case Chmod:
 		m, _ := ParseMode(o.Mode)
 		return os.Chmod(o.Path, m)
@@ -150,7 +182,7 @@ func (o Op) Run(in io.Reader) error {
 		if err != nil {
 			return fmt.Errorf("read patch: %w", err)
 		}
-		return applyPatch(string(b))
+		return applyPatch(string(b), o)
 	}
 	return nil
 }
@@ -159,8 +191,9 @@ func (o Op) Run(in io.Reader) error {
 // directory, fsync, rename. An existing file keeps its permission bits (and,
 // where allowed, its owner) and must be writable (the open for writing is what the sandbox and the file
 // permissions judge, as for any writer); a new one gets perm minus the
-// umask. A symlink is written through: its target is replaced.
-func writeFile(path string, in io.Reader, perm fs.FileMode) error {
+// umask. A symlink is written through: its target is replaced. With
+// replaceInPlace an existing file is truncated and written instead.
+func writeFile(path string, in io.Reader, perm fs.FileMode, mode replaceMode) error {
 	if r, err := filepath.EvalSymlinks(path); err == nil {
 		path = r
 	}
@@ -171,6 +204,11 @@ func writeFile(path string, in io.Reader, perm fs.FileMode) error {
 		return err
 	case exists && !fi.Mode().IsRegular():
 		return &fs.PathError{Op: "write", Path: path, Err: syscall.EISDIR}
+	case exists && mode == replaceInPlace:
+		return writeInPlace(path, func(f *os.File) error {
+			_, err := io.Copy(f, in)
+			return err
+		})
 	}
 	// The temp file first: the sandbox judges the directory, which is what
 	// a replace needs (so a retry grants the directory).
@@ -205,6 +243,20 @@ func writeFile(path string, in io.Reader, perm fs.FileMode) error {
 	return err
 }
 
+// writeInPlace opens path for writing, truncated (what the sandbox and the
+// file permissions judge), lets fill write it, and syncs it.
+func writeInPlace(path string, fill func(*os.File) error) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: "write", Path: path, Err: pe.Err}
+	}
+	if err != nil {
+		return err
+	}
+	return errors.Join(fill(f), f.Sync(), f.Close())
+}
+
 // createTemp makes an empty file next to path, named after it. Its error
 // names path, the file the caller asked to write, with the errno of the
 // temp file's open.
@@ -234,6 +286,10 @@ func sideName(path, kind string) string {
 // the file meets.
 func checkWritable(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return &fs.PathError{Op: "write", Path: path, Err: pe.Err}
+	}
 	if err != nil {
 		return err
 	}
@@ -263,7 +319,7 @@ func move(src, dst string) error {
 	if fi, serr := os.Lstat(src); serr != nil || !fi.Mode().IsRegular() {
 		return err
 	}
-	if err := copyFile(src, dst); err != nil {
+	if err := copyFile(src, dst, replaceAtomic); err != nil {
 		return err
 	}
 	return os.Remove(src)
@@ -271,13 +327,13 @@ func move(src, dst string) error {
 
 // copyPath copies a file (replacing dst like write does) or, with
 // recursive, a directory tree to a dst that must not exist yet.
-func copyPath(src, dst string, recursive bool) error {
+func copyPath(src, dst string, recursive bool, mode replaceMode) error {
 	fi, err := os.Lstat(src)
 	if err != nil {
 		return err
 	}
 	if !fi.IsDir() {
-		return copyFile(src, dst)
+		return copyFile(src, dst, mode)
 	}
 	if !recursive {
 		return &fs.PathError{Op: "copy", Path: src, Err: errors.New("is a directory (copy -r copies a tree)")}
@@ -295,7 +351,7 @@ func copyPath(src, dst string, recursive bool) error {
 	return nil
 }
 
-func copyFile(src, dst string) error {
+func copyFile(src, dst string, mode replaceMode) error {
 	f, err := os.Open(src)
 	if err != nil {
 		return err
@@ -308,7 +364,10 @@ func copyFile(src, dst string) error {
 	if !fi.Mode().IsRegular() {
 		return &fs.PathError{Op: "copy", Path: src, Err: errors.New("not a regular file")}
 	}
-	return writeFile(dst, f, fi.Mode().Perm())
+	if dfi, err := os.Stat(dst); err == nil && os.SameFile(fi, dfi) {
+		return &fs.PathError{Op: "copy", Path: dst, Err: errors.New("is the source file itself")}
+	}
+	return writeFile(dst, f, fi.Mode().Perm(), mode)
 }
 
 // copyTree copies the tree at src to a new dst: directories, regular files

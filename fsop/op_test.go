@@ -93,6 +93,9 @@ func TestRun(t *testing.T) {
 		{"move missing", nil, func(d string) Op { return Op{Kind: Move, Path: d + "/a", Dest: d + "/b"} }, "", nil, "no such file or directory"},
 		{"copy", func(d string) { write(t, d+"/a", "A", 0o755) }, func(d string) Op { return Op{Kind: Copy, Path: d + "/a", Dest: d + "/b"} }, "",
 			func(t *testing.T, d string) { wantFile(t, d+"/a", "A", 0o755); wantFile(t, d+"/b", "A", 0o755) }, ""},
+		{"copy onto itself", func(d string) { write(t, d+"/a", "A", 0o644); os.Symlink("a", d+"/l") },
+			func(d string) Op { return Op{Kind: Copy, Path: d + "/a", Dest: d + "/l"} }, "",
+			func(t *testing.T, d string) { wantFile(t, d+"/a", "A", 0o644) }, "is the source file itself"},
 		{"copy dir without -r", func(d string) { os.Mkdir(d+"/x", 0o755) }, func(d string) Op { return Op{Kind: Copy, Path: d + "/x", Dest: d + "/y"} }, "", nil, "is a directory"},
 		{"copy -r", func(d string) {
 			os.MkdirAll(d+"/x/s", 0o755)
@@ -282,42 +285,96 @@ func TestWriteKeepsOwner(t *testing.T) {
 
 // TestApplyPatchUndo makes each rename of a patch's transaction fail in
 // turn (moving a target aside, placing a new content): every time, the
-// files are as they were and nothing is left behind.
+// files are as they were and nothing is left behind. With a written in
+// place, its content is written back.
 func TestApplyPatchUndo(t *testing.T) {
 	patch := "--- a/a\n+++ b/a\n@@ -1 +1 @@\n-a1\n+a2\n" +
 		"--- a/b\n+++ /dev/null\n@@ -1 +0,0 @@\n-b\n" +
 		"--- /dev/null\n+++ b/new/c\n@@ -0,0 +1 @@\n+c\n"
 	defer func() { rename = os.Rename }()
-	for fail := 1; ; fail++ {
-		d := t.TempDir()
-		t.Chdir(d)
-		write(t, "a", "a1\n", 0o640)
-		write(t, "b", "b\n", 0o644)
-		before := names(t, d)
-		calls := 0
-		rename = func(from, to string) error {
-			if calls++; calls == fail {
-				return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EIO}
+	for _, v := range []struct {
+		name    string
+		inPlace bool
+		renames int
+	}{{"atomic", false, 4}, {"a in place", true, 2}} {
+		for fail := 1; ; fail++ {
+			d := t.TempDir()
+			t.Chdir(d)
+			write(t, "a", "a1\n", 0o640)
+			write(t, "b", "b\n", 0o644)
+			ino := inode(t, "a")
+			op := Op{Kind: ApplyPatch}
+			if v.inPlace {
+				op.InPlace = []string{filepath.Join(d, "a")}
 			}
-			return os.Rename(from, to)
-		}
-		err := Op{Kind: ApplyPatch}.Run(strings.NewReader(patch))
-		if err == nil {
-			if fail < 5 {
-				t.Fatalf("only %d renames: the transaction has 4 (a, b aside; a, c placed)", fail-1)
+			before := names(t, d)
+			calls := 0
+			rename = func(from, to string) error {
+				if calls++; calls == fail {
+					return &os.LinkError{Op: "rename", Old: from, New: to, Err: syscall.EIO}
+				}
+				return os.Rename(from, to)
 			}
-			wantFile(t, "a", "a2\n", 0o640)
-			wantFile(t, "new/c", "c\n", 0)
-			wantGone(t, "b")
-			return
+			err := op.Run(strings.NewReader(patch))
+			if err == nil {
+				if fail <= v.renames {
+					t.Fatalf("%s: only %d renames, want %d", v.name, fail-1, v.renames)
+				}
+				wantFile(t, "a", "a2\n", 0o640)
+				wantFile(t, "new/c", "c\n", 0)
+				wantGone(t, "b")
+				if (inode(t, "a") == ino) != v.inPlace {
+					t.Errorf("%s: a's inode kept %t", v.name, inode(t, "a") == ino)
+				}
+				break
+			}
+			if !strings.Contains(err.Error(), "input/output error") {
+				t.Fatalf("%s: rename %d: %v", v.name, fail, err)
+			}
+			if got := names(t, d); !slices.Equal(got, before) {
+				t.Errorf("%s: rename %d failed: files %q, want %q", v.name, fail, got, before)
+			}
+			wantFile(t, "a", "a1\n", 0o640)
+			wantFile(t, "b", "b\n", 0o644)
 		}
-		if !strings.Contains(err.Error(), "input/output error") {
-			t.Fatalf("rename %d: %v", fail, err)
-		}
-		if got := names(t, d); !slices.Equal(got, before) {
-			t.Errorf("rename %d failed: files %q, want %q", fail, got, before)
-		}
-		wantFile(t, "a", "a1\n", 0o640)
-		wantFile(t, "b", "b\n", 0o644)
 	}
+}
+
+func inode(t *testing.T, p string) uint64 {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Sys().(*syscall.Stat_t).Ino
+}
+
+// TestWriteInPlace: a file listed in InPlace is truncated and written (its
+// inode stays), through a symlink too; others are replaced.
+func TestWriteInPlace(t *testing.T) {
+	d := t.TempDir()
+	p := filepath.Join(d, "f")
+	write(t, p, "old old old", 0o604)
+	os.Symlink("f", filepath.Join(d, "l"))
+	ino := inode(t, p)
+	write(t, filepath.Join(d, "src"), "new", 0o600)
+	for _, op := range []Op{
+		{Kind: Write, Path: filepath.Join(d, "l"), InPlace: []string{p}},
+		{Kind: Copy, Path: filepath.Join(d, "src"), Dest: filepath.Join(d, "l"), InPlace: []string{p}},
+	} {
+		if err := op.Run(strings.NewReader("new")); err != nil {
+			t.Fatalf("%s: %v", op.Kind, err)
+		}
+		wantFile(t, p, "new", 0o604)
+		if inode(t, p) != ino {
+			t.Errorf("%s: replaced, not written in place", op.Kind)
+		}
+	}
+	if err := (Op{Kind: Write, Path: p}).Run(strings.NewReader("atomic")); err != nil {
+		t.Fatal(err)
+	}
+	if inode(t, p) == ino {
+		t.Errorf("write without InPlace kept the inode")
+	}
+	wantFile(t, p, "atomic", 0o604)
 }

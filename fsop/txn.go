@@ -15,8 +15,12 @@ type change struct {
 	delete  bool
 	exists  bool
 	perm    fs.FileMode
-	// old is the existing file's, for its owner.
-	old fs.FileInfo
+	// old is the existing file's, for its owner; oldContent its content,
+	// for undoing an in-place write.
+	old        fs.FileInfo
+	oldContent string
+	// inPlace: written in place, not through a temp file and a backup.
+	inPlace bool
 	// setPerm: perm is the existing file's or the patch's, not a default
 	// for the umask to narrow.
 	setPerm bool
@@ -26,15 +30,15 @@ type change struct {
 }
 
 // applyPatch applies a unified diff to the files under the working
-// directory, all or nothing.
-func applyPatch(text string) error {
+// directory, all or nothing; o says which files are written in place.
+func applyPatch(text string, o Op) error {
 	patches, err := ParsePatch(text)
 	if err != nil {
 		return err
 	}
 	changes := make([]*change, 0, len(patches))
 	for _, p := range patches {
-		c, err := compute(p)
+		c, err := compute(p, o)
 		if err != nil {
 			return err
 		}
@@ -46,7 +50,7 @@ func applyPatch(text string) error {
 
 // compute reads the file p changes and works out its new content, touching
 // nothing.
-func compute(p FilePatch) (*change, error) {
+func compute(p FilePatch, o Op) (*change, error) {
 	c := &change{path: filepath.Clean(p.Path()), delete: p.IsDelete(), perm: 0o644}
 	fi, err := os.Lstat(c.path)
 	switch {
@@ -65,7 +69,9 @@ func compute(p FilePatch) (*change, error) {
 			return nil, err
 		}
 		old = string(b)
+		c.inPlace = !c.delete && o.replaceModeOf(c.path) == replaceInPlace
 	}
+	c.oldContent = old
 	if p.Mode != 0 {
 		c.perm = p.Mode
 	}
@@ -131,8 +137,12 @@ func firstOf(errs []error) error {
 	return fmt.Errorf("%w (and %d more)", errs[0], len(errs)-1)
 }
 
-// stage writes c's temp file and moves its target aside.
+// stage writes c's temp file and moves its target aside; for a change in
+// place it only checks the target may be written.
 func (t *txn) stage(c *change) error {
+	if c.inPlace {
+		return checkWritable(c.path)
+	}
 	if !c.delete {
 		if err := t.mkdirs(filepath.Dir(c.path)); err != nil {
 			return err
@@ -192,8 +202,12 @@ func (t *txn) mkdirs(dir string) error {
 	return nil
 }
 
-// place renames c's temp file onto its target.
+// place renames c's temp file onto its target, or writes it in place.
 func (t *txn) place(c *change) error {
+	if c.inPlace {
+		c.placed = true
+		return c.writeInPlace(c.content, c.perm)
+	}
 	if c.delete {
 		return nil
 	}
@@ -210,6 +224,8 @@ func (t *txn) undo() {
 	for i := len(t.changes) - 1; i >= 0; i-- {
 		c := t.changes[i]
 		switch {
+		case c.inPlace && c.placed:
+			c.writeInPlace(c.oldContent, c.old.Mode().Perm())
 		case c.backup != "":
 			// Over the new content, if it was placed: no moment without
 			// the file.
@@ -229,3 +245,17 @@ func (t *txn) undo() {
 // rename is os.Rename; tests make it fail at a chosen call to check that
 // every step is undone.
 var rename = os.Rename
+
+// writeInPlace gives c's target content and perm, in place.
+func (c *change) writeInPlace(content string, perm fs.FileMode) error {
+	return writeInPlace(c.path, func(f *os.File) error {
+		if err := writeAll(f, content); err != nil {
+			return err
+		}
+		if c.perm != c.old.Mode().Perm() {
+			// The patch changes the mode (or an undo changes it back).
+			return f.Chmod(perm)
+		}
+		return nil
+	})
+}

@@ -298,6 +298,17 @@ func TestFSDenied(t *testing.T) {
 			return fsDenialSetup{[]string{"write", target}, tempOf(target), out,
 				func(t *testing.T) { wantAbsent(target)(t); noSideFiles(t, out) }, wantContent(target, "content\n")}
 		}},
+		{"overwrite outside the roots", wsWrite, "new\n", func(t *testing.T, ws string) fsDenialSetup {
+			// The policy lets the call create nothing beside the file, so
+			// it is written in place: the refusal and the retry are the
+			// file's alone, and the retry keeps its mode.
+			target := writeFile(t, filepath.Join(varTmpDir(t), "f"), "old\n")
+			if err := os.Chmod(target, 0o640); err != nil {
+				t.Fatal(err)
+			}
+			return fsDenialSetup{[]string{"write", target}, denialMatch{op: "write", path: target}, target,
+				wantContent(target, "old\n"), func(t *testing.T) { wantContent(target, "new\n")(t); wantMode(t, target, 0o640) }}
+		}},
 		{"append outside the roots", wsWrite, "b\n", func(t *testing.T, ws string) fsDenialSetup {
 			target := writeFile(t, filepath.Join(varTmpDir(t), "log"), "a\n")
 			return fsDenialSetup{[]string{"append", target}, denialMatch{op: "write", path: target}, target,
@@ -355,7 +366,9 @@ func TestFSDeniedByKernel(t *testing.T) {
 		r := sbxFS(t, ws, wsWrite, "[evil]\n", "write", config)
 		switch {
 		case c.supervised:
-			r.wantRefused(t, tempOf(config))
+			// Nothing can be created in .git, so the file is written in
+			// place, and that write is what the supervisor refuses.
+			r.wantRefused(t, denialMatch{op: "write", path: config})
 			if r.Retry == nil || r.Retry.SandboxPermissions != "require_escalated" || r.Retry.EscalateTo != "danger-full-access" {
 				t.Errorf("retry %+v, want require_escalated to danger-full-access (nothing widens past a carve-out)", r.Retry)
 			}
@@ -393,11 +406,11 @@ func TestFSDeniedByKernel(t *testing.T) {
 }
 
 // TestFSApplyPatchDenied: a patch of three files, two outside the
-// writable roots (a change in one directory, a new file in a new directory
-// of another), is refused as a whole: no file changes, nothing is left
-// behind, every refusal is reported at once, the retry names the outside
-// directories (a replace creates its temp file there; the new directory is
-// made in the other), and the retry applies the whole patch.
+// writable roots (a change to a file in one directory, a new file in a new
+// directory of another), is refused as a whole: no file changes, nothing is
+// left behind, every refusal is reported at once, the retry names the
+// outside file (written in place: nothing can be created beside it) and the
+// directory the new one is made in, and the retry applies the whole patch.
 func TestFSApplyPatchDenied(t *testing.T) {
 	requireWriteRestriction(t)
 	ws, out1, out2 := workspace(t), varTmpDir(t), varTmpDir(t)
@@ -422,7 +435,7 @@ func TestFSApplyPatchDenied(t *testing.T) {
 		noSideFiles(t, ws, out1, out2)
 	}
 	r := sbxFS(t, ws, wsWrite, patch, "apply-patch")
-	r.wantRefused(t, tempOf(outside))
+	r.wantRefused(t, denialMatch{op: "write", path: outside})
 	unchanged(t)
 	if !caps(t).supervised {
 		return
@@ -430,7 +443,7 @@ func TestFSApplyPatchDenied(t *testing.T) {
 	if m := (denialMatch{op: "create", path: filepath.Dir(created)}); !m.in(r.rep.Denials) {
 		t.Errorf("denials %+v, want also the create of %s", r.rep.Denials, m.path)
 	}
-	r.retryGrants(t, out1)
+	r.retryGrants(t, outside)
 	r.retryGrants(t, out2)
 
 	// The human form says the same: the message, the denials, the retry.

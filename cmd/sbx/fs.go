@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
+	"sbx/enforce/denial"
 	"sbx/fsop"
+	"sbx/policy"
 	"sbx/profiles"
 )
 
@@ -33,7 +36,9 @@ Operations:
   write PATH         stdin becomes PATH's content: a temp file in PATH's
                      directory, fsync, rename over PATH (atomic); an existing
                      file keeps its mode, a new one gets 0644 minus the umask;
-                     the directory must exist
+                     the directory must exist. An existing file the sandbox
+                     lets the call write but not create beside (a file grant,
+                     a carve-out) is written in place (not atomic)
   append PATH        stdin is appended to PATH (created if missing)
   mkdir [-p] PATH    make a directory (-p: and its parents; no error if it exists)
   remove [-r] PATH   remove a file or an empty directory (-r: a tree)
@@ -70,9 +75,9 @@ A denial, and its retry (fill in --justification; an approver is asked):
   sbx fs: write /var/tmp/out/f: permission denied
   sbx: denied create /var/tmp/out/.f.sbx-1c2d3e4f5a6b.tmp (openat, pid 7): outside the writable roots
   sbx: retry: sbx fs --mode workspace-write --sandbox-permissions with_additional_permissions --allow-write /var/tmp/out --justification '' -- write /var/tmp/out/f
-A write replaces the file through a temp file in its directory, so the
-denial is that file's create and the retry grants the directory (a grant of
-the file alone lets append and chmod through, not write or copy).
+A new file is made through a temp file in its directory, so the denial is
+that temp file's create and the retry grants the directory; for an existing
+file the call may not create beside, the denial and the retry are the file's.
 
 Flags (the run flags; --shell, -c and --login are refused: no command runs):
 `
@@ -260,15 +265,18 @@ func runFS(req request, op fsop.Op, content string) (fsOutcome, error) {
 	if err != nil {
 		return fsOutcome{}, fmt.Errorf("executable: %w", err)
 	}
-	spec, err := json.Marshal(op)
-	if err != nil {
-		return fsOutcome{}, err
-	}
-	req.Command, req.Shell = []string{exe, fsStageCommand, string(spec)}, nil
+	// The spec (argv[2]) is made once the policy is known.
+	req.Command, req.Shell = []string{exe, fsStageCommand, ""}, nil
 	call, meta, err := prepare(req)
 	if err != nil {
 		return fsOutcome{}, err
 	}
+	op.InPlace = inPlaceTargets(op, content, call.Cmd.Dir, call.Policy)
+	spec, err := json.Marshal(op)
+	if err != nil {
+		return fsOutcome{}, err
+	}
+	call.Cmd.Argv[2] = string(spec)
 	out, err := captureCall(call, 0, execInput{stdin: content})
 	if err != nil {
 		return fsOutcome{}, fmt.Errorf("fs helper: %w", err)
@@ -301,4 +309,49 @@ func runFS(req request, op fsop.Op, content string) (fsOutcome, error) {
 	}
 	res.ExitCode = code
 	return fsOutcome{fsResult: res, cwd: call.Cmd.Dir}, nil
+}
+
+// inPlaceTargets are the existing files op replaces (write's path, copy's
+// destination, the files a patch modifies) that the policy lets the call
+// write but not create beside: a grant of the file alone, a carve-out.
+// Those the helper writes in place, so that the first refusal it meets is
+// the file's own and the retry asks for the file, the smallest grant, not
+// its directory. Paths are resolved, as the checker and the helper see
+// them; a path that does not resolve is a create and needs the directory.
+func inPlaceTargets(op fsop.Op, input, cwd string, pol policy.Policy) []string {
+	if pol.Unrestricted {
+		return nil
+	}
+	var targets []string
+	switch op.Kind {
+	case fsop.Write:
+		targets = []string{op.Path}
+	case fsop.Copy:
+		targets = []string{op.Dest}
+	case fsop.ApplyPatch:
+		patches, _ := fsop.ParsePatch(input)
+		for _, p := range patches {
+			if !p.IsNew() && !p.IsDelete() {
+				targets = append(targets, p.Path())
+			}
+		}
+	}
+	chk := denial.NewChecker(pol, denial.Extra{})
+	var out []string
+	for _, t := range targets {
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(cwd, t)
+		}
+		r, err := filepath.EvalSymlinks(t)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(r); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if !chk.Path(denial.Create, filepath.Join(filepath.Dir(r), ".sbx-fs")).Allowed {
+			out = append(out, r)
+		}
+	}
+	return out
 }

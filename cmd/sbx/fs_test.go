@@ -3,6 +3,7 @@ package main
 import (
 	"flag"
 	"io"
+	"reflect"
 	"testing"
 
 	"sbx/escalate"
@@ -27,7 +28,7 @@ func TestParseFSArgs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := parseFSArgs(tt.args)
-		if err != nil || got != tt.want {
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%q: %+v, %v; want %+v", tt.args, got, err, tt.want)
 		}
 	}
