@@ -450,7 +450,9 @@ func TestFSApplyPatchDenied(t *testing.T) {
 	h := sbx(t, opts{args: []string{"fs", "--cwd", ws, "--mode", "workspace-write", "apply-patch"}, dir: ws, stdin: strings.NewReader(patch)})
 	lines := strings.Split(strings.TrimSpace(h.stderr), "\n")
 	if h.code != 3 || h.stdout != "" || !strings.HasPrefix(lines[0], "sbx fs: write "+rel(outside)+": permission denied") ||
-		!slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "sbx: retry: sbx fs ") && strings.HasSuffix(l, " -- apply-patch") }) {
+		!slices.ContainsFunc(lines, func(l string) bool {
+			return strings.HasPrefix(l, "sbx: retry: sbx fs ") && strings.HasSuffix(l, " -- apply-patch")
+		}) {
 		t.Errorf("human: exit %d stdout %q stderr:\n%s", h.code, h.stdout, h.stderr)
 	}
 	unchanged(t)
