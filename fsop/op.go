@@ -71,10 +71,13 @@ func (o Op) replaceModeOf(path string) replaceMode {
 	if len(o.InPlace) == 0 {
 		return replaceAtomic
 	}
-	if r, err := filepath.EvalSymlinks(path); err == nil {
-		path = r
+	// Absolute first: the working directory may be named through a
+	// symlink ($PWD), and InPlace holds resolved paths.
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return replaceAtomic
 	}
-	if abs, err := filepath.Abs(path); err == nil && slices.Contains(o.InPlace, abs) {
+	if r, err := filepath.EvalSymlinks(abs); err == nil && slices.Contains(o.InPlace, r) {
 		return replaceInPlace
 	}
 	return replaceAtomic
