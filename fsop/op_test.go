@@ -370,6 +370,16 @@ func TestWriteInPlace(t *testing.T) {
 			t.Errorf("%s: replaced, not written in place", op.Kind)
 		}
 	}
+	// A relative path from a working directory named through a symlink.
+	link := filepath.Join(t.TempDir(), "link")
+	if err := os.Symlink(d, link); err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(link)
+	t.Setenv("PWD", link)
+	if err := (Op{Kind: Write, Path: "f", InPlace: []string{p}}).Run(strings.NewReader("new")); err != nil || inode(t, p) != ino {
+		t.Errorf("relative write from a symlinked cwd: %v, in place %t", err, inode(t, p) == ino)
+	}
 	if err := (Op{Kind: Write, Path: p}).Run(strings.NewReader("atomic")); err != nil {
 		t.Fatal(err)
 	}
