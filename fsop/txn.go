@@ -92,6 +92,11 @@ type txn struct {
 	dirs []string
 }
 
+// IMPORTANT: all or nothing holds against errors and denials, not against
+// the process being killed (sbx fs --timeout, SIGKILL) between the first
+// rename and the last: then some files are changed and temp (.sbx-*.tmp)
+// or backup (.sbx-*.bak) files are left beside them.
+//
 // run stages every change (each new content in a temp file next to its
 // target, each existing target moved aside to a backup name), going on
 // after a failure so that every refusal is seen at once; then, if all

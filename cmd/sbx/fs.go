@@ -291,7 +291,13 @@ func runFS(req request, op fsop.Op, content string) (fsOutcome, error) {
 	switch {
 	case died:
 		// The helper died before it could say (a timeout, a limit).
-		st.Error = fmt.Sprintf("fs helper exited %d without a result: %s", out.ExitCode, strings.TrimSpace(out.Stderr))
+		st.Error = fmt.Sprintf("fs helper exited %d without a result", out.ExitCode)
+		if out.KilledBy != "" {
+			st.Error = fmt.Sprintf("fs helper killed (%s) before it reported a result: the change may be partly made", out.KilledBy)
+		}
+		if msg := strings.TrimSpace(out.Stderr); msg != "" {
+			st.Error += ": " + msg
+		}
 	case st.OK:
 		res.OK = true
 	}
