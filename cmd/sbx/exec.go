@@ -56,6 +56,9 @@ type execRequest struct {
 	PTY *execPTY `json:"pty"`
 	// Stdin is text the command reads, then end-of-file (absent: none).
 	Stdin *string `json:"stdin"`
+	// FS, instead of command or shell, makes one file-system change as
+	// `sbx fs` does.
+	FS *execFSRequest `json:"fs"`
 }
 
 // execPTY is the "pty" object; absent sizes are the default 24x80.
@@ -107,6 +110,9 @@ func execCmd(args []string, stdio Stdio) int {
 	if err := profiles.DecodeStrict(data, &req); err != nil {
 		return execRefuse(stdio, err)
 	}
+	if err := req.checkFS(); err != nil {
+		return execRefuse(stdio, err)
+	}
 	if req.TimeoutMS < 0 {
 		return execRefuse(stdio, &profiles.FieldError{Field: "timeout_ms", Err: errors.New("must not be negative")})
 	}
@@ -156,6 +162,9 @@ func execCmd(args []string, stdio Stdio) int {
 	r.Escalation = e
 	if req.Cwd == "" {
 		return execRefuse(stdio, &profiles.FieldError{Field: "cwd", Err: errors.New("required")})
+	}
+	if req.FS != nil {
+		return execFS(stdio, req, r, data)
 	}
 	call, meta, err := prepare(r)
 	res := execResult{callReport: meta}

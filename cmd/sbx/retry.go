@@ -56,6 +56,12 @@ func smallestRetry(pol policy.Policy, req request, cwd string, denials []enforce
 // with_additional_permissions --allow-write, and --justification ” for the
 // caller to fill in.
 func runRetryArgv(fs *flag.FlagSet, args []string, r escalate.Retry, orig profiles.Profile) []string {
+	return subRetryArgv("run", fs, args, r, orig)
+}
+
+// subRetryArgv is runRetryArgv for any subcommand that takes the run flags
+// and then its own arguments (`sbx fs`): "sbx SUB FLAGS... -- ARGS...".
+func subRetryArgv(sub string, fs *flag.FlagSet, args []string, r escalate.Retry, orig profiles.Profile) []string {
 	if r.SandboxPermissions == nil {
 		return nil
 	}
@@ -79,7 +85,7 @@ func runRetryArgv(fs *flag.FlagSet, args []string, r escalate.Retry, orig profil
 		drop["allow-read"], drop["allow-write"] = true, true
 	}
 	kept, command, hasNetwork := splitRunArgs(fs, args, drop)
-	argv := append([]string{"sbx", "run"}, kept...)
+	argv := append([]string{"sbx", sub}, kept...)
 	if needNetwork && !hasNetwork {
 		argv = append(argv, "--network")
 	}

@@ -352,21 +352,26 @@ func TestSchemaRejects(t *testing.T) {
 		{"unknown grants field", `{"command":["/bin/true"],"cwd":"` + cwd + `","grants":{"session":{"network":{"enabled":true}},"forever":{}}}`, "grants.forever"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			if err := validateJSON(request, []byte(tt.req)); err == nil {
-				t.Errorf("%s accepts %s", requestSchema, tt.req)
-			}
-			code, out, stderr := execMain(t, tt.req)
-			if code != ExitRefused {
-				t.Errorf("sbx exec = %d, want %d; stdout: %s", code, ExitRefused, out)
-			}
-			if err := validateJSON(result, out); err != nil {
-				t.Errorf("refusal does not satisfy %s:\n%v\n%s", resultSchema, err, out)
-			}
-			if !strings.Contains(stderr, tt.wantField) {
-				t.Errorf("stderr %q does not name %q", stderr, tt.wantField)
-			}
-		})
+		t.Run(tt.name, func(t *testing.T) { wantRefusal(t, request, result, tt.req, tt.wantField) })
+	}
+}
+
+// wantRefusal checks that the request schema rejects req and that sbx exec
+// refuses it: exit 125, a refusal object on stdout, field named on stderr.
+func wantRefusal(t *testing.T, request, result *jsonschema.Schema, req, field string) {
+	t.Helper()
+	if err := validateJSON(request, []byte(req)); err == nil {
+		t.Errorf("%s accepts %s", requestSchema, req)
+	}
+	code, out, stderr := execMain(t, req)
+	if code != ExitRefused {
+		t.Errorf("sbx exec = %d, want %d; stdout: %s", code, ExitRefused, out)
+	}
+	if err := validateJSON(result, out); err != nil {
+		t.Errorf("refusal does not satisfy %s:\n%v\n%s", resultSchema, err, out)
+	}
+	if !strings.Contains(stderr, field) {
+		t.Errorf("stderr %q does not name %q", stderr, field)
 	}
 }
 
