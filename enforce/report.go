@@ -117,6 +117,8 @@ type Report struct {
 var Features = []string{
 	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope", "landlock-resolve-unix",
 	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "limits",
+	// Linux: chmod, chown, utimes and xattrs, which Landlock cannot restrict.
+	"file-attributes",
 	// Windows: paths whose ACL lets Everyone write stay writable.
 	"everyone-writable",
 	// macOS: no parent-death signal, so the tree outlives a killed sbx.

@@ -66,6 +66,11 @@ func (c sandboxCaps) degraded(s callShape) []string {
 	if s.mode == "workspace-write" && !s.git {
 		d = append(d, "carve-out-create")
 	}
+	if c.abi > 0 || !c.namespaces {
+		// Landlock has no right for chmod, chown, utimes and xattrs; only
+		// the read-only mounts that stand in for Landlock cover them.
+		d = append(d, "file-attributes")
+	}
 	if !c.namespaces {
 		d = append(d, "pidns")
 		if s.mode == "workspace-write" && s.git {

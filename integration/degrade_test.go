@@ -14,7 +14,7 @@ import (
 // requireFeatures are the names --require accepts (enforce.Features).
 var requireFeatures = []string{
 	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope", "landlock-resolve-unix",
-	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports",
+	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "file-attributes",
 }
 
 // shapedCall prepares a workspace (and guard) for a call of shape s and

@@ -291,6 +291,15 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	}
 	p.Devices = resolveAll(append(slices.Clone(pol.Devices), ttys...))
 	p.compileLandlock(sys.LandlockABI, needNS)
+	if !p.ReadOnlyRoot {
+		// IMPORTANT: Landlock has no access right for a file's attributes,
+		// so outside the writable roots only the supervisor (chmod, chown:
+		// best effort) or nothing (utimes, extended attributes) stands in
+		// the way; read-only mounts refuse them all.
+		p.degrade("file-attributes",
+			"Landlock has no right for file attributes: chmod, chown, utimes and extended attributes outside the writable roots are not restricted",
+			"Landlock has no right for file attributes: chmod and chown outside the writable roots are refused only by the seccomp supervisor, best effort; utimes and extended attributes are not restricted")
+	}
 	return p, nil
 }
 
