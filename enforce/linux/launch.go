@@ -384,6 +384,8 @@ func mask(path string) error {
 // read-only. Mounts at or below a root keep their flags. A mount point the
 // caller cannot reach (EACCES, ENOENT) is left: the command cannot reach it
 // either. Any other failure fails the launch rather than run less confined.
+// The flags come from mountinfo, not statfs, so a hung network or FUSE
+// mount is never asked.
 func readOnlyRoot(writeRoots []string) error {
 	for _, w := range writeRoots {
 		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -395,10 +397,10 @@ func readOnlyRoot(writeRoots []string) error {
 		return err
 	}
 	for _, m := range mounts {
-		if profiles.CoveredBy(m, writeRoots) {
+		if profiles.CoveredBy(m.path, writeRoots) {
 			continue
 		}
-		err := remountReadOnly(m)
+		err := remount(m.path, m.locked)
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) {
 			continue
 		}
@@ -409,26 +411,52 @@ func readOnlyRoot(writeRoots []string) error {
 	return nil
 }
 
+// mountPoint is a mount point and the flags a remount of its top mount
+// must keep.
+type mountPoint struct {
+	path   string
+	locked uintptr
+}
+
+// mountOptionFlags are the per-mount options a remount must repeat: inside
+// a user namespace they are locked, and a remount without them fails.
+var mountOptionFlags = map[string]uintptr{
+	"nosuid": unix.MS_NOSUID, "nodev": unix.MS_NODEV, "noexec": unix.MS_NOEXEC,
+	"noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME, "relatime": unix.MS_RELATIME,
+}
+
 // mountPoints lists the mount points of the calling thread's mount
-// namespace, from /proc/thread-self/mountinfo (its fifth field, with the
-// kernel's octal escapes of space, tab, newline and backslash undone).
-func mountPoints() ([]string, error) {
+// namespace, from /proc/thread-self/mountinfo: the fifth field (with the
+// kernel's octal escapes of space, tab, newline and backslash undone) and
+// the sixth, the per-mount options. Where mounts stack, the last line is
+// the top one, whose flags count.
+func mountPoints() ([]mountPoint, error) {
 	b, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("read-only root: %w", err)
 	}
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
+	return parseMountinfo(string(b))
+}
+
+func parseMountinfo(b string) ([]mountPoint, error) {
+	var out []mountPoint
+	for _, line := range strings.Split(b, "\n") {
 		f := strings.Fields(line)
-		if len(f) < 5 {
+		if len(f) < 6 {
 			continue
 		}
 		p, err := unescapeMountinfo(f[4])
 		if err != nil {
 			return nil, fmt.Errorf("read-only root: mountinfo %q: %w", line, err)
 		}
-		if !slices.Contains(out, p) {
-			out = append(out, p)
+		m := mountPoint{path: p}
+		for _, o := range strings.Split(f[5], ",") {
+			m.locked |= mountOptionFlags[o]
+		}
+		if i := slices.IndexFunc(out, func(x mountPoint) bool { return x.path == p }); i >= 0 {
+			out[i] = m
+		} else {
+			out = append(out, m)
 		}
 	}
 	return out, nil
@@ -466,22 +494,27 @@ func bindReadOnly(path string) error {
 
 // remountReadOnly makes the mount at path read-only.
 func remountReadOnly(path string) error {
-	// A remount inside a user namespace must keep the flags the original
-	// mount was locked with (nosuid, nodev, noexec, atime), or it fails.
 	var st unix.Statfs_t
 	if err := unix.Statfs(path, &st); err != nil {
 		return fmt.Errorf("statfs %s: %w", path, err)
 	}
-	flags := uintptr(unix.MS_BIND | unix.MS_REMOUNT | unix.MS_RDONLY)
+	var locked uintptr
 	for _, f := range []struct{ st, ms uintptr }{
 		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
 		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
 	} {
 		if uintptr(st.Flags)&f.st != 0 {
-			flags |= f.ms
+			locked |= f.ms
 		}
 	}
-	if err := unix.Mount("", path, "", flags, ""); err != nil {
+	return remount(path, locked)
+}
+
+// remount makes the mount at path read-only, keeping its locked flags: a
+// remount inside a user namespace must repeat the flags the original mount
+// was locked with (nosuid, nodev, noexec, atime), or it fails.
+func remount(path string, locked uintptr) error {
+	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, ""); err != nil {
 		return fmt.Errorf("remount %s read-only: %w", path, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -24,6 +25,31 @@ func TestUnescapeMountinfo(t *testing.T) {
 		if got, err := unescapeMountinfo(bad); err == nil {
 			t.Errorf("unescapeMountinfo(%q) = %q, want an error", bad, got)
 		}
+	}
+}
+
+func TestParseMountinfo(t *testing.T) {
+	info := `22 1 0:21 / / rw,relatime shared:1 - ext4 /dev/vda rw
+23 22 0:22 / /proc rw,nosuid,nodev,noexec,relatime shared:2 - proc proc rw
+24 22 0:23 / /my\040dir ro,noatime - tmpfs tmpfs rw
+25 22 0:24 / /tmp rw,nosuid,nodev shared:3 - tmpfs tmpfs rw
+26 25 0:25 / /tmp rw,noexec - tmpfs tmpfs rw
+`
+	got, err := parseMountinfo(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []mountPoint{
+		{"/", unix.MS_RELATIME},
+		{"/proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RELATIME},
+		{"/my dir", unix.MS_NOATIME},
+		{"/tmp", unix.MS_NOEXEC}, // the top of the two mounts on /tmp
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("parseMountinfo = %+v, want %+v", got, want)
+	}
+	if _, err := parseMountinfo("1 2 0:1 / /bad\\04 rw - x x rw\n"); err == nil {
+		t.Error("a truncated escape parsed")
 	}
 }
 
