@@ -24,7 +24,7 @@ func Doctor() []Check {
 	sys := Probe()
 	var out []Check
 	ll := Check{Feature: "landlock", Available: sys.LandlockABI > 0, Detail: fmt.Sprintf("ABI %d", sys.LandlockABI),
-		Fallback: "file-system writes are not restricted; reported as degraded \"landlock\""}
+		Fallback: "every mount but the writable roots read-only in a mount namespace (root or user namespaces), else writes unrestricted; reported as degraded \"landlock\""}
 	if sys.LandlockABI == 0 {
 		ll.Detail = "not available (kernel < 5.13, or landlock missing from lsm=)"
 	}
