@@ -250,12 +250,8 @@ func writeFile(path string, in io.Reader, perm fs.FileMode, mode replaceMode) er
 // file permissions judge), lets fill write it, and syncs it.
 func writeInPlace(path string, fill func(*os.File) error) error {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_TRUNC, 0)
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return &fs.PathError{Op: "write", Path: path, Err: pe.Err}
-	}
 	if err != nil {
-		return err
+		return asWrite(path, err)
 	}
 	return errors.Join(fill(f), f.Sync(), f.Close())
 }
@@ -266,14 +262,10 @@ func writeInPlace(path string, fill func(*os.File) error) error {
 func createTemp(path string, perm fs.FileMode) (*os.File, error) {
 	for {
 		f, err := os.OpenFile(sideName(path, "tmp"), os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
-		var pe *fs.PathError
-		switch {
-		case errors.Is(err, fs.ErrExist):
+		if errors.Is(err, fs.ErrExist) {
 			continue
-		case errors.As(err, &pe):
-			return nil, &fs.PathError{Op: "write", Path: path, Err: pe.Err}
 		}
-		return f, err
+		return f, asWrite(path, err)
 	}
 }
 
@@ -289,14 +281,20 @@ func sideName(path, kind string) string {
 // the file meets.
 func checkWritable(path string) error {
 	f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	if err != nil {
+		return asWrite(path, err)
+	}
+	return f.Close()
+}
+
+// asWrite is err, when it is a path error, as "write PATH: ERRNO": the
+// caller's path and operation, whatever file the open was of.
+func asWrite(path string, err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
 		return &fs.PathError{Op: "write", Path: path, Err: pe.Err}
 	}
-	if err != nil {
-		return err
-	}
-	return f.Close()
+	return err
 }
 
 // remove removes a file or an empty directory, or with recursive a tree. A
