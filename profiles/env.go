@@ -91,9 +91,40 @@ func (p EnvPolicy) Apply(base []string) ([]string, EnvReport, error) {
 func matchAny(name string, patterns []string) bool {
 	upper := strings.ToUpper(name)
 	for _, pat := range patterns {
-		if ok, _ := path.Match(strings.ToUpper(pat), upper); ok {
+		if matchName(strings.ToUpper(pat), upper) {
 			return true
 		}
 	}
 	return false
+}
+
+// matchName is path.Match for a variable name, with a fast path for
+// patterns whose only wildcard is '*' (all the built-in ones): path.Match
+// retries every split of a '*', which made the secret check the costliest
+// step of a call's set-up (~130 µs for 35 variables).
+func matchName(pat, name string) bool {
+	if strings.ContainsAny(pat, `?[\`) || strings.Contains(name, "/") {
+		ok, _ := path.Match(pat, name)
+		return ok
+	}
+	first, rest, star := strings.Cut(pat, "*")
+	if !star {
+		return pat == name
+	}
+	if !strings.HasPrefix(name, first) {
+		return false
+	}
+	name = name[len(first):]
+	for {
+		mid, more, star := strings.Cut(rest, "*")
+		if !star {
+			// mid is the last literal: it must end the name.
+			return strings.HasSuffix(name, mid)
+		}
+		i := strings.Index(name, mid)
+		if i < 0 {
+			return false
+		}
+		name, rest = name[i+len(mid):], more
+	}
 }

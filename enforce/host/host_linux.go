@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"syscall"
 	"time"
@@ -29,6 +30,11 @@ func Compile(c Call) (*linux.Plan, error) {
 // not run (the report is still filled with what is known).
 func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	rep := enforce.NewReport(c.Policy.Mode.String())
+	var sigc chan os.Signal
+	stop := func() {}
+	ready := make(chan struct{})
+	go func() { sigc, stop = relayedSignals(c); close(ready) }()
+	defer func() { <-ready; stop() }()
 	plan, err := Compile(c)
 	if err != nil {
 		return rep, err
@@ -44,8 +50,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	sigc, stop := relayedSignals(c)
-	defer stop()
+	<-ready
 	start := time.Now()
 	proc, err := linux.Start(plan, c.Cmd)
 	if err != nil {
@@ -84,3 +89,11 @@ func StageMain() int { return linux.StageMain() }
 
 // Doctor probes what this system can enforce.
 func Doctor() []Check { return linux.Doctor() }
+
+// Prestart makes the namespaces of a sandboxed call with the network off
+// on its launcher thread while the caller still prepares the call (see
+// linux.Prestart). Run uses them if the plan asks for exactly those.
+func Prestart() { linux.Prestart() }
+
+// DiscardPrestart ends what Prestart started when no call used it.
+func DiscardPrestart() { linux.DiscardPrestart() }

@@ -57,13 +57,16 @@ var ErrStart = errors.New("start")
 // forks the command (LaunchThread), or in a re-executed sbx stage inside new
 // namespaces (LaunchStage), or not at all (LaunchDirect).
 func Start(p *Plan, spec Spec) (*Process, error) {
+	pre := takePrestarted(p)
 	if err := markInheritedCloexec(); err != nil {
+		pre.end()
 		return nil, err
 	}
 	var sup *supervisor
 	if p.Supervise != SuperviseOff && p.Launch != LaunchDirect {
 		var err error
 		if sup, err = newSupervisor(p); err != nil {
+			pre.end()
 			return nil, err
 		}
 	}
@@ -71,6 +74,7 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 	if p.Cgroup != nil {
 		var err error
 		if cg, err = createCgroups(p.Cgroup, p.Limits); err != nil {
+			pre.end()
 			if sup != nil {
 				sup.release()
 			}
@@ -83,7 +87,7 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 	case LaunchStage:
 		pr, err = startStage(p, spec, sup, cg)
 	default:
-		pr, err = startThread(p, spec, sup, cg)
+		pr, err = startThread(p, spec, sup, cg, pre)
 	}
 	if err != nil {
 		if sup != nil {
@@ -168,7 +172,10 @@ func procAttr(spec Spec, extra ...uintptr) *syscall.ProcAttr {
 // restricted thread to other goroutines. It returns while locked, which makes
 // the runtime end the thread. It also outlives the command, because
 // PR_SET_PDEATHSIG fires when the forking thread exits.
-func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process, error) {
+//
+// pre, when not nil, is a prestarted launcher thread (see Prestart) to run
+// on instead of a new one.
+func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prestarted) (*Process, error) {
 	type started struct {
 		pid, initPid int
 		lifeline     *os.File
@@ -177,8 +184,7 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process,
 	}
 	startc := make(chan started, 1)
 	pr := &Process{done: make(chan exitResult, 1)}
-	go func() {
-		runtime.LockOSThread()
+	launch := func(pre nsDone) {
 		st := started{lis: listener{fd: -1}}
 		if cg != nil {
 			if err := cg.joinV1(); err != nil {
@@ -190,11 +196,12 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process,
 			// error return it dies, which leaves them too.
 		}
 		if p.Launch == LaunchThread {
-			err := enterNamespaces(p)
+			err := enterNamespaces(p, pre.flags)
 			if err == nil {
-				err = setupNamespaces(p)
+				err = setupNamespaces(p, pre.loopback)
 			}
-			if err == nil && p.NewPIDNS {
+			st.initPid, st.lifeline = pre.initPid, pre.lifeline
+			if err == nil && p.NewPIDNS && st.initPid == 0 {
 				// Before the restrictions: init is exec'd from a memfd.
 				st.initPid, st.lifeline, err = startInit(cg)
 			}
@@ -236,7 +243,15 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process,
 		}
 		startc <- st
 		pr.done <- wait(pid)
-	}()
+	}
+	if pre != nil {
+		pre.jobs <- launch
+	} else {
+		go func() {
+			runtime.LockOSThread()
+			launch(nsDone{})
+		}()
+	}
 	s := <-startc
 	pr.initPid, pr.lifeline = s.initPid, s.lifeline
 	if s.err != nil {
@@ -299,10 +314,11 @@ func startInit(cg *callCgroup) (pid int, lifeline *os.File, err error) {
 	return pid, w, nil
 }
 
-// enterNamespaces moves the launcher thread into new namespaces. Network,
-// mount and (for its children) PID namespaces can be unshared by one thread
-// of a multi-threaded process (a user namespace cannot: that uses the stage).
-func enterNamespaces(p *Plan) error {
+// enterNamespaces moves the launcher thread into the new namespaces it is
+// not in yet (done: those a prestarted thread unshared). Network, mount
+// and (for its children) PID namespaces can be unshared by one thread of a
+// multi-threaded process (a user namespace cannot: that uses the stage).
+func enterNamespaces(p *Plan, done int) error {
 	var flags int
 	if p.NewPIDNS {
 		flags |= unix.CLONE_NEWPID
@@ -313,6 +329,7 @@ func enterNamespaces(p *Plan) error {
 	if p.needsMountNS() {
 		flags |= unix.CLONE_NEWNS
 	}
+	flags &^= done
 	if flags == 0 {
 		return nil
 	}
@@ -322,11 +339,12 @@ func enterNamespaces(p *Plan) error {
 	return nil
 }
 
-// setupNamespaces brings loopback up in a new network namespace and makes
-// the carve-outs read-only in a new mount namespace. It runs in the thread
-// or stage that is already inside those namespaces.
-func setupNamespaces(p *Plan) error {
-	if p.NewNetNS {
+// setupNamespaces brings loopback up in a new network namespace (unless
+// loopback says it is already) and makes the carve-outs read-only in a new
+// mount namespace. It runs in the thread or stage that is already inside
+// those namespaces.
+func setupNamespaces(p *Plan, loopback bool) error {
+	if p.NewNetNS && !loopback {
 		if err := loopbackUp(); err != nil {
 			return err
 		}
@@ -743,7 +761,7 @@ func StageMain() int {
 		fmt.Fprintf(os.Stderr, "sbx stage: read plan: %v\n", err)
 		return 125
 	}
-	err = setupNamespaces(pl.Plan)
+	err = setupNamespaces(pl.Plan, false)
 	if err == nil {
 		err = dropStageCaps()
 	}

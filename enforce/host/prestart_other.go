@@ -1,0 +1,10 @@
+//go:build !linux
+
+package host
+
+// Prestart does nothing here: only the Linux thread launch has namespaces
+// worth making ahead of the plan.
+func Prestart() {}
+
+// DiscardPrestart does nothing here (see Prestart).
+func DiscardPrestart() {}

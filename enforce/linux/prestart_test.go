@@ -1,0 +1,132 @@
+//go:build linux
+
+package linux
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"sbx/policy"
+	"sbx/profiles"
+)
+
+// TestPrestart: a plan that asks for the prestarted namespaces runs its
+// command in them; a plan that does not (network on) runs it in sbx's own
+// network namespace, and the prestarted thread's init goes away, as it does
+// when no call takes the thread.
+func TestPrestart(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
+		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
+	}
+	own := nsLinks(t, "self")
+	run := func(t *testing.T, network bool) (net, pid string) {
+		ws := t.TempDir()
+		pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if network {
+			pol.Network = policy.NetworkFull
+		}
+		plan, err := Compile(pol, Probe())
+		if err != nil {
+			t.Fatal(err)
+		}
+		Prestart()
+		// Once its init runs, the thread has made its namespaces: the
+		// plan decides whether they are used, not a race.
+		waitInits(t, true)
+		r, w, _ := os.Pipe()
+		defer r.Close()
+		proc, err := Start(plan, Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", "readlink /proc/self/ns/net /proc/self/ns/pid"},
+			Dir: ws, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: w, Stderr: w})
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pending != nil {
+			t.Error("Start left the prestarted thread pending")
+		}
+		var out bytes.Buffer
+		out.ReadFrom(r)
+		proc.Wait()
+		proc.EndSupervision()
+		f := strings.Fields(out.String())
+		if len(f) != 2 {
+			t.Fatalf("command printed %q", out.String())
+		}
+		return f[0], f[1]
+	}
+	t.Run("used", func(t *testing.T) {
+		net, pid := run(t, false)
+		if net == own[0] || pid == own[1] {
+			t.Errorf("command in net %s, pid %s: want new namespaces (sbx: %s, %s)", net, pid, own[0], own[1])
+		}
+	})
+	t.Run("not-used", func(t *testing.T) {
+		net, pid := run(t, true)
+		if net != own[0] {
+			t.Errorf("network on: the command runs in network namespace %s, want sbx's own %s", net, own[0])
+		}
+		if pid == own[1] {
+			t.Errorf("the command shares sbx's PID namespace %s", pid)
+		}
+		waitInits(t, false)
+	})
+	t.Run("discarded", func(t *testing.T) {
+		Prestart()
+		waitInits(t, true)
+		DiscardPrestart()
+		waitInits(t, false)
+	})
+}
+
+func nsLinks(t *testing.T, pid string) [2]string {
+	t.Helper()
+	var out [2]string
+	for i, ns := range []string{"net", "pid"} {
+		l, err := os.Readlink(filepath.Join("/proc", pid, "ns", ns))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[i] = l
+	}
+	return out
+}
+
+// waitInits waits until some child of this process is a PID namespace
+// init (running), or none is.
+func waitInits(t *testing.T, running bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		inits := childInits()
+		if (len(inits) > 0) == running {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("init processes: %v, want running %t", inits, running)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func childInits() []string {
+	tasks, _ := filepath.Glob("/proc/self/task/*/children")
+	var out []string
+	for _, f := range tasks {
+		b, _ := os.ReadFile(f)
+		for _, pid := range strings.Fields(string(b)) {
+			cmd, _ := os.ReadFile(filepath.Join("/proc", pid, "cmdline"))
+			if bytes.HasPrefix(cmd, []byte("sbx-init\x00")) {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
