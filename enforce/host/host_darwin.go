@@ -51,8 +51,9 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 			}
 		}
 	}
-	sigc, stop := relayedSignals(c)
-	defer stop()
+	sigs := subscribeSignals(c)
+	defer sigs.stop()
+	sigs.wait()
 	start := time.Now()
 	proc, err := darwin.Start(plan, c.Cmd)
 	if err != nil {
@@ -73,7 +74,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 				Reason: err.Error() + ": operations the sandbox blocks are not reported"})
 		}
 	}
-	ws, ru, waitErr := waitCall(ctx, c, proc, sigc, &rep)
+	ws, ru, waitErr := waitCall(ctx, c, proc, sigs, &rep)
 	// Darwin's ru_maxrss is in bytes.
 	rep.Resources = enforce.Resources{Mechanism: "none", Limits: c.Limits, PeakMemoryBytes: ru.Maxrss,
 		PeakMemorySource: "rusage", CPUTimeMS: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}

@@ -3,7 +3,6 @@ package host
 import (
 	"context"
 	"errors"
-	"os"
 	"slices"
 	"syscall"
 	"time"
@@ -30,11 +29,8 @@ func Compile(c Call) (*linux.Plan, error) {
 // not run (the report is still filled with what is known).
 func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	rep := enforce.NewReport(c.Policy.Mode.String())
-	var sigc chan os.Signal
-	stop := func() {}
-	ready := make(chan struct{})
-	go func() { sigc, stop = relayedSignals(c); close(ready) }()
-	defer func() { <-ready; stop() }()
+	sigs := subscribeSignals(c)
+	defer sigs.stop()
 	plan, err := Compile(c)
 	if err != nil {
 		return rep, err
@@ -50,7 +46,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	<-ready
+	sigs.wait()
 	start := time.Now()
 	proc, err := linux.Start(plan, c.Cmd)
 	if err != nil {
@@ -59,7 +55,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 		}
 		return rep, err
 	}
-	ws, ru, waitErr := waitCall(ctx, c, proc, sigc, &rep)
+	ws, ru, waitErr := waitCall(ctx, c, proc, sigs, &rep)
 	rep.Resources = proc.Resources(ru)
 	sv := proc.EndSupervision()
 	rep.Denials = append(rep.Denials, sv.Denials...)

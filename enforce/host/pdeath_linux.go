@@ -2,7 +2,6 @@ package host
 
 import (
 	"os"
-	"os/signal"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -12,21 +11,15 @@ import (
 // arrival means "the thread that started sbx ended" and nothing else.
 const parentDeathSignal = syscall.Signal(40)
 
-// parentDeath asks the kernel for a signal when sbx's parent ends. The
-// kernel sends it when the *thread* that forked sbx exits, which in a
-// multi-threaded runtime need not be the process's end: parentGone tells
-// the two apart by the parent pid.
-func parentDeath() (<-chan os.Signal, func() bool, func()) {
+// parentDeath asks the kernel for parentDeathSignal, which c receives,
+// when sbx's parent ends. The kernel sends it when the *thread* that
+// forked sbx exits, which in a multi-threaded runtime need not be the
+// process's end: parentGone tells the two apart by the parent pid.
+func parentDeath(c chan os.Signal) (<-chan os.Signal, func() bool, func()) {
 	ppid := os.Getppid()
-	c := make(chan os.Signal, 1)
-	signal.Notify(c, parentDeathSignal)
 	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(parentDeathSignal), 0, 0, 0); err != nil {
-		signal.Stop(c)
 		return nil, nil, func() {}
 	}
 	gone := func() bool { return os.Getppid() != ppid }
-	return c, gone, func() {
-		unix.Prctl(unix.PR_SET_PDEATHSIG, 0, 0, 0, 0)
-		signal.Stop(c)
-	}
+	return c, gone, func() { unix.Prctl(unix.PR_SET_PDEATHSIG, 0, 0, 0, 0) }
 }

@@ -2,8 +2,15 @@
 
 package host
 
-import "os"
+import (
+	"os"
+	"syscall"
+)
 
-// parentDeath has no kernel support outside Linux: sbx notices its parent's end
-// only through the signals and closed pipes it gets.
-func parentDeath() (<-chan os.Signal, func() bool, func()) { return nil, nil, func() {} }
+// parentDeathSignal is none: without kernel support outside Linux, sbx
+// notices its parent's end only through the signals and closed pipes it gets.
+const parentDeathSignal = syscall.Signal(0)
+
+func parentDeath(chan os.Signal) (<-chan os.Signal, func() bool, func()) {
+	return nil, nil, func() {}
+}

@@ -20,16 +20,54 @@ type process interface {
 	Signal(sig syscall.Signal) error
 }
 
-// relayedSignals subscribes to the signals a person at a terminal sends
-// (when c asks for it). Call it before the start, so a Ctrl-C between start
-// and wait is relayed rather than killing sbx and orphaning the command.
-func relayedSignals(c Call) (chan os.Signal, func()) {
-	if !c.ForwardSignals {
-		return nil, func() {}
+// callSignals are the signals a call listens to: those it relays to the
+// command (when the call asks for it) and the parent-death signal.
+// Subscribing to a signal, and unsubscribing, waits for a round trip to
+// the runtime's signal-mask thread (~0.1 ms per signal here), so both
+// happen in the background: the subscription while the call is compiled,
+// the unsubscription after it.
+type callSignals struct {
+	relay  chan os.Signal // nil unless the call relays signals
+	pdeath chan os.Signal // nil without a parent-death signal
+	ready  chan struct{}  // closed once both are subscribed
+}
+
+func subscribeSignals(c Call) *callSignals {
+	s := &callSignals{ready: make(chan struct{})}
+	if c.ForwardSignals {
+		s.relay = make(chan os.Signal, 4)
 	}
-	sigc := make(chan os.Signal, 4)
-	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-	return sigc, func() { signal.Stop(sigc) }
+	if parentDeathSignal != 0 {
+		s.pdeath = make(chan os.Signal, 1)
+	}
+	go func() {
+		defer close(s.ready)
+		if s.relay != nil {
+			signal.Notify(s.relay, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+		}
+		if s.pdeath != nil {
+			signal.Notify(s.pdeath, parentDeathSignal)
+		}
+	}()
+	return s
+}
+
+// wait returns once the signals are subscribed. Call it before the start,
+// so a Ctrl-C between start and wait is relayed rather than killing sbx
+// and orphaning the command.
+func (s *callSignals) wait() { <-s.ready }
+
+// stop unsubscribes in the background: a signal that arrives meanwhile is
+// dropped instead of taking its default action.
+func (s *callSignals) stop() {
+	go func() {
+		<-s.ready
+		for _, c := range []chan os.Signal{s.relay, s.pdeath} {
+			if c != nil {
+				signal.Stop(c)
+			}
+		}
+	}()
 }
 
 // killGrace is how long a command told to stop (SIGTERM or SIGHUP relayed,
@@ -38,7 +76,7 @@ const killGrace = 2 * time.Second
 
 // waitCall waits for the command while relaying signals and enforcing the
 // timeout and ctx, then kills what is left of its process group.
-func waitCall(ctx context.Context, c Call, proc process, sigc chan os.Signal, rep *enforce.Report) (syscall.WaitStatus, syscall.Rusage, error) {
+func waitCall(ctx context.Context, c Call, proc process, sigs *callSignals, rep *enforce.Report) (syscall.WaitStatus, syscall.Rusage, error) {
 	done := make(chan struct{})
 	var ws syscall.WaitStatus
 	var ru syscall.Rusage
@@ -47,7 +85,9 @@ func waitCall(ctx context.Context, c Call, proc process, sigc chan os.Signal, re
 		ws, ru, waitErr = proc.Wait()
 		close(done)
 	}()
-	pdc, parentGone, stopPD := parentDeath()
+	sigs.wait()
+	sigc := sigs.relay
+	pdc, parentGone, stopPD := parentDeath(sigs.pdeath)
 	defer stopPD()
 	ctxDone := ctx.Done()
 	var timeout, grace <-chan time.Time
