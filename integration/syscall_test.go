@@ -110,6 +110,28 @@ func TestPtraceParent(t *testing.T) {
 	})
 }
 
+// TestSetns: joining a namespace is EPERM, the filter's: root keeps
+// CAP_SYS_ADMIN, with which it could join a host process's network
+// namespace where Landlock does not scope /proc/PID/ns (before 5.13).
+// Unprivileged, the kernel refuses it as well; danger-full-access shows
+// the call itself works for root.
+func TestSetns(t *testing.T) {
+	for _, mode := range sandboxedModes {
+		t.Run(modeName(mode), func(t *testing.T) {
+			r, _ := probe(t, workspace(t), mode, "setns")
+			want(t, r, "EPERM")
+		})
+	}
+	t.Run("danger-full-access", func(t *testing.T) {
+		r, _ := probe(t, workspace(t), danger, "setns")
+		if isRoot() {
+			want(t, r, "")
+		} else {
+			want(t, r, "EPERM")
+		}
+	})
+}
+
 // TestInt80: an i386 syscall through int $0x80 is a foreign architecture
 // to the filter, which kills the process: SIGSYS, so sbx exits 128+31.
 func TestInt80(t *testing.T) {

@@ -329,6 +329,11 @@ func alwaysRules() []SeccompRule {
 			Reason: "new mount API: reconfigures an existing mount"},
 		{Name: "mount_setattr", Nr: unix.SYS_MOUNT_SETATTR, Errno: eperm,
 			Reason: "could clear MOUNT_ATTR_RDONLY on the sandbox's read-only binds"},
+		// A command running as root keeps CAP_SYS_ADMIN; without Landlock's
+		// ptrace scoping (kernels before 5.13) /proc/PID/ns/* of any host
+		// process is open to it.
+		{Name: "setns", Nr: unix.SYS_SETNS, Errno: eperm,
+			Reason: "joins another process's network or mount namespace, out of the sandbox's"},
 
 		// Kernel keyrings are not namespaced.
 		{Name: "add_key", Nr: unix.SYS_ADD_KEY, Errno: eperm,

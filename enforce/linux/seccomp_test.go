@@ -183,7 +183,7 @@ func seccompCases() []seccompCase {
 		{"move_mount", unix.SYS_MOVE_MOUNT}, {"open_tree", unix.SYS_OPEN_TREE},
 		{"open_tree_attr", unix.SYS_OPEN_TREE_ATTR}, {"fsopen", unix.SYS_FSOPEN},
 		{"fsconfig", unix.SYS_FSCONFIG}, {"fsmount", unix.SYS_FSMOUNT}, {"fspick", unix.SYS_FSPICK},
-		{"mount_setattr", unix.SYS_MOUNT_SETATTR},
+		{"mount_setattr", unix.SYS_MOUNT_SETATTR}, {"setns", unix.SYS_SETNS},
 		{"add_key", unix.SYS_ADD_KEY}, {"request_key", unix.SYS_REQUEST_KEY}, {"keyctl", unix.SYS_KEYCTL},
 	}
 	allowed := []struct {

@@ -107,11 +107,11 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return sendTo(args[0], args[1])
-	case "tiocsti", "ptrace-parent", "int80":
+	case "tiocsti", "ptrace-parent", "int80", "setns":
 		if err := need(0); err != nil {
 			return result{}, err
 		}
-		return map[string]func() result{"tiocsti": tiocsti, "ptrace-parent": ptraceParent, "int80": int80}[op](), nil
+		return map[string]func() result{"tiocsti": tiocsti, "ptrace-parent": ptraceParent, "int80": int80, "setns": setnsSelf}[op](), nil
 	case "fd", "signal":
 		if err := need(1); err != nil {
 			return result{}, err
@@ -456,6 +456,21 @@ func ptraceParent() result {
 	unix.Wait4(ppid, &ws, unix.WALL, nil)
 	unix.PtraceDetach(ppid)
 	return result{Op: "ptrace-parent", OK: true, Detail: "attached to " + itoa(ppid)}
+}
+
+// setnsSelf joins the network namespace the probe is already in: a no-op
+// the kernel allows any holder of CAP_SYS_ADMIN, so a refusal for root is
+// the filter's.
+func setnsSelf() result {
+	fd, err := unix.Open("/proc/self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return failErr("setns", err, "open /proc/self/ns/net")
+	}
+	defer unix.Close(fd)
+	if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+		return failErr("setns", err, "setns CLONE_NEWNET")
+	}
+	return result{Op: "setns", OK: true, Detail: "joined its own network namespace"}
 }
 
 // signalPID sends SIGCONT (harmless to a running process) to pid, a process
