@@ -1,12 +1,11 @@
 package fsop
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
@@ -271,9 +270,9 @@ func createTemp(path string, perm fs.FileMode) (*os.File, error) {
 
 // sideName is a fresh hidden name in path's directory: .NAME.sbx-RANDOM.KIND
 func sideName(path, kind string) string {
-	var b [6]byte
-	rand.Read(b[:])
-	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".sbx-"+hex.EncodeToString(b[:])+"."+kind)
+	// Unguessable is not needed (O_EXCL retries a taken name), and
+	// crypto/rand would add the whole crypto tree to every sbx start.
+	return filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".sbx-"+strconv.FormatUint(rand.Uint64()>>16, 16)+"."+kind)
 }
 
 // checkWritable opens path for writing without truncating it and writes
