@@ -86,10 +86,11 @@ func StageMain() int { return linux.StageMain() }
 // Doctor probes what this system can enforce.
 func Doctor() []Check { return linux.Doctor() }
 
-// Prestart makes the namespaces of a sandboxed call with the network off
-// on its launcher thread while the caller still prepares the call (see
-// linux.Prestart). Run uses them if the plan asks for exactly those.
-func Prestart() { linux.Prestart() }
+// Prestart makes the namespaces of a sandboxed call without limits, a
+// network namespace when netns, on its launcher thread while the caller
+// still prepares the call (see linux.Prestart). Run uses them if the plan
+// asks for exactly those.
+func Prestart(netns bool) { linux.Prestart(netns) }
 
 // DiscardPrestart ends what Prestart started when no call used it.
 func DiscardPrestart() { linux.DiscardPrestart() }

@@ -4,7 +4,7 @@ package host
 
 // Prestart does nothing here: only the Linux thread launch has namespaces
 // worth making ahead of the plan.
-func Prestart() {}
+func Prestart(netns bool) {}
 
 // DiscardPrestart does nothing here (see Prestart).
 func DiscardPrestart() {}

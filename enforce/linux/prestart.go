@@ -11,13 +11,14 @@ import (
 )
 
 // Most of a thread launch's kernel time is the network namespace: making
-// one runs every per-network-namespace init (~0.6 ms here), and the
-// call's Go-side work (flags, paths, grants, the plan) takes about as long
-// again. Neither needs the other, and there are two cores, so Prestart
-// makes the PID and network namespaces (with loopback up) on the launcher
-// thread while the caller is still resolving the call. Start checks the
-// plan asks for exactly those namespaces before it uses the thread, and
-// otherwise ends it (its namespaces go with it) and launches as usual.
+// one runs every per-network-namespace init (~0.6 ms here); then comes the
+// PID namespace's init, exec'd. The call's Go-side work (flags, paths,
+// grants, the plan) takes about as long. Neither needs the other, and
+// there are two cores, so Prestart makes the namespaces (loopback up) and
+// init on the launcher thread while the caller is still resolving the
+// call. Start checks the plan asks for exactly those namespaces before it
+// uses the thread, and otherwise ends it (its namespaces go with it) and
+// launches as usual.
 
 // nsDone is what a launcher thread has already done to itself.
 type nsDone struct {
@@ -31,7 +32,8 @@ type nsDone struct {
 
 // prestarted is a launcher thread waiting for its job; a nil job ends it.
 type prestarted struct {
-	jobs chan func(nsDone)
+	netns bool // it made a network namespace
+	jobs  chan func(nsDone)
 }
 
 var (
@@ -39,19 +41,20 @@ var (
 	pending    *prestarted
 )
 
-// prestartFlags are the namespaces a privileged thread launch with the
-// network off gets (see Compile).
-const prestartFlags = unix.CLONE_NEWPID | unix.CLONE_NEWNET
-
 // Prestart starts the launcher thread of a call expected to run under a
-// thread launch with the network off and no limits: privileged, on amd64
-// (where Compile plans a PID namespace), without a call cgroup (init is
-// started in none). A wrong guess costs the namespaces, not correctness.
-func Prestart() {
+// thread launch without limits: privileged, on amd64 (where Compile plans
+// a PID namespace), without a call cgroup (init is started in none), and
+// with a network namespace when netns (the network off). A wrong guess
+// costs the namespaces, not correctness.
+func Prestart(netns bool) {
 	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
 		return
 	}
-	t := &prestarted{jobs: make(chan func(nsDone), 1)}
+	flags := unix.CLONE_NEWPID
+	if netns {
+		flags |= unix.CLONE_NEWNET
+	}
+	t := &prestarted{netns: netns, jobs: make(chan func(nsDone), 1)}
 	prestartMu.Lock()
 	old := pending
 	pending = t
@@ -63,9 +66,9 @@ func Prestart() {
 		runtime.LockOSThread()
 		var done nsDone
 		// A failure here is found again, and reported, by the job.
-		if unix.Unshare(prestartFlags) == nil {
-			done.flags = prestartFlags
-			done.loopback = loopbackUp() == nil
+		if unix.Unshare(flags) == nil {
+			done.flags = flags
+			done.loopback = netns && loopbackUp() == nil
 			if pid, lifeline, err := startInit(nil); err == nil {
 				done.initPid, done.lifeline = pid, lifeline
 			}
@@ -94,7 +97,7 @@ func takePrestarted(p *Plan) *prestarted {
 	if t == nil {
 		return nil
 	}
-	if p.Launch != LaunchThread || !p.NewPIDNS || !p.NewNetNS || p.Cgroup != nil {
+	if p.Launch != LaunchThread || !p.NewPIDNS || p.NewNetNS != t.netns || p.Cgroup != nil {
 		t.end()
 		return nil
 	}

@@ -16,15 +16,16 @@ import (
 )
 
 // TestPrestart: a plan that asks for the prestarted namespaces runs its
-// command in them; a plan that does not (network on) runs it in sbx's own
-// network namespace, and the prestarted thread's init goes away, as it does
-// when no call takes the thread.
+// command in them (with the network off: a new network namespace; on:
+// sbx's); a plan that does not runs it in the namespaces it asks for, and
+// the prestarted thread's init goes away, as it does when no call takes
+// the thread.
 func TestPrestart(t *testing.T) {
 	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
 		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
 	}
 	own := nsLinks(t, "self")
-	run := func(t *testing.T, network bool) (net, pid string) {
+	run := func(t *testing.T, prestartNetns, network bool) (net, pid, prestartedPid string) {
 		ws := t.TempDir()
 		pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
 		if err != nil {
@@ -37,10 +38,11 @@ func TestPrestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		Prestart()
+		Prestart(prestartNetns)
 		// Once its init runs, the thread has made its namespaces: the
 		// plan decides whether they are used, not a race.
 		waitInits(t, true)
+		prestartedPid = nsLinks(t, childInits()[0])[1]
 		r, w, _ := os.Pipe()
 		defer r.Close()
 		proc, err := Start(plan, Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", "readlink /proc/self/ns/net /proc/self/ns/pid"},
@@ -60,26 +62,33 @@ func TestPrestart(t *testing.T) {
 		if len(f) != 2 {
 			t.Fatalf("command printed %q", out.String())
 		}
-		return f[0], f[1]
+		return f[0], f[1], prestartedPid
 	}
-	t.Run("used", func(t *testing.T) {
-		net, pid := run(t, false)
-		if net == own[0] || pid == own[1] {
-			t.Errorf("command in net %s, pid %s: want new namespaces (sbx: %s, %s)", net, pid, own[0], own[1])
-		}
-	})
-	t.Run("not-used", func(t *testing.T) {
-		net, pid := run(t, true)
-		if net != own[0] {
-			t.Errorf("network on: the command runs in network namespace %s, want sbx's own %s", net, own[0])
-		}
-		if pid == own[1] {
-			t.Errorf("the command shares sbx's PID namespace %s", pid)
-		}
-		waitInits(t, false)
-	})
+	for _, tt := range []struct {
+		name                         string
+		prestartNetns, network, used bool
+	}{
+		{"used", true, false, true},
+		{"used-network-on", false, true, true},
+		{"not-used-network-on", true, true, false},
+		{"not-used-network-off", false, false, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			net, pid, prestarted := run(t, tt.prestartNetns, tt.network)
+			if (pid == prestarted) != tt.used {
+				t.Errorf("command in PID namespace %s, the prestarted init in %s: want used %t", pid, prestarted, tt.used)
+			}
+			if pid == own[1] {
+				t.Errorf("the command shares sbx's PID namespace %s", pid)
+			}
+			if newNet := net != own[0]; newNet == tt.network {
+				t.Errorf("network on %t: the command runs in network namespace %s (sbx's: %s)", tt.network, net, own[0])
+			}
+			waitInits(t, false)
+		})
+	}
 	t.Run("discarded", func(t *testing.T) {
-		Prestart()
+		Prestart(true)
 		waitInits(t, true)
 		DiscardPrestart()
 		waitInits(t, false)
