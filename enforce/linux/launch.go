@@ -32,7 +32,13 @@ type Process struct {
 	// lifeline keeps the namespace's init (thread launch) or the stage
 	// (stage launch) alive; closing it ends them.
 	lifeline *os.File
-	done     chan exitResult
+	// done delivers the stage launch's exit; a thread launch has none:
+	// Wait reaps its command itself.
+	done chan exitResult
+	// release, closed once the command is reaped, ends a thread launch's
+	// launcher thread, which must outlive the command: parent-death
+	// signals fire when the forking thread exits.
+	release chan struct{}
 	// sup is the seccomp supervisor, nil when the plan has none.
 	sup *supervisor
 	// cg is the call's control groups, nil when the plan has none; usage is
@@ -116,8 +122,17 @@ func (pr *Process) EndSupervision() SupervisionResult {
 // Wait waits for the command to end, then ends every process it left in
 // its PID namespace and control groups, and removes the groups.
 func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
-	r := <-pr.done
+	var r exitResult
+	if pr.done != nil {
+		r = <-pr.done
+	} else {
+		r = wait(pr.Pid)
+	}
 	pr.stopInit()
+	if pr.release != nil {
+		close(pr.release)
+		pr.release = nil
+	}
 	if pr.cg != nil {
 		pr.cg.kill()
 		pr.usage = pr.cg.usage()
@@ -128,20 +143,39 @@ func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
 }
 
 // stopInit kills the PID namespace's init, which kills every process in the
-// namespace, and reaps it. It must not run on the restricted launcher
-// thread: Landlock's signal scope forbids signalling init, which was started
-// before the restrictions. (The thread's exit would also kill init through
-// its parent-death signal, but without waiting for it.)
+// namespace, and reaps it: Wait returns once they are all gone. It must not
+// run on the restricted launcher thread: Landlock's signal scope forbids
+// signalling init, which was started before the restrictions. (The thread's
+// exit would also kill init through its parent-death signal, but without
+// waiting for it.)
 func (pr *Process) stopInit() {
 	if pr.lifeline != nil {
 		pr.lifeline.Close()
 		pr.lifeline = nil
 	}
-	if pr.initPid > 0 {
-		unix.Kill(pr.initPid, unix.SIGKILL)
-		wait(pr.initPid)
-		pr.initPid = 0
+	if pr.initPid <= 0 {
+		return
 	}
+	pid := pr.initPid
+	pr.initPid = 0
+	alone := initAlone(pid)
+	unix.Kill(pid, unix.SIGKILL)
+	if alone {
+		// Nothing else to wait for: reaping init can happen off the
+		// call's path (~0.1 ms here, a wake-up of each side).
+		go wait(pid)
+		return
+	}
+	wait(pid)
+}
+
+// initAlone reports whether init is the last process in its namespace once
+// the command has been reaped: every process left there is then init's
+// child (orphans are re-parented to it) or a descendant of one. When the
+// kernel does not list children (no CONFIG_PROC_CHILDREN), it says no.
+func initAlone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
+	return err == nil && len(strings.TrimSpace(string(b))) == 0
 }
 
 // Signal sends sig to the command's process group (it leads a new session).
@@ -183,7 +217,7 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 		err          error
 	}
 	startc := make(chan started, 1)
-	pr := &Process{done: make(chan exitResult, 1)}
+	pr := &Process{release: make(chan struct{})}
 	launch := func(pre nsDone) {
 		st := started{lis: listener{fd: -1}}
 		if cg != nil {
@@ -242,7 +276,7 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 			cg.leaveV1()
 		}
 		startc <- st
-		pr.done <- wait(pid)
+		<-pr.release
 	}
 	if pre != nil {
 		pre.jobs <- launch
