@@ -3,6 +3,8 @@
 package linux
 
 import (
+	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +12,40 @@ import (
 
 	"golang.org/x/sys/unix"
 )
+
+// BPFProgram is a classic BPF program. Its JSON form is the kernel's
+// 8-byte instructions, base64-encoded: the stage launch sends its plan as
+// JSON, and decoding some 300 instruction objects took ~0.3 ms of a stage's
+// start, the raw form a few microseconds.
+type BPFProgram []unix.SockFilter
+
+const bpfInsnSize = 8
+
+func (p BPFProgram) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, len(p)*bpfInsnSize)
+	for _, f := range p {
+		b = binary.LittleEndian.AppendUint16(b, f.Code)
+		b = append(b, f.Jt, f.Jf)
+		b = binary.LittleEndian.AppendUint32(b, f.K)
+	}
+	return json.Marshal(b)
+}
+
+func (p *BPFProgram) UnmarshalJSON(data []byte) error {
+	var b []byte
+	if err := json.Unmarshal(data, &b); err != nil {
+		return err
+	}
+	if len(b)%bpfInsnSize != 0 {
+		return fmt.Errorf("bpf program: %d bytes is not a whole number of instructions", len(b))
+	}
+	prog := make(BPFProgram, 0, len(b)/bpfInsnSize)
+	for ; len(b) > 0; b = b[bpfInsnSize:] {
+		prog = append(prog, unix.SockFilter{Code: binary.LittleEndian.Uint16(b), Jt: b[2], Jf: b[3], K: binary.LittleEndian.Uint32(b[4:])})
+	}
+	*p = prog
+	return nil
+}
 
 // CmpOp is how an ArgCond compares the low 32 bits of a syscall argument.
 type CmpOp int

@@ -4,8 +4,10 @@ package linux
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -407,5 +409,28 @@ func TestSeccompRuleString(t *testing.T) {
 		if got := tt.rule.String(); got != tt.want {
 			t.Errorf("got  %q\nwant %q", got, tt.want)
 		}
+	}
+}
+
+// TestBPFProgramJSON: a compiled program survives the stage payload's JSON
+// form unchanged, and a truncated one is refused.
+func TestBPFProgramJSON(t *testing.T) {
+	prog, err := CompileSeccomp(SeccompTable(SocketsLoopbackNetns, Supervised))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := json.Marshal(BPFProgram(prog))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back BPFProgram
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(back, BPFProgram(prog)) {
+		t.Fatalf("round trip changed the program: %d instructions in, %d out", len(prog), len(back))
+	}
+	if err := json.Unmarshal([]byte(`"AAAAAAAAAAAA"`), &back); err == nil {
+		t.Error("a 9-byte program decoded")
 	}
 }

@@ -795,6 +795,12 @@ func StageMain() int {
 		fmt.Fprintf(os.Stderr, "sbx stage: read plan: %v\n", err)
 		return 125
 	}
+	var relay *relayedSignals
+	if pl.StatusFD > 0 {
+		// Subscribing waits for the runtime's signal thread, once per
+		// signal: done while the stage sets up, on another thread.
+		relay = relaySignals()
+	}
 	err = setupNamespaces(pl.Plan, false)
 	if err == nil {
 		err = dropStageCaps()
@@ -825,7 +831,7 @@ func StageMain() int {
 		return 125
 	}
 	if pl.StatusFD > 0 {
-		return stageInit(pl)
+		return stageInit(pl, relay)
 	}
 	if err := setRlimits(pl.Plan.Rlimits); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
@@ -841,10 +847,9 @@ func StageMain() int {
 // it handles), reaps orphans, and reports the command's wait status on
 // StatusFD. When it returns, the kernel kills whatever is left in the
 // namespace, and if sbx dies first, the stage's parent-death signal does.
-func stageInit(pl stagePayload) int {
+func stageInit(pl stagePayload, relay *relayedSignals) int {
 	status := os.NewFile(uintptr(pl.StatusFD), "stage-status")
-	sigc := make(chan os.Signal, 4)
-	signal.Notify(sigc, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+	<-relay.ready
 	// The fork runs on this (restricted, locked) main thread, so the command
 	// inherits its restrictions.
 	path, argv, err := limitedArgv(pl)
@@ -859,7 +864,7 @@ func stageInit(pl stagePayload) int {
 		return ExecFailureStatus(err)
 	}
 	go func() {
-		for s := range sigc {
+		for s := range relay.c {
 			syscall.Kill(-pid, s.(syscall.Signal))
 		}
 	}()
@@ -880,6 +885,22 @@ func stageInit(pl stagePayload) int {
 			return 0
 		}
 	}
+}
+
+// relayedSignals are the signals the stage, as its namespace's init,
+// passes on to the command; c receives them once ready is closed.
+type relayedSignals struct {
+	c     chan os.Signal
+	ready chan struct{}
+}
+
+func relaySignals() *relayedSignals {
+	r := &relayedSignals{c: make(chan os.Signal, 4), ready: make(chan struct{})}
+	go func() {
+		signal.Notify(r.c, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+		close(r.ready)
+	}()
+	return r
 }
 
 // dropStageCaps clears the ambient and inheritable capabilities the stage

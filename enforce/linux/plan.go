@@ -128,11 +128,11 @@ type Plan struct {
 	// Supervise says whether the seccomp supervisor runs (supervise.go).
 	Supervise   Supervise
 	Downgrades  []enforce.Downgrade
-	SeccompProg []unix.SockFilter
+	SeccompProg BPFProgram
 	// SeccompPlainProg is the filter without its user-notification rules,
 	// loaded instead when no listener can be had at launch (Supervise is
 	// SuperviseBestEffort).
-	SeccompPlainProg []unix.SockFilter `json:",omitempty"`
+	SeccompPlainProg BPFProgram `json:",omitempty"`
 	// unsupervised holds, by index into Downgrades, what a downgrade that
 	// counts on the supervisor says without it.
 	unsupervised map[int]enforce.Downgrade
