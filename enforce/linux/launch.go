@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"runtime"
 	"slices"
 	"strconv"
@@ -35,6 +34,9 @@ type Process struct {
 	// done delivers the stage launch's exit; a thread launch has none:
 	// Wait reaps its command itself.
 	done chan exitResult
+	// stageInit: the command is the child of a stage that is PID 1 of the
+	// call's PID namespace (Pid is the stage's).
+	stageInit bool
 	// release, closed once the command is reaped, ends a thread launch's
 	// launcher thread, which must outlive the command: parent-death
 	// signals fire when the forking thread exits.
@@ -174,13 +176,41 @@ func (pr *Process) stopInit() {
 // child (orphans are re-parented to it) or a descendant of one. When the
 // kernel does not list children (no CONFIG_PROC_CHILDREN), it says no.
 func initAlone(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + strconv.Itoa(pid) + "/children")
-	return err == nil && len(strings.TrimSpace(string(b))) == 0
+	c, err := children(pid)
+	return err == nil && len(c) == 0
+}
+
+// children lists the pids of pid's children (of its main thread: the
+// stage's and init's only forking thread).
+func children(pid int) ([]string, error) {
+	p := strconv.Itoa(pid)
+	b, err := os.ReadFile("/proc/" + p + "/task/" + p + "/children")
+	return strings.Fields(string(b)), err
 }
 
 // Signal sends sig to the command's process group (it leads a new session).
+// Under a stage that is its namespace's init, the command is the stage's
+// child, found by its pid in sbx's namespace; SIGKILL goes to the stage,
+// whose death ends the whole namespace, and so does any signal sent before
+// the command exists (the stage takes its default action).
 func (pr *Process) Signal(sig syscall.Signal) error {
-	return syscall.Kill(-pr.Pid, sig)
+	pid := pr.Pid
+	if pr.stageInit && sig != syscall.SIGKILL {
+		if c := firstChild(pr.Pid); c > 0 {
+			pid = c
+		}
+	}
+	return syscall.Kill(-pid, sig)
+}
+
+// firstChild returns the first child of pid, 0 if it has none.
+func firstChild(pid int) int {
+	c, _ := children(pid)
+	if len(c) == 0 {
+		return 0
+	}
+	n, _ := strconv.Atoi(c[0])
+	return n
 }
 
 func procAttr(spec Spec, extra ...uintptr) *syscall.ProcAttr {
@@ -735,7 +765,7 @@ func startStage(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process, 
 	if err != nil {
 		return nil, fmt.Errorf("stage: clone into new user namespace: %w", err)
 	}
-	pr := &Process{Pid: pid, done: make(chan exitResult, 1)}
+	pr := &Process{Pid: pid, done: make(chan exitResult, 1), stageInit: p.NewPIDNS}
 	if p.NewPIDNS {
 		// Keep the plan pipe open as the stage's lifeline (see StageMain).
 		dup, err := unix.FcntlInt(w.Fd(), unix.F_DUPFD_CLOEXEC, 3)
@@ -795,12 +825,6 @@ func StageMain() int {
 		fmt.Fprintf(os.Stderr, "sbx stage: read plan: %v\n", err)
 		return 125
 	}
-	var relay *relayedSignals
-	if pl.StatusFD > 0 {
-		// Subscribing waits for the runtime's signal thread, once per
-		// signal: done while the stage sets up, on another thread.
-		relay = relaySignals()
-	}
 	err = setupNamespaces(pl.Plan, false)
 	if err == nil {
 		err = dropStageCaps()
@@ -831,7 +855,7 @@ func StageMain() int {
 		return 125
 	}
 	if pl.StatusFD > 0 {
-		return stageInit(pl, relay)
+		return stageInit(pl)
 	}
 	if err := setRlimits(pl.Plan.Rlimits); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
@@ -843,13 +867,13 @@ func StageMain() int {
 }
 
 // stageInit runs the command as a child of the stage, which is PID 1 of the
-// call's PID namespace: it relays sbx's signals (init only receives signals
-// it handles), reaps orphans, and reports the command's wait status on
-// StatusFD. When it returns, the kernel kills whatever is left in the
+// call's PID namespace: it reaps orphans and reports the command's wait
+// status on StatusFD. sbx signals the command directly (Process.Signal), so
+// the stage subscribes to none: that would cost its start a round trip to
+// the runtime's signal thread per signal. When it returns, the kernel kills whatever is left in the
 // namespace, and if sbx dies first, the stage's parent-death signal does.
-func stageInit(pl stagePayload, relay *relayedSignals) int {
+func stageInit(pl stagePayload) int {
 	status := os.NewFile(uintptr(pl.StatusFD), "stage-status")
-	<-relay.ready
 	// The fork runs on this (restricted, locked) main thread, so the command
 	// inherits its restrictions.
 	path, argv, err := limitedArgv(pl)
@@ -863,11 +887,6 @@ func stageInit(pl stagePayload, relay *relayedSignals) int {
 		fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", pl.Argv[0], err)
 		return ExecFailureStatus(err)
 	}
-	go func() {
-		for s := range relay.c {
-			syscall.Kill(-pid, s.(syscall.Signal))
-		}
-	}()
 	for {
 		var ws syscall.WaitStatus
 		wpid, err := syscall.Wait4(-1, &ws, 0, nil)
@@ -885,22 +904,6 @@ func stageInit(pl stagePayload, relay *relayedSignals) int {
 			return 0
 		}
 	}
-}
-
-// relayedSignals are the signals the stage, as its namespace's init,
-// passes on to the command; c receives them once ready is closed.
-type relayedSignals struct {
-	c     chan os.Signal
-	ready chan struct{}
-}
-
-func relaySignals() *relayedSignals {
-	r := &relayedSignals{c: make(chan os.Signal, 4), ready: make(chan struct{})}
-	go func() {
-		signal.Notify(r.c, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-		close(r.ready)
-	}()
-	return r
 }
 
 // dropStageCaps clears the ambient and inheritable capabilities the stage
