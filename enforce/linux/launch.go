@@ -680,121 +680,169 @@ type stagePayload struct {
 	Terminal bool `json:",omitempty"`
 }
 
-// startStage re-executes sbx as a hidden stage inside a new user namespace
-// (plus network and mount namespaces as planned). The parent, unrestricted,
-// writes the uid/gid maps; the stage sets up loopback and mounts, restricts
-// itself and execs the command, which keeps the stage's pid.
+// startStage re-executes sbx as a hidden stage inside new user, PID and
+// (as planned) network namespaces, and sends it the plan: see spawnStage
+// and stageProc.run.
 func startStage(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process, error) {
+	st, err := spawnStage(p.NewNetNS, p.NewPIDNS, [3]*os.File{spec.Stdin, spec.Stdout, spec.Stderr}, cg)
+	if err != nil {
+		return nil, err
+	}
+	return st.run(p, spec, sup)
+}
+
+// stageProc is a started stage waiting for its plan on its fd 3.
+type stageProc struct {
+	pid          int
+	netns, pidns bool
+	stdio        [3]*os.File
+	plan         *os.File // fd 3's write end: the plan, then the stage's lifeline
+	status       *os.File // the command's wait status (pidns), or nil
+	listenerSock int      // where the stage's fd 4 sends the seccomp listener
+}
+
+// The stage's fds past stdio (see stagePayload).
+const (
+	stagePlanFD     = 3
+	stageListenerFD = 4
+	stageStatusFD   = 5
+)
+
+// spawnStage re-executes sbx as a hidden stage, with stdio as its fds 0-2,
+// in new user and PID (pidns) and network (netns) namespaces. The parent,
+// unrestricted, writes the uid/gid maps. The stage then waits for its plan
+// (stageProc.run); a mount namespace, when the plan needs one, it makes
+// itself.
+func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stageProc, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stage pipe: %w", err)
 	}
 	defer r.Close()
-	defer w.Close()
-	pl := stagePayload{Plan: p, Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Terminal: spec.Terminal}
-	extra := []uintptr{r.Fd()}
-	// The stage sends the seccomp listener back on a socketpair: fd 4 in
-	// the stage, close-on-exec there before the command runs.
-	parentSock, stageSock := -1, -1
-	if sup != nil {
-		pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
-		if err != nil {
-			return nil, fmt.Errorf("stage: listener socketpair: %w", err)
-		}
-		parentSock, stageSock = pair[0], pair[1]
-		defer func() {
-			if parentSock >= 0 {
-				unix.Close(parentSock)
-			}
-		}()
-		defer unix.Close(stageSock)
-		extra = append(extra, uintptr(stageSock))
-		pl.ListenerSocket = 3 + len(extra) - 1
+	// The stage sends the seccomp listener back on a socketpair: its fd 4,
+	// close-on-exec there before the command runs.
+	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("stage: listener socketpair: %w", err)
 	}
+	defer unix.Close(pair[1])
+	st := &stageProc{netns: netns, pidns: pidns, stdio: stdio, plan: w, listenerSock: pair[0]}
+	files := []uintptr{stdio[0].Fd(), stdio[1].Fd(), stdio[2].Fd(), r.Fd(), uintptr(pair[1])}
 	// A stage that is PID 1 reports the command's raw wait status on a pipe:
 	// as init it cannot die of the command's signal itself.
-	var statusR *os.File
-	if p.NewPIDNS {
+	if pidns {
 		sr, sw, err := os.Pipe()
 		if err != nil {
+			st.close()
 			return nil, fmt.Errorf("stage status pipe: %w", err)
 		}
-		statusR = sr
 		defer sw.Close()
-		extra = append(extra, sw.Fd())
-		pl.StatusFD = 3 + len(extra) - 1
+		st.status = sr
+		files = append(files, sw.Fd())
+	}
+	flags := uintptr(unix.CLONE_NEWUSER)
+	if netns {
+		flags |= unix.CLONE_NEWNET
+	}
+	if pidns {
+		flags |= unix.CLONE_NEWPID
+	}
+	uid, gid := os.Getuid(), os.Getgid()
+	sys := &syscall.SysProcAttr{
+		Setsid: true, Pdeathsig: syscall.SIGKILL, Cloneflags: flags,
+		UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+		GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}},
+		// The stage keeps the caller's uid inside the namespace (so files
+		// keep their owner and git its safe.directory view), so exec would
+		// drop the capabilities it needs for loopback and mounts; carry
+		// just those two across as ambient capabilities. The stage clears
+		// them before the command's exec.
+		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN},
+	}
+	cg.setCgroupFD(sys)
+	exe, err := os.Executable()
+	if err != nil {
+		st.close()
+		return nil, fmt.Errorf("stage: locate sbx: %w", err)
+	}
+	st.pid, err = syscall.ForkExec(exe, []string{"sbx", StageCommand}, &syscall.ProcAttr{Dir: "/", Env: []string{}, Files: files, Sys: sys})
+	if err != nil {
+		st.close()
+		return nil, fmt.Errorf("stage: clone into new user namespace: %w", err)
+	}
+	return st, nil
+}
+
+// run sends the stage its plan and returns the running call.
+func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
+	defer st.close()
+	pl := stagePayload{Plan: p, Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Terminal: spec.Terminal}
+	if sup != nil {
+		pl.ListenerSocket = stageListenerFD
+	}
+	if st.pidns {
+		pl.StatusFD = stageStatusFD
 	}
 	payload, err := json.Marshal(pl)
 	if err != nil {
+		st.kill()
 		return nil, fmt.Errorf("stage payload: %w", err)
 	}
-	attr := procAttr(spec, extra...)
-	if p.NewPIDNS {
-		// The command is the stage's child in a session of its own; a
-		// terminal can be the controlling one of one session only.
-		attr.Sys.Setctty = false
-	}
-	attr.Dir = "/"
-	attr.Env = []string{}
-	flags := uintptr(unix.CLONE_NEWUSER)
-	if p.NewNetNS {
-		flags |= unix.CLONE_NEWNET
-	}
-	if p.needsMountNS() {
-		flags |= unix.CLONE_NEWNS
-	}
-	if p.NewPIDNS {
-		flags |= unix.CLONE_NEWPID
-	}
-	attr.Sys.Cloneflags = flags
-	uid, gid := os.Getuid(), os.Getgid()
-	attr.Sys.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
-	attr.Sys.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
-	// The stage keeps the caller's uid inside the namespace (so files keep
-	// their owner and git its safe.directory view), so exec would drop the
-	// capabilities it needs for loopback and mounts; carry just those two
-	// across as ambient capabilities. The stage clears them before the
-	// command's exec.
-	attr.Sys.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN}
-	cg.setCgroupFD(attr.Sys)
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, fmt.Errorf("stage: locate sbx: %w", err)
-	}
-	pid, err := syscall.ForkExec(exe, []string{"sbx", StageCommand}, attr)
-	if err != nil {
-		return nil, fmt.Errorf("stage: clone into new user namespace: %w", err)
-	}
-	pr := &Process{Pid: pid, done: make(chan exitResult, 1), stageInit: p.NewPIDNS}
-	if p.NewPIDNS {
+	pr := &Process{Pid: st.pid, done: make(chan exitResult, 1), stageInit: st.pidns}
+	if st.pidns {
 		// Keep the plan pipe open as the stage's lifeline (see StageMain).
-		dup, err := unix.FcntlInt(w.Fd(), unix.F_DUPFD_CLOEXEC, 3)
+		dup, err := unix.FcntlInt(st.plan.Fd(), unix.F_DUPFD_CLOEXEC, 3)
 		if err != nil {
+			st.kill()
 			return nil, fmt.Errorf("stage: lifeline: %w", err)
 		}
 		pr.lifeline = os.NewFile(uintptr(dup), "stage-lifeline")
 	}
+	pid, status := st.pid, st.status
+	st.status = nil
 	go func() {
 		res := wait(pid)
-		if statusR != nil {
+		if status != nil {
 			var b [4]byte
-			if n, _ := io.ReadFull(statusR, b[:]); n == 4 {
+			if n, _ := io.ReadFull(status, b[:]); n == 4 {
 				res.status = syscall.WaitStatus(binary.LittleEndian.Uint32(b[:]))
 			}
-			statusR.Close()
+			status.Close()
 		}
 		pr.done <- res
 	}()
-	r.Close()
-	if _, err := w.Write(payload); err != nil {
+	if _, err := st.plan.Write(payload); err != nil {
 		return nil, fmt.Errorf("stage: send plan: %w", err)
 	}
 	if sup != nil {
-		sup.receive(parentSock)
-		parentSock = -1
+		sup.receive(st.listenerSock)
+		st.listenerSock = -1
 		pr.sup = sup
 	}
 	return pr, nil
+}
+
+// kill ends a stage that will not run a command, and reaps it in the
+// background.
+func (st *stageProc) kill() {
+	unix.Kill(st.pid, unix.SIGKILL)
+	st.close()
+	go wait(st.pid)
+}
+
+// close releases the parent's ends of the stage's pipes.
+func (st *stageProc) close() {
+	for _, f := range []*os.File{st.plan, st.status} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	st.plan, st.status = nil, nil
+	if st.listenerSock >= 0 {
+		unix.Close(st.listenerSock)
+		st.listenerSock = -1
+	}
 }
 
 // StageCommand is the hidden subcommand that runs StageMain.
@@ -825,7 +873,13 @@ func StageMain() int {
 		fmt.Fprintf(os.Stderr, "sbx stage: read plan: %v\n", err)
 		return 125
 	}
-	err = setupNamespaces(pl.Plan, false)
+	// The PID and network namespaces came with the stage's clone; a mount
+	// namespace it makes itself, so that a stage can be spawned before
+	// the plan says whether one is needed (see Prestart).
+	err = enterNamespaces(pl.Plan, unix.CLONE_NEWPID|unix.CLONE_NEWNET)
+	if err == nil {
+		err = setupNamespaces(pl.Plan, false)
+	}
 	if err == nil {
 		err = dropStageCaps()
 	}
