@@ -277,9 +277,10 @@ func runCmd(args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sbx run: command: empty command (usage: sbx run [flags] -- COMMAND [ARG...])")
 		return ExitRefused
 	}
-	if rf.mode != profiles.DangerFullAccess && rf.limits.IsZero() {
-		// Most calls: sandboxed, no limits. The namespaces are made while
-		// the call is resolved below; a wrong guess only costs them.
+	if rf.mode != profiles.DangerFullAccess && rf.limits.IsZero() && !*usePTY && *stdinMode == "pass" {
+		// Most calls: sandboxed, no limits, sbx's own stdio. The
+		// namespaces are made while the call is resolved below; a wrong
+		// guess only costs them.
 		host.Prestart(!rf.network)
 		defer host.DiscardPrestart()
 	}

@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"os"
 	"slices"
 	"syscall"
 	"time"
@@ -87,10 +88,11 @@ func StageMain() int { return linux.StageMain() }
 func Doctor() []Check { return linux.Doctor() }
 
 // Prestart makes the namespaces of a sandboxed call without limits, a
-// network namespace when netns, on its launcher thread while the caller
-// still prepares the call (see linux.Prestart). Run uses them if the plan
-// asks for exactly those.
-func Prestart(netns bool) { linux.Prestart(netns) }
+// network namespace when netns, while the caller still prepares the call:
+// on its launcher thread, or unprivileged in a stage whose stdio is sbx's
+// own (see linux.Prestart). Run uses them if the plan (and, for a stage,
+// the command's stdio) asks for exactly those.
+func Prestart(netns bool) { linux.Prestart(netns, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}) }
 
 // DiscardPrestart ends what Prestart started when no call used it.
 func DiscardPrestart() { linux.DiscardPrestart() }

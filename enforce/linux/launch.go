@@ -65,7 +65,21 @@ var ErrStart = errors.New("start")
 // forks the command (LaunchThread), or in a re-executed sbx stage inside new
 // namespaces (LaunchStage), or not at all (LaunchDirect).
 func Start(p *Plan, spec Spec) (*Process, error) {
-	pre := takePrestarted(p)
+	var pre *prestarted
+	var preStage *stageProc
+	if p.Launch == LaunchStage {
+		preStage = takePending().forStage(p, spec)
+	} else {
+		pre = takePending().forThread(p)
+	}
+	if preStage != nil {
+		// Whatever fails before it runs, it must not wait for a plan.
+		defer func() {
+			if preStage != nil {
+				preStage.kill()
+			}
+		}()
+	}
 	if err := markInheritedCloexec(); err != nil {
 		pre.end()
 		return nil, err
@@ -91,8 +105,12 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 	}
 	var pr *Process
 	var err error
-	switch p.Launch {
-	case LaunchStage:
+	switch {
+	case preStage != nil:
+		st := preStage
+		preStage = nil
+		pr, err = st.run(p, spec, sup)
+	case p.Launch == LaunchStage:
 		pr, err = startStage(p, spec, sup, cg)
 	default:
 		pr, err = startThread(p, spec, sup, cg, pre)

@@ -30,10 +30,12 @@ type nsDone struct {
 	lifeline *os.File
 }
 
-// prestarted is a launcher thread waiting for its job; a nil job ends it.
+// prestarted is a launcher thread waiting for its job (a nil job ends
+// it), or, unprivileged, a stage being spawned (its result comes on stage).
 type prestarted struct {
 	netns bool // it made a network namespace
 	jobs  chan func(nsDone)
+	stage chan *stageProc // nil when not spawned or not spawning one
 }
 
 var (
@@ -46,8 +48,17 @@ var (
 // a PID namespace), without a call cgroup (init is started in none), and
 // with a network namespace when netns (the network off). A wrong guess
 // costs the namespaces, not correctness.
-func Prestart(netns bool) {
-	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
+//
+// Unprivileged, where user namespaces are allowed, it spawns the stage of a
+// stage launch instead (see spawnStage) with stdio as the command's: the
+// fork into new namespaces and the stage's own Go start then overlap the
+// call's resolution as well.
+func Prestart(netns bool, stdio [3]*os.File) {
+	if !hasCapSysAdmin() {
+		prestartStage(netns, stdio)
+		return
+	}
+	if runtime.GOARCH != "amd64" {
 		return
 	}
 	flags := unix.CLONE_NEWPID
@@ -55,11 +66,7 @@ func Prestart(netns bool) {
 		flags |= unix.CLONE_NEWNET
 	}
 	t := &prestarted{netns: netns, jobs: make(chan func(nsDone), 1)}
-	prestartMu.Lock()
-	old := pending
-	pending = t
-	prestartMu.Unlock()
-	old.end()
+	setPending(t)
 	go func() {
 		// IMPORTANT: locked for good, as in startThread: the thread leaves
 		// sbx's namespaces and is ended, not reused, when this returns.
@@ -87,34 +94,78 @@ func Prestart(netns bool) {
 	}()
 }
 
-// takePrestarted returns the prestarted launcher thread if p can use it,
-// and ends any other.
-func takePrestarted(p *Plan) *prestarted {
+func prestartStage(netns bool, stdio [3]*os.File) {
+	t := &prestarted{netns: netns, stage: make(chan *stageProc, 1)}
+	setPending(t)
+	go func() {
+		var st *stageProc
+		if ok, _ := userNSAllowed(); ok {
+			// An error here is met again, and reported, by the call's own
+			// spawn.
+			st, _ = spawnStage(netns, true, stdio, nil)
+		}
+		t.stage <- st
+	}()
+}
+
+func setPending(t *prestarted) {
 	prestartMu.Lock()
+	old := pending
+	pending = t
+	prestartMu.Unlock()
+	old.end()
+}
+
+func takePending() *prestarted {
+	prestartMu.Lock()
+	defer prestartMu.Unlock()
 	t := pending
 	pending = nil
-	prestartMu.Unlock()
-	if t == nil {
-		return nil
-	}
-	if p.Launch != LaunchThread || !p.NewPIDNS || p.NewNetNS != t.netns || p.Cgroup != nil {
+	return t
+}
+
+// forThread returns the prestarted launcher thread if p can use it, and
+// ends anything else.
+func (t *prestarted) forThread(p *Plan) *prestarted {
+	if t == nil || t.jobs == nil || p.Launch != LaunchThread || !p.NewPIDNS || p.NewNetNS != t.netns || p.Cgroup != nil {
 		t.end()
 		return nil
 	}
 	return t
 }
 
-// DiscardPrestart ends a prestarted launcher thread no call took.
-func DiscardPrestart() {
-	prestartMu.Lock()
-	t := pending
-	pending = nil
-	prestartMu.Unlock()
-	t.end()
+// forStage returns the prestarted stage if p and spec can use it, and ends
+// anything else. The stage's stdio is fixed at its spawn, so spec's must be
+// the same files.
+func (t *prestarted) forStage(p *Plan, spec Spec) *stageProc {
+	if t == nil || t.stage == nil {
+		t.end()
+		return nil
+	}
+	st := <-t.stage
+	t.stage = nil
+	if st == nil {
+		return nil
+	}
+	if p.Launch != LaunchStage || !p.NewPIDNS || p.NewNetNS != st.netns || p.Cgroup != nil ||
+		st.stdio != [3]*os.File{spec.Stdin, spec.Stdout, spec.Stderr} {
+		st.kill()
+		return nil
+	}
+	return st
 }
 
+// DiscardPrestart ends what Prestart started when no call took it.
+func DiscardPrestart() { takePending().end() }
+
 func (t *prestarted) end() {
-	if t != nil {
+	switch {
+	case t == nil:
+	case t.jobs != nil:
 		t.jobs <- nil
+	case t.stage != nil:
+		if st := <-t.stage; st != nil {
+			st.kill()
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestPrestart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		Prestart(prestartNetns)
+		Prestart(prestartNetns, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 		// Once its init runs, the thread has made its namespaces: the
 		// plan decides whether they are used, not a race.
 		waitInits(t, true)
@@ -88,7 +89,7 @@ func TestPrestart(t *testing.T) {
 		})
 	}
 	t.Run("discarded", func(t *testing.T) {
-		Prestart(true)
+		Prestart(true, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 		waitInits(t, true)
 		DiscardPrestart()
 		waitInits(t, false)
@@ -138,4 +139,83 @@ func childInits() []string {
 		}
 	}
 	return out
+}
+
+// TestPrestartStage: a stage spawned ahead of the plan runs the command
+// when the plan is a stage launch with the same network namespace choice
+// and the command has the stage's stdio; otherwise it is killed and the
+// call spawns its own.
+func TestPrestartStage(t *testing.T) {
+	if ok, why := userNSAllowed(); !ok {
+		t.Skipf("SKIP: no user namespaces: %s", why)
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	stdio := [3]*os.File{os.Stdin, w, w}
+	for _, tt := range []struct {
+		name                   string
+		prestartNetns, network bool
+		stdout                 *os.File
+		used                   bool
+	}{
+		{"used", true, false, w, true},
+		{"used-network-on", false, true, w, true},
+		{"not-used-network-on", true, true, w, false},
+		{"not-used-other-stdout", true, false, os.Stderr, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ws := t.TempDir()
+			pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.network {
+				pol.Network = policy.NetworkFull
+			}
+			sys := Probe()
+			sys.Privileged = false
+			plan, err := Compile(pol, sys)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prestartStage(tt.prestartNetns, stdio)
+			// The spawned stage, put back for Start to take.
+			st := <-pending.stage
+			pending.stage <- st
+			if st == nil {
+				t.Fatal("the stage was not spawned")
+			}
+			proc, err := Start(plan, Spec{Path: "/bin/true", Argv: []string{"true"}, Dir: ws,
+				Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: tt.stdout, Stderr: w})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ws, _, err := proc.Wait(); err != nil || ws.ExitStatus() != 0 {
+				t.Errorf("command: %v, exit %d", err, ws.ExitStatus())
+			}
+			proc.EndSupervision()
+			if used := proc.Pid == st.pid; used != tt.used {
+				t.Errorf("the call ran in stage %d, the prestarted one is %d: want used %t", proc.Pid, st.pid, tt.used)
+			}
+			if !tt.used {
+				deadline := time.Now().Add(5 * time.Second)
+				for notReaped(st.pid) {
+					if time.Now().After(deadline) {
+						t.Fatalf("the unused stage %d is still there", st.pid)
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}
+		})
+	}
+}
+
+// notReaped reports whether pid still exists, as a zombie or not.
+func notReaped(pid int) bool {
+	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	return err == nil
 }
