@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"sbx/enforce"
+	"sbx/policy"
 	"sbx/profiles"
 )
 
@@ -685,7 +686,7 @@ type stagePayload struct {
 	// StatusFD is the stage's fd for the command's wait status when the
 	// stage is PID 1 of a new PID namespace (0: exec the command instead).
 	StatusFD int
-	Plan     *Plan
+	Plan     *stagePlan
 	Path     string
 	Argv     []string
 	Dir      string
@@ -696,6 +697,39 @@ type stagePayload struct {
 	// Terminal: fds 0-2 are a pty slave that becomes the command's
 	// controlling terminal (see Spec.Terminal).
 	Terminal bool `json:",omitempty"`
+}
+
+// stagePlan is the part of a Plan the stage applies, all the payload
+// carries: decoding a whole Plan (the policy, every downgrade's text) cost
+// a stage ~0.7 ms before its first step, mostly building JSON decoders for
+// types it never uses.
+type stagePlan struct {
+	NewPIDNS       bool          `json:",omitempty"`
+	NewNetNS       bool          `json:",omitempty"`
+	ReadOnlyRoot   bool          `json:",omitempty"`
+	ReadOnlyMounts []string      `json:",omitempty"`
+	MaskedMounts   []string      `json:",omitempty"`
+	WriteRoots     []string      `json:",omitempty"`
+	Landlock       *LandlockPlan `json:",omitempty"`
+	Supervise      Supervise
+	SeccompProg    BPFProgram
+	SeccompPlain   BPFProgram `json:",omitempty"`
+	Rlimits        []Rlimit   `json:",omitempty"`
+}
+
+func newStagePlan(p *Plan) *stagePlan {
+	return &stagePlan{NewPIDNS: p.NewPIDNS, NewNetNS: p.NewNetNS, ReadOnlyRoot: p.ReadOnlyRoot,
+		ReadOnlyMounts: p.ReadOnlyMounts, MaskedMounts: p.MaskedMounts, WriteRoots: p.Policy.WriteRoots,
+		Landlock: p.Landlock, Supervise: p.Supervise, SeccompProg: p.SeccompProg, SeccompPlain: p.SeccompPlainProg,
+		Rlimits: p.Rlimits}
+}
+
+// plan is the Plan the stage's steps take: sp's fields, nothing else.
+func (sp *stagePlan) plan() *Plan {
+	return &Plan{NewPIDNS: sp.NewPIDNS, NewNetNS: sp.NewNetNS, ReadOnlyRoot: sp.ReadOnlyRoot,
+		ReadOnlyMounts: sp.ReadOnlyMounts, MaskedMounts: sp.MaskedMounts, Policy: policy.Policy{WriteRoots: sp.WriteRoots},
+		Landlock: sp.Landlock, Supervise: sp.Supervise, SeccompProg: sp.SeccompProg, SeccompPlainProg: sp.SeccompPlain,
+		Rlimits: sp.Rlimits}
 }
 
 // startStage re-executes sbx as a hidden stage inside new user, PID and
@@ -795,7 +829,7 @@ func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stagePro
 // run sends the stage its plan and returns the running call.
 func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
 	defer st.close()
-	pl := stagePayload{Plan: p, Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Terminal: spec.Terminal}
+	pl := stagePayload{Plan: newStagePlan(p), Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Terminal: spec.Terminal}
 	if sup != nil {
 		pl.ListenerSocket = stageListenerFD
 	}
@@ -891,19 +925,20 @@ func StageMain() int {
 		fmt.Fprintf(os.Stderr, "sbx stage: read plan: %v\n", err)
 		return 125
 	}
+	plan := pl.Plan.plan()
 	// The PID and network namespaces came with the stage's clone; a mount
 	// namespace it makes itself, so that a stage can be spawned before
 	// the plan says whether one is needed (see Prestart).
-	err = enterNamespaces(pl.Plan, unix.CLONE_NEWPID|unix.CLONE_NEWNET)
+	err = enterNamespaces(plan, unix.CLONE_NEWPID|unix.CLONE_NEWNET)
 	if err == nil {
-		err = setupNamespaces(pl.Plan, false)
+		err = setupNamespaces(plan, false)
 	}
 	if err == nil {
 		err = dropStageCaps()
 	}
 	if err == nil {
 		var lis listener
-		lis, err = restrictThread(pl.Plan)
+		lis, err = restrictThread(plan)
 		if err == nil && pl.ListenerSocket > 0 {
 			// Before exec, so the parent is supervising by the time the
 			// command makes its first supervised call (which would wait for
@@ -929,7 +964,7 @@ func StageMain() int {
 	if pl.StatusFD > 0 {
 		return stageInit(pl)
 	}
-	if err := setRlimits(pl.Plan.Rlimits); err != nil {
+	if err := setRlimits(plan.Rlimits); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
 		return 125
 	}

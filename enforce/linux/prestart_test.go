@@ -4,13 +4,18 @@ package linux
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"sbx/policy"
 	"sbx/profiles"
@@ -218,4 +223,42 @@ func TestPrestartStage(t *testing.T) {
 func notReaped(pid int) bool {
 	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
 	return err == nil
+}
+
+// TestStagePlan: what the stage applies survives the payload's JSON.
+func TestStagePlan(t *testing.T) {
+	ws := t.TempDir()
+	os.Mkdir(filepath.Join(ws, ".git"), 0o755)
+	os.Mkdir(filepath.Join(ws, "secret"), 0o755)
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.Masked = []string{filepath.Join(ws, "secret")}
+	sys := System{LandlockABI: 6, UserNS: true, UserNotif: true}
+	p, err := Compile(pol, sys)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Rlimits = []Rlimit{{Resource: unix.RLIMIT_NPROC, Name: "nproc", Value: 7}}
+	b, err := json.Marshal(stagePayload{Plan: newStagePlan(p)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pl stagePayload
+	if err := json.Unmarshal(b, &pl); err != nil {
+		t.Fatal(err)
+	}
+	got := pl.Plan.plan()
+	if got.NewPIDNS != p.NewPIDNS || got.NewNetNS != p.NewNetNS || got.needsMountNS() != p.needsMountNS() ||
+		!slices.Equal(got.ReadOnlyMounts, p.ReadOnlyMounts) || !slices.Equal(got.MaskedMounts, p.MaskedMounts) ||
+		!slices.Equal(got.Policy.WriteRoots, p.Policy.WriteRoots) || got.Supervise != p.Supervise ||
+		!reflect.DeepEqual(got.Landlock, p.Landlock) || !slices.Equal(got.SeccompProg, p.SeccompProg) ||
+		!slices.Equal(got.SeccompPlainProg, p.SeccompPlainProg) || !slices.Equal(got.Rlimits, p.Rlimits) {
+		t.Errorf("stage plan changed on the way:\n got %+v\nwant %+v", got, p)
+	}
+	if len(p.ReadOnlyMounts) == 0 || len(p.MaskedMounts) == 0 || p.Landlock == nil || len(p.SeccompPlainProg) == 0 {
+		t.Errorf("the plan lacks a part to carry: read-only mounts %v, masks %v, Landlock %v, plain program %d",
+			p.ReadOnlyMounts, p.MaskedMounts, p.Landlock, len(p.SeccompPlainProg))
+	}
 }
