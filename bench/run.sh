@@ -33,6 +33,7 @@ if [[ -n ${SBX_BIN:-} ]]; then
 else
 	(cd "$repo" && go build -o "$tmp/sbx" ./cmd/sbx)
 fi
+(cd "$repo" && go build -o "$tmp/interleave" ./bench/interleave)
 sbx=$tmp/sbx
 chmod 755 "$sbx"
 W=$tmp/workspace
@@ -98,6 +99,19 @@ hyperfine -N --warmup 20 --runs "$runs" \
 echo
 table "$out/caller.json" bwrap
 
+# interleaved NAME=COMMAND... reruns a group one run of each in turn, so a
+# drift in the machine's speed hits every command alike.
+interleaved() {
+	echo
+	echo "-- the same, interleaved (RUNS=$runs each, one of each in turn)"
+	"$tmp/interleave" -n "$runs" "$@"
+}
+args=()
+for ((i = 0; i < ${#cmds[@]}; i += 3)); do
+	args+=("${cmds[i+1]}=${cmds[i+2]}")
+done
+interleaved "${args[@]}" | tee "$out/caller-interleaved.txt"
+
 if [[ $(id -u) -eq 0 ]]; then
 	if id -u "$bench_user" >/dev/null 2>&1; then
 		chown "$bench_user" "$W"
@@ -119,6 +133,11 @@ if [[ $(id -u) -eq 0 ]]; then
 			--export-markdown "$out/unprivileged.md" --export-json "$out/unprivileged.json" "${ucmds[@]}"
 		echo
 		table "$out/unprivileged.json" runuser-bwrap runuser-bare
+		args=()
+		for ((i = 0; i < ${#ucmds[@]}; i += 3)); do
+			args+=("${ucmds[i+1]}=${ucmds[i+2]}")
+		done
+		interleaved -ref runuser-bwrap -base runuser-bare "${args[@]}" | tee "$out/unprivileged-interleaved.txt"
 	else
 		echo "bench: user $bench_user does not exist; unprivileged group skipped" >&2
 	fi
