@@ -83,6 +83,44 @@ func (p execPTY) size() (ptySize, error) {
 type execInput struct {
 	pty   *ptySize // nil: pipes
 	stdin string
+	// pipes, when not nil, are the pipes to use, made ahead (see
+	// newCallPipes); otherwise execCall makes them.
+	pipes *callPipes
+}
+
+// callPipes are a call's stdin (fed from text) and its stdout and stderr
+// pipes. Made before the call is resolved, they can be a prestarted
+// stage's stdio (host.Prestart).
+type callPipes struct {
+	stdin, outR, outW, errR, errW *os.File
+	stopStdin                     func()
+}
+
+func newCallPipes(text string) (*callPipes, error) {
+	stdin, stop, err := stdinText(text)
+	if err != nil {
+		return nil, err
+	}
+	p := &callPipes{stdin: stdin, stopStdin: stop}
+	if p.outR, p.outW, err = os.Pipe(); err == nil {
+		if p.errR, p.errW, err = os.Pipe(); err != nil {
+			p.outR.Close()
+			p.outW.Close()
+		}
+	}
+	if err != nil {
+		stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// close releases whatever of the pipes the call has not.
+func (p *callPipes) close() {
+	p.stopStdin()
+	for _, f := range []*os.File{p.outR, p.outW, p.errR, p.errW} {
+		f.Close()
+	}
 }
 
 // execResult is the wire shape of the result (docs/schema/exec-result.schema.json).
@@ -166,6 +204,16 @@ func execCmd(args []string, stdio Stdio) int {
 	if req.FS != nil {
 		return execFS(stdio, req, r, data)
 	}
+	if in.pty == nil && r.Mode != profiles.DangerFullAccess && r.Limits.IsZero() {
+		// As in sbx run: namespaces (or the stage, on these pipes) are
+		// made while the call is resolved.
+		if in.pipes, err = newCallPipes(in.stdin); err != nil {
+			return execRefuse(stdio, err)
+		}
+		defer in.pipes.close()
+		host.Prestart(!r.Network, [3]*os.File{in.pipes.stdin, in.pipes.outW, in.pipes.errW})
+		defer host.DiscardPrestart()
+	}
 	call, meta, err := prepare(r)
 	res := execResult{callReport: meta}
 	if err != nil && !errors.Is(err, errNotFound) {
@@ -222,26 +270,19 @@ func execCall(call host.Call, stdout, stderr io.Writer, in execInput) (enforce.R
 	if in.pty != nil {
 		return execOnPTY(call, *in.pty, in.stdin, stdout)
 	}
-	stdin, stopStdin, err := stdinText(in.stdin)
-	if err != nil {
-		return enforce.Report{}, err
+	p := in.pipes
+	if p == nil {
+		var err error
+		if p, err = newCallPipes(in.stdin); err != nil {
+			return enforce.Report{}, err
+		}
 	}
-	defer stopStdin()
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return enforce.Report{}, err
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return enforce.Report{}, err
-	}
+	defer p.stopStdin()
 	var wg sync.WaitGroup
 	for _, s := range []struct {
 		r *os.File
 		w io.Writer
-	}{{outR, stdout}, {errR, stderr}} {
+	}{{p.outR, stdout}, {p.errR, stderr}} {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -249,14 +290,14 @@ func execCall(call host.Call, stdout, stderr io.Writer, in execInput) (enforce.R
 			s.r.Close()
 		}()
 	}
-	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = stdin, outW, errW
+	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = p.stdin, p.outW, p.errW
 	rep, err := host.Run(context.Background(), call)
 	// Our copies of the write ends must go, or the readers never see EOF.
-	outW.Close()
-	errW.Close()
+	p.outW.Close()
+	p.errW.Close()
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
-	drain(drained, outR, errR)
+	drain(drained, p.outR, p.errR)
 	return rep, err
 }
 

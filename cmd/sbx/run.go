@@ -281,7 +281,7 @@ func runCmd(args []string, stdio Stdio) int {
 		// Most calls: sandboxed, no limits, sbx's own stdio. The
 		// namespaces are made while the call is resolved below; a wrong
 		// guess only costs them.
-		host.Prestart(!rf.network)
+		host.Prestart(!rf.network, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 		defer host.DiscardPrestart()
 	}
 	set := map[string]bool{}

@@ -89,10 +89,10 @@ func Doctor() []Check { return linux.Doctor() }
 
 // Prestart makes the namespaces of a sandboxed call without limits, a
 // network namespace when netns, while the caller still prepares the call:
-// on its launcher thread, or unprivileged in a stage whose stdio is sbx's
-// own (see linux.Prestart). Run uses them if the plan (and, for a stage,
-// the command's stdio) asks for exactly those.
-func Prestart(netns bool) { linux.Prestart(netns, [3]*os.File{os.Stdin, os.Stdout, os.Stderr}) }
+// on its launcher thread, or unprivileged in a stage whose stdio is the
+// command's to be (see linux.Prestart). Run uses them if the plan (and, for
+// a stage, the command's stdio) asks for exactly those.
+func Prestart(netns bool, stdio [3]*os.File) { linux.Prestart(netns, stdio) }
 
 // DiscardPrestart ends what Prestart started when no call used it.
 func DiscardPrestart() { linux.DiscardPrestart() }

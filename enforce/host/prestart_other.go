@@ -2,9 +2,11 @@
 
 package host
 
+import "os"
+
 // Prestart does nothing here: only the Linux thread launch has namespaces
 // worth making ahead of the plan.
-func Prestart(netns bool) {}
+func Prestart(netns bool, stdio [3]*os.File) {}
 
 // DiscardPrestart does nothing here (see Prestart).
 func DiscardPrestart() {}
