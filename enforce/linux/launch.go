@@ -751,6 +751,9 @@ type stageProc struct {
 	plan         *os.File // fd 3's write end: the plan, then the stage's lifeline
 	status       *os.File // the command's wait status (pidns), or nil
 	listenerSock int      // where the stage's fd 4 sends the seccomp listener
+	// reaped is closed once the stage is reaped: until then the thread
+	// that forked it must not end, or its parent-death signal fires.
+	reaped chan struct{}
 }
 
 // The stage's fds past stdio (see stagePayload).
@@ -779,7 +782,7 @@ func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stagePro
 		return nil, fmt.Errorf("stage: listener socketpair: %w", err)
 	}
 	defer unix.Close(pair[1])
-	st := &stageProc{netns: netns, pidns: pidns, stdio: stdio, plan: w, listenerSock: pair[0]}
+	st := &stageProc{netns: netns, pidns: pidns, stdio: stdio, plan: w, listenerSock: pair[0], reaped: make(chan struct{})}
 	files := []uintptr{stdio[0].Fd(), stdio[1].Fd(), stdio[2].Fd(), r.Fd(), uintptr(pair[1])}
 	// A stage that is PID 1 reports the command's raw wait status on a pipe:
 	// as init it cannot die of the command's signal itself.
@@ -851,10 +854,11 @@ func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) 
 		}
 		pr.lifeline = os.NewFile(uintptr(dup), "stage-lifeline")
 	}
-	pid, status := st.pid, st.status
+	pid, status, reaped := st.pid, st.status, st.reaped
 	st.status = nil
 	go func() {
 		res := wait(pid)
+		close(reaped)
 		if status != nil {
 			var b [4]byte
 			if n, _ := io.ReadFull(status, b[:]); n == 4 {
@@ -880,7 +884,10 @@ func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) 
 func (st *stageProc) kill() {
 	unix.Kill(st.pid, unix.SIGKILL)
 	st.close()
-	go wait(st.pid)
+	go func() {
+		wait(st.pid)
+		close(st.reaped)
+	}()
 }
 
 // close releases the parent's ends of the stage's pipes.

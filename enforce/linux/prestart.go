@@ -84,13 +84,9 @@ func Prestart(netns bool, stdio [3]*os.File) {
 			job(done)
 			return
 		}
-		// Unused: end init as Process.stopInit would. (The thread's exit
-		// would kill it too, through its parent-death signal.)
-		if done.initPid > 0 {
-			done.lifeline.Close()
-			unix.Kill(done.initPid, unix.SIGKILL)
-			wait(done.initPid)
-		}
+		// Unused: end init. (The thread's exit would kill it too, through
+		// its parent-death signal, but not reap it.)
+		(&Process{initPid: done.initPid, lifeline: done.lifeline}).stopInit()
 	}()
 }
 
@@ -98,6 +94,9 @@ func prestartStage(netns bool, stdio [3]*os.File) {
 	t := &prestarted{netns: netns, stage: make(chan *stageProc, 1)}
 	setPending(t)
 	go func() {
+		// The stage's parent-death signal fires when the thread that forked
+		// it ends: this one, locked, lives until the stage is reaped.
+		runtime.LockOSThread()
 		var st *stageProc
 		if ok, _ := userNSAllowed(); ok {
 			// An error here is met again, and reported, by the call's own
@@ -105,6 +104,9 @@ func prestartStage(netns bool, stdio [3]*os.File) {
 			st, _ = spawnStage(netns, true, stdio, nil)
 		}
 		t.stage <- st
+		if st != nil {
+			<-st.reaped
+		}
 	}()
 }
 
