@@ -243,6 +243,38 @@ func setTimeouts(fd int, sec int64) {
 // succeed when connect does (the first bytes the server sends, if any, go
 // into detail). UDP succeeds only when a reply datagram arrives within the
 // timeout, so ok means the datagram really got through.
+// connectFD connects fd to sa. A socket with a send timeout is not
+// restarted after a signal, and the Go runtime's preemption signal can
+// land while a slow (emulated) kernel connects: on EINTR the connection
+// goes on, so wait for it and take its outcome.
+func connectFD(fd int, sa unix.Sockaddr) error {
+	err := unix.Connect(fd, sa)
+	if err != unix.EINTR {
+		return err
+	}
+	pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLOUT}}
+	for {
+		n, err := unix.Poll(pfd, 2000)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if n == 0 {
+			return unix.ETIMEDOUT
+		}
+		soErr, err := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ERROR)
+		if err != nil {
+			return err
+		}
+		if soErr != 0 {
+			return unix.Errno(soErr)
+		}
+		return nil
+	}
+}
+
 func connect(kind, hostport string) (result, error) {
 	op := "connect-" + kind
 	var family, typ, proto int
@@ -271,7 +303,7 @@ func connect(kind, hostport string) (result, error) {
 	}
 	defer unix.Close(fd)
 	setTimeouts(fd, 2)
-	if err := unix.Connect(fd, sa); err != nil {
+	if err := connectFD(fd, sa); err != nil {
 		return failErr(op, err, "connect "+hostport), nil
 	}
 	buf := make([]byte, 256)
