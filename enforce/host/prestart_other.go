@@ -4,8 +4,8 @@ package host
 
 import "os"
 
-// Prestart does nothing here: only the Linux thread launch has namespaces
-// worth making ahead of the plan.
+// Prestart does nothing here: only the Linux launches have namespaces (or
+// a stage) worth making ahead of the plan.
 func Prestart(netns bool, stdio [3]*os.File) {}
 
 // DiscardPrestart does nothing here (see Prestart).
