@@ -916,7 +916,7 @@ func StageMain() int {
 	}
 	// Main thread is locked by the sbx binary's init; the restrictions
 	// below apply to it and to the program it execs.
-	f := os.NewFile(3, "stage-plan")
+	f := os.NewFile(stagePlanFD, "stage-plan")
 	var pl stagePayload
 	err := json.NewDecoder(f).Decode(&pl)
 	if err != nil || pl.StatusFD == 0 {
@@ -985,8 +985,9 @@ func StageMain() int {
 // call's PID namespace: it reaps orphans and reports the command's wait
 // status on StatusFD. sbx signals the command directly (Process.Signal), so
 // the stage subscribes to none: that would cost its start a round trip to
-// the runtime's signal thread per signal. When it returns, the kernel kills whatever is left in the
-// namespace, and if sbx dies first, the stage's parent-death signal does.
+// the runtime's signal thread per signal. When it returns, the kernel kills
+// whatever is left in the namespace, and if sbx dies first, the stage's
+// parent-death signal does.
 func stageInit(pl stagePayload) int {
 	status := os.NewFile(uintptr(pl.StatusFD), "stage-status")
 	// The fork runs on this (restricted, locked) main thread, so the command
