@@ -15,12 +15,16 @@ for target in darwin/amd64 darwin/arm64 windows/amd64 windows/arm64 linux/arm64;
   echo "build and vet $target ok"
 done
 
+# Both passes run whatever the first one says, and the verdict comes at the
+# end, so a failure in one does not hide the other half.
 echo "== tests as $(id -un)"
-go test -count=1 ./...
+first=0
+go test -count=1 ./... || first=$?
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "not root: skipping the unprivileged-user pass (it needs runuser)"
-  exit 0
+  [ $first -eq 0 ] && echo "tests as $(id -un): PASS" || echo "tests as $(id -un): FAILED (exit $first)"
+  exit $first
 fi
 
 user=${SBX_TEST_USER:-sbxtest}
@@ -41,6 +45,8 @@ grep -E '^(--- |PASS|FAIL)|^ +--- (FAIL|SKIP)' "$dir/unpriv.log" || true
 if [ $rc -ne 0 ]; then
   echo "unprivileged integration tests FAILED (exit $rc)"
   grep -B2 -A25 -- '--- FAIL' "$dir/unpriv.log" | head -150 || tail -60 "$dir/unpriv.log"
-  exit 1
 fi
-echo "unprivileged integration tests: PASS"
+echo "== summary"
+[ $first -eq 0 ] && echo "tests as $(id -un): PASS" || echo "tests as $(id -un): FAILED (exit $first)"
+[ $rc -eq 0 ] && echo "integration tests as $user: PASS" || echo "integration tests as $user: FAILED (exit $rc)"
+[ $first -eq 0 ] && [ $rc -eq 0 ]
