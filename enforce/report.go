@@ -51,6 +51,18 @@ type Enforcement struct {
 	ReadOnlyRoot   bool     `json:"read_only_root,omitempty"`
 	ReadOnlyMounts []string `json:"read_only_mounts,omitempty"`
 	MaskedPaths    []string `json:"masked_paths,omitempty"`
+	// UTSNamespace, IPCNamespace: the command's hostname and System V IPC
+	// are its own (Linux).
+	UTSNamespace bool `json:"uts_namespace,omitempty"`
+	IPCNamespace bool `json:"ipc_namespace,omitempty"`
+	// Procfs is the command's /proc on Linux: "private" (its own PID
+	// namespace's) or "host".
+	Procfs string `json:"procfs,omitempty"`
+	// CapabilitiesDropped: the command ran with no capability but
+	// Capabilities, whoever ran sbx (root included): every set and the
+	// bounding set emptied, securebits locked.
+	CapabilitiesDropped bool     `json:"capabilities_dropped,omitempty"`
+	Capabilities        []string `json:"capabilities,omitempty"`
 }
 
 // LandlockInfo is the Landlock part of an Enforcement.
@@ -119,6 +131,8 @@ var Features = []string{
 	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "limits",
 	// Linux: chmod, chown, utimes and xattrs, which Landlock cannot restrict.
 	"file-attributes",
+	// Linux: a /proc of the call's own PID namespace (else the host's).
+	"procfs",
 	// Windows: paths whose ACL lets Everyone write stay writable.
 	"everyone-writable",
 	// macOS: no parent-death signal, so the tree outlives a killed sbx.

@@ -63,15 +63,14 @@ func (c sandboxCaps) degraded(s callShape) []string {
 	if !c.supervised {
 		d = append(d, "denial-reports")
 	}
-	if s.mode == "workspace-write" && !s.git {
-		d = append(d, "carve-out-create")
-	}
-	if c.abi > 0 || !c.namespaces {
-		// Landlock has no right for chmod, chown, utimes and xattrs; only
-		// the read-only mounts that stand in for Landlock cover them.
-		d = append(d, "file-attributes")
-	}
 	if !c.namespaces {
+		// Without a mount namespace: no placeholder protects a missing
+		// .git, no read-only mounts refuse chmod, chown, utimes and xattrs
+		// (Landlock has no right for them), and /proc is the host's.
+		if s.mode == "workspace-write" && !s.git {
+			d = append(d, "carve-out-create")
+		}
+		d = append(d, "file-attributes", "procfs")
 		d = append(d, "pidns")
 		if s.mode == "workspace-write" && s.git {
 			d = append(d, "mountns")

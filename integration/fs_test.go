@@ -573,35 +573,65 @@ func TestShellAndGit(t *testing.T) {
 }
 
 // TestCarveOutCreate: with .git absent, a bind mount cannot protect it and
-// Landlock cannot subtract it from the workspace, so workspace-write reports
-// carve-out-create on every kernel; the supervisor refuses the creation
-// (EACCES, reported as a denial), best effort; without it, nothing does.
-// --require carve-out-create refuses to run the command at all.
+// Landlock cannot subtract it from the workspace, so where a mount
+// namespace can be had sbx makes an empty placeholder .git for the call,
+// binds it read-only and removes it afterwards: creating .git, or anything
+// in it, fails in the kernel (EEXIST, EROFS) even without the supervisor,
+// and with it the creation is refused (EACCES) and reported. Without a
+// mount namespace only the supervisor refuses it, best effort, and the
+// report says carve-out-create; --require carve-out-create then refuses to
+// run the command at all.
 func TestCarveOutCreate(t *testing.T) {
 	c := caps(t)
 	ws := workspace(t)
 	dotgit := filepath.Join(ws, ".git")
 	r, rep := probe(t, ws, wsOnly, "mkdir", dotgit)
 	reason := rep.degraded("carve-out-create")
-	if !strings.Contains(reason, dotgit) {
+	switch {
+	case c.namespaces && reason != "":
+		t.Errorf("a placeholder protects %s, but the report says carve-out-create: %s", dotgit, reason)
+	case !c.namespaces && !strings.Contains(reason, dotgit):
 		t.Errorf("degraded: want a carve-out-create entry naming %s, got %+v", dotgit, rep.Degraded)
 	}
 	if c.supervised {
 		want(t, r, "EACCES")
-		wantAbsent(dotgit)(t)
 		if !rep.denied("create", dotgit) {
 			t.Errorf("the supervisor refused creating %s, but the report lists no such denial: %+v", dotgit, rep.Denials)
 		}
-	} else {
+	} else if !c.namespaces {
 		want(t, r, "")
 		t.Logf("creating .git is not prevented without the supervisor (documented gap): %s", reason)
 		os.RemoveAll(dotgit)
+	}
+	wantAbsent(dotgit)(t)
+
+	if c.namespaces {
+		// The kernel alone: no supervisor to refuse anything.
+		args := append([]string{"--no-denial-reports"}, wsOnly...)
+		r, _ = probe(t, ws, args, "mkdir", dotgit)
+		want(t, r, "EEXIST")
+		r, _ = probe(t, ws, args, "create", filepath.Join(dotgit, "HEAD"))
+		want(t, r, "EROFS")
+		r, _ = probe(t, ws, args, "rename", filepath.Join(ws, "x"), dotgit)
+		if r.OK {
+			t.Errorf("renamed onto the placeholder: %s", r)
+		}
+		wantAbsent(dotgit)(t)
+		// Its neighbour is an ordinary name.
+		r, _ = probe(t, ws, args, "mkdir", filepath.Join(ws, "git"))
+		want(t, r, "")
 	}
 
 	marker := filepath.Join(ws, "marker")
 	rp := filepath.Join(t.TempDir(), "report.json")
 	out := sbx(t, opts{dir: ws, args: []string{"run", "--mode", "workspace-write", "--require", "carve-out-create",
 		"--report", rp, "--", probeBin, "create", marker}})
+	if c.namespaces {
+		if out.code != 0 {
+			t.Errorf("--require carve-out-create: exit %d, want 0 (enforced by the placeholder)\nstderr: %s", out.code, out.stderr)
+		}
+		return
+	}
 	if out.code != 125 {
 		t.Errorf("--require carve-out-create: exit %d, want 125", out.code)
 	}
@@ -629,12 +659,14 @@ func TestWritesWithoutSupervisor(t *testing.T) {
 	}
 	args := append([]string{"--no-denial-reports"}, wsOnly...)
 	r, rep := probe(t, ws, args, "create", filepath.Join(outside, "f"))
-	roRoot := c.abi == 0 && c.namespaces
+	// The read-only mounts come first: the kernel checks the mount
+	// before Landlock's hook.
+	roRoot := c.namespaces
 	switch {
-	case c.abi > 0:
-		want(t, r, "EACCES")
 	case roRoot:
 		want(t, r, "EROFS")
+	case c.abi > 0:
+		want(t, r, "EACCES")
 	default:
 		want(t, r, "")
 		if reason := rep.degraded("landlock"); !strings.Contains(reason, "not restricted") {

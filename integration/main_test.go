@@ -245,17 +245,22 @@ type report struct {
 		Seccomp *struct {
 			Sockets string `json:"sockets"`
 		} `json:"seccomp"`
-		NetworkNamespace bool     `json:"network_namespace"`
-		MountNamespace   bool     `json:"mount_namespace"`
-		UserNamespace    bool     `json:"user_namespace"`
-		PIDNamespace     bool     `json:"pid_namespace"`
-		NoNewPrivs       bool     `json:"no_new_privs"`
-		NewSession       bool     `json:"new_session"`
-		ClosedFDs        bool     `json:"closed_fds"`
-		PTY              bool     `json:"pty"`
-		ReadOnlyRoot     bool     `json:"read_only_root"`
-		ReadOnlyMounts   []string `json:"read_only_mounts"`
-		MaskedPaths      []string `json:"masked_paths"`
+		NetworkNamespace    bool     `json:"network_namespace"`
+		MountNamespace      bool     `json:"mount_namespace"`
+		UserNamespace       bool     `json:"user_namespace"`
+		PIDNamespace        bool     `json:"pid_namespace"`
+		NoNewPrivs          bool     `json:"no_new_privs"`
+		NewSession          bool     `json:"new_session"`
+		ClosedFDs           bool     `json:"closed_fds"`
+		PTY                 bool     `json:"pty"`
+		ReadOnlyRoot        bool     `json:"read_only_root"`
+		Procfs              string   `json:"procfs"`
+		CapabilitiesDropped bool     `json:"capabilities_dropped"`
+		Capabilities        []string `json:"capabilities"`
+		UTSNamespace        bool     `json:"uts_namespace"`
+		IPCNamespace        bool     `json:"ipc_namespace"`
+		ReadOnlyMounts      []string `json:"read_only_mounts"`
+		MaskedPaths         []string `json:"masked_paths"`
 	} `json:"enforcement"`
 	Degraded []struct {
 		Feature string `json:"feature"`

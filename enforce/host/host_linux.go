@@ -16,13 +16,31 @@ import (
 var ErrStart = linux.ErrStart
 
 // Compile returns the plan the call's policy gets on this system, without
-// running anything.
+// running anything. Unlike a call, it tries a user namespace first where
+// the sysctls allow one (linux.TryUserNS), so that explain shows the plan
+// the call will fall back to.
 func Compile(c Call) (*linux.Plan, error) {
-	plan, err := linux.Compile(c.Policy, linux.Probe())
+	sys := linux.Probe()
+	if !sys.Privileged && sys.UserNS {
+		if err := linux.TryUserNS(); err != nil {
+			sys = sys.WithoutUserNS(err)
+		}
+	}
+	return compileFor(c, sys)
+}
+
+func compileFor(c Call, sys linux.System) (*linux.Plan, error) {
+	plan, err := linux.Compile(c.Policy, sys)
 	if err != nil {
 		return nil, err
 	}
 	plan.SetLimits(c.Limits)
+	if c.NoDenialReports {
+		plan.WithoutSupervisor()
+	}
+	if slices.Contains(c.Require, "denial-reports") && plan.Supervise != linux.SuperviseOff {
+		plan.Supervise = linux.SuperviseRequired
+	}
 	return plan, nil
 }
 
@@ -32,15 +50,10 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	rep := enforce.NewReport(c.Policy.Mode.String())
 	sigs := subscribeSignals(c)
 	defer sigs.stop()
-	plan, err := Compile(c)
+	sys := linux.Probe()
+	plan, err := compileFor(c, sys)
 	if err != nil {
 		return rep, err
-	}
-	if c.NoDenialReports {
-		plan.WithoutSupervisor()
-	}
-	if slices.Contains(c.Require, "denial-reports") && plan.Supervise != linux.SuperviseOff {
-		plan.Supervise = linux.SuperviseRequired
 	}
 	err = admit(&rep, plan, c.Require)
 	rep.Enforcement.PTY = c.Cmd.Terminal
@@ -50,6 +63,21 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	sigs.wait()
 	start := time.Now()
 	proc, err := linux.Start(plan, c.Cmd)
+	if errors.Is(err, linux.ErrUserNS) {
+		// The sysctls allowed a user namespace, the kernel did not (a
+		// container's seccomp profile, an outer sandbox): fall back to
+		// Landlock and seccomp without namespaces, as doctor says, with
+		// every lost layer in the report and --require still refusing.
+		if plan, err = compileFor(c, sys.WithoutUserNS(err)); err != nil {
+			return rep, err
+		}
+		rep = enforce.NewReport(c.Policy.Mode.String())
+		if err = admit(&rep, plan, c.Require); err != nil {
+			return rep, err
+		}
+		rep.Enforcement.PTY = c.Cmd.Terminal
+		proc, err = linux.Start(plan, c.Cmd)
+	}
 	if err != nil {
 		if errors.Is(err, linux.ErrStart) {
 			rep.ExitCode = linux.ExecFailureStatus(err)

@@ -7,9 +7,7 @@ import (
 
 	"fmt"
 	"os"
-	"os/exec"
 	"strings"
-	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -71,19 +69,17 @@ func seccompCheck() Check {
 	return c
 }
 
-// userNSCheck creates a user and network namespace for /bin/true, which is
-// the only conclusive test (sysctls, AppArmor and seccomp of a container can
-// each forbid it).
+// userNSCheck makes the namespaces of a stage launch (TryUserNS), which is
+// the only conclusive test (sysctls, AppArmor and seccomp of a container, or
+// an outer sandbox, can each forbid it).
 func userNSCheck(sys System) Check {
 	c := Check{Feature: "userns", Fallback: "network isolated by seccomp (AF_UNIX only) and Landlock TCP; .git carve-outs not enforced; reported as degraded"}
 	if !sys.UserNS {
 		c.Detail = sys.UserNSReason
 		return c
 	}
-	cmd := exec.Command("/bin/true")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER | syscall.CLONE_NEWNET | syscall.CLONE_NEWNS}
-	if err := cmd.Run(); err != nil {
-		c.Detail = "creating a user+network+mount namespace failed: " + err.Error()
+	if err := TryUserNS(); err != nil {
+		c.Detail = err.Error()
 		return c
 	}
 	c.Available, c.Detail = true, "unprivileged user, network and mount namespaces work"

@@ -36,8 +36,10 @@ func TestExplainGolden(t *testing.T) {
 	if err := os.Mkdir(extra, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	root := System{LandlockABI: 7, Privileged: true, UserNotif: true}
-	user := System{LandlockABI: 7, UserNS: true, UserNotif: true}
+	root := System{LandlockABI: 7, Privileged: true, UserNotif: true, InitUserNS: true, ProcFullyVisible: true}
+	user := System{LandlockABI: 7, UserNS: true, UserNotif: true, InitUserNS: true, ProcFullyVisible: true}
+	// A container whose runtime hides parts of /proc under other mounts.
+	userMasked := System{LandlockABI: 7, UserNS: true, UserNotif: true}
 	noNS := System{LandlockABI: 7, UserNSReason: "/proc/sys/user/max_user_namespaces is 0", UserNotif: true}
 	for _, c := range []struct {
 		name string
@@ -49,9 +51,10 @@ func TestExplainGolden(t *testing.T) {
 		{"workspace-write-root", policy.Request{Mode: profiles.WorkspaceWrite}, nil, root},
 		{"workspace-write-user", policy.Request{Mode: profiles.WorkspaceWrite}, nil, user},
 		{"workspace-write-no-userns", policy.Request{Mode: profiles.WorkspaceWrite}, nil, noNS},
-		{"workspace-write-abi2", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{LandlockABI: 2, Privileged: true, UserNotif: true}},
-		{"workspace-write-abi9", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{LandlockABI: 9, Privileged: true, UserNotif: true}},
-		{"workspace-write-no-landlock", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{Privileged: true}},
+		{"workspace-write-user-masked-proc", policy.Request{Mode: profiles.WorkspaceWrite}, nil, userMasked},
+		{"workspace-write-abi2", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{LandlockABI: 2, Privileged: true, UserNotif: true, InitUserNS: true, ProcFullyVisible: true}},
+		{"workspace-write-abi9", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{LandlockABI: 9, Privileged: true, UserNotif: true, InitUserNS: true, ProcFullyVisible: true}},
+		{"workspace-write-no-landlock", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{Privileged: true, InitUserNS: true, ProcFullyVisible: true}},
 		{"network-and-grants", policy.Request{Mode: profiles.ReadOnly, ExcludeTmp: true,
 			Additional: profiles.Build(true, []string{"/usr"}, []string{extra})}, nil, root},
 		{"carve-out-and-mask", policy.Request{Mode: profiles.WorkspaceWrite, ExtraReadOnly: []string{"out"}}, []string{extra}, root},

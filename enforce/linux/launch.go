@@ -49,6 +49,9 @@ type Process struct {
 	cg    *callCgroup
 	plan  *Plan
 	usage cgroupUsage
+	// placeholders are the carve-out placeholders this call made, removed
+	// by Wait.
+	placeholders []string
 }
 
 type exitResult struct {
@@ -56,6 +59,13 @@ type exitResult struct {
 	rusage syscall.Rusage
 	err    error
 }
+
+// ErrUserNS wraps a failure to make the stage's user namespace that the
+// sysctls did not predict: a container runtime's seccomp profile, an LSM,
+// or sbx running inside another sandbox (whose Landlock domain forbids
+// writing the uid map). The caller may fall back to a launch without
+// namespaces (see TryUserNS), reported.
+var ErrUserNS = errors.New("user namespace")
 
 // ErrStart wraps errors of the exec itself (command missing, not executable),
 // as opposed to failures to set up the sandbox.
@@ -85,9 +95,20 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 		pre.end()
 		return nil, err
 	}
+	made, err := makePlaceholders(p.Placeholders)
+	if err != nil {
+		pre.end()
+		return nil, err
+	}
+	// Removed once the call is over, and on every failure before that.
+	ok := false
+	defer func() {
+		if !ok {
+			removePlaceholders(made)
+		}
+	}()
 	var sup *supervisor
 	if p.Supervise != SuperviseOff && p.Launch != LaunchDirect {
-		var err error
 		if sup, err = newSupervisor(p); err != nil {
 			pre.end()
 			return nil, err
@@ -95,7 +116,6 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 	}
 	var cg *callCgroup
 	if p.Cgroup != nil {
-		var err error
 		if cg, err = createCgroups(p.Cgroup, p.Limits); err != nil {
 			pre.end()
 			if sup != nil {
@@ -105,7 +125,6 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 		}
 	}
 	var pr *Process
-	var err error
 	switch {
 	case preStage != nil:
 		st := preStage
@@ -125,8 +144,40 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 		}
 		return nil, err
 	}
-	pr.cg, pr.plan = cg, p
+	pr.cg, pr.plan, pr.placeholders = cg, p, made
+	ok = true
 	return pr, nil
+}
+
+// makePlaceholders creates each missing carve-out as an empty directory
+// (see Plan.Placeholders), in sbx's own mount namespace, so that the
+// call's can bind it read-only. It returns those it made: one that exists
+// by now (another call's placeholder, or the user's git init) is left to
+// its maker and bound as it is.
+func makePlaceholders(paths []string) ([]string, error) {
+	var made []string
+	for _, path := range paths {
+		err := os.Mkdir(path, 0o755)
+		if errors.Is(err, os.ErrExist) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) {
+			// Made by someone else by now; or its parent is not the
+			// caller's to write, so the command cannot make it either.
+			continue
+		}
+		if err != nil {
+			removePlaceholders(made)
+			return nil, fmt.Errorf("carve-out placeholder: %w", err)
+		}
+		made = append(made, path)
+	}
+	return made, nil
+}
+
+// removePlaceholders removes the placeholders a call made, each only if it
+// is still an empty directory: rmdir refuses anything else.
+func removePlaceholders(made []string) {
+	for _, path := range made {
+		unix.Rmdir(path)
+	}
 }
 
 // EndSupervision stops the seccomp supervisor, once the command has ended,
@@ -150,6 +201,8 @@ func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
 		r = wait(pr.Pid)
 	}
 	pr.stopInit()
+	removePlaceholders(pr.placeholders)
+	pr.placeholders = nil
 	if pr.release != nil {
 		close(pr.release)
 		pr.release = nil
@@ -281,13 +334,23 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 		}
 		if p.Launch == LaunchThread {
 			err := enterNamespaces(p, pre.flags)
-			if err == nil {
-				err = setupNamespaces(p, pre.loopback)
+			if err == nil && pre.flags&unix.CLONE_NEWNS == 0 {
+				err = privateMounts(p)
 			}
 			st.initPid, st.lifeline = pre.initPid, pre.lifeline
+			answers := pre.answers
 			if err == nil && p.NewPIDNS && st.initPid == 0 {
 				// Before the restrictions: init is exec'd from a memfd.
-				st.initPid, st.lifeline, err = startInit(cg)
+				st.initPid, st.lifeline, answers, err = startInit(cg)
+			}
+			if err == nil {
+				err = setupNamespaces(p, pre.loopback, func() error { return mountProcByInit(st.lifeline, answers) })
+			}
+			if answers != nil {
+				answers.Close()
+			}
+			if err == nil {
+				err = dropCapabilities(p.Capabilities)
 			}
 			if err == nil {
 				st.lis, err = restrictThread(p)
@@ -365,37 +428,65 @@ func wait(pid int) exitResult {
 	}
 }
 
-// startInit starts the PID namespace's init: the first child of a thread
-// that unshared CLONE_NEWPID becomes PID 1 there. Its stdin is the read end
-// of a pipe whose write end (close-on-exec, so never the command's) is
-// returned as the lifeline: closing it, or sbx's death, ends init and the
-// namespace. Its stdout and stderr are /dev/null, so it never holds the
-// command's pipes open.
-func startInit(cg *callCgroup) (pid int, lifeline *os.File, err error) {
+// startInit starts the PID namespace's init (see initCode): the first child
+// of a thread that unshared CLONE_NEWPID becomes PID 1 there. Its stdin is
+// the read end of a pipe whose write end (close-on-exec, so never the
+// command's) is returned as the lifeline: closing it, or sbx's death, ends
+// init and the namespace; a byte written to it asks init to mount the
+// call's procfs, and init answers on its stdout, whose read end is
+// answers. Its stderr is /dev/null, so it never holds the command's pipes
+// open.
+func startInit(cg *callCgroup) (pid int, lifeline, answers *os.File, err error) {
 	path, err := initExecutable()
 	if err != nil {
-		return 0, nil, err
+		return 0, nil, nil, err
 	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
-		return 0, nil, fmt.Errorf("pid namespace init: %w", err)
+		return 0, nil, nil, fmt.Errorf("pid namespace init: %w", err)
 	}
 	defer null.Close()
 	r, w, err := os.Pipe()
 	if err != nil {
-		return 0, nil, fmt.Errorf("pid namespace init: %w", err)
+		return 0, nil, nil, fmt.Errorf("pid namespace init: %w", err)
 	}
 	defer r.Close()
+	ar, aw, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		return 0, nil, nil, fmt.Errorf("pid namespace init: %w", err)
+	}
+	defer aw.Close()
 	sys := &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
 	cg.setCgroupFD(sys)
 	pid, err = syscall.ForkExec(path, []string{"sbx-init"}, &syscall.ProcAttr{
-		Dir: "/", Env: []string{}, Files: []uintptr{r.Fd(), null.Fd(), null.Fd()}, Sys: sys,
+		Dir: "/", Env: []string{}, Files: []uintptr{r.Fd(), aw.Fd(), null.Fd()}, Sys: sys,
 	})
 	if err != nil {
 		w.Close()
-		return 0, nil, fmt.Errorf("pid namespace init: %w", err)
+		ar.Close()
+		return 0, nil, nil, fmt.Errorf("pid namespace init: %w", err)
 	}
-	return pid, w, nil
+	return pid, w, ar, nil
+}
+
+// mountProcByInit asks init to mount a procfs on /proc (see initCode) and
+// waits for its answer: the mount's return value, 0 or -errno.
+func mountProcByInit(lifeline, answers *os.File) error {
+	if lifeline == nil || answers == nil {
+		return errors.New("mount proc: no PID namespace init")
+	}
+	if _, err := lifeline.Write([]byte{1}); err != nil {
+		return fmt.Errorf("mount proc: ask init: %w", err)
+	}
+	var b [8]byte
+	if _, err := io.ReadFull(answers, b[:]); err != nil {
+		return fmt.Errorf("mount proc: init's answer: %w", err)
+	}
+	if r := int64(binary.LittleEndian.Uint64(b[:])); r != 0 {
+		return fmt.Errorf("mount proc: %w", syscall.Errno(-r))
+	}
+	return nil
 }
 
 // enterNamespaces moves the launcher thread into the new namespaces it is
@@ -413,6 +504,12 @@ func enterNamespaces(p *Plan, done int) error {
 	if p.needsMountNS() {
 		flags |= unix.CLONE_NEWNS
 	}
+	if p.NewUTSNS {
+		flags |= unix.CLONE_NEWUTS
+	}
+	if p.NewIPCNS {
+		flags |= unix.CLONE_NEWIPC
+	}
 	flags &^= done
 	if flags == 0 {
 		return nil
@@ -423,11 +520,25 @@ func enterNamespaces(p *Plan, done int) error {
 	return nil
 }
 
+// privateMounts keeps the mounts of a new mount namespace from
+// propagating back to the host: the first step in it, before any mount.
+func privateMounts(p *Plan) error {
+	if !p.needsMountNS() {
+		return nil
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("mount --make-rslave /: %w", err)
+	}
+	return nil
+}
+
 // setupNamespaces brings loopback up in a new network namespace (unless
-// loopback says it is already) and makes the carve-outs read-only in a new
-// mount namespace. It runs in the thread or stage that is already inside
-// those namespaces.
-func setupNamespaces(p *Plan, loopback bool) error {
+// loopback says it is already) and makes the call's mounts, in this order
+// (privateMounts has run): every mount outside the writable roots
+// read-only, the carve-outs read-only, the call's own procfs (mountProc
+// mounts it: init does, for a thread launch), then the guard's masks. It
+// runs in the thread or stage that is already inside those namespaces.
+func setupNamespaces(p *Plan, loopback bool, mountProc func() error) error {
 	if p.NewNetNS && !loopback {
 		if err := loopbackUp(); err != nil {
 			return err
@@ -435,10 +546,6 @@ func setupNamespaces(p *Plan, loopback bool) error {
 	}
 	if !p.needsMountNS() {
 		return nil
-	}
-	// Our mounts must not propagate back to the host.
-	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-		return fmt.Errorf("mount --make-rslave /: %w", err)
 	}
 	if p.ReadOnlyRoot {
 		if err := readOnlyRoot(p.Policy.WriteRoots); err != nil {
@@ -450,10 +557,55 @@ func setupNamespaces(p *Plan, loopback bool) error {
 			return err
 		}
 	}
+	for _, path := range p.Placeholders {
+		// One that makePlaceholders could not make (the caller may not
+		// write its parent) is absent: the command, with the caller's
+		// uid and no capability, cannot make it either.
+		err := bindReadOnly(path)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+	}
+	if p.PrivateProc {
+		if err := mountProc(); err != nil {
+			return err
+		}
+		if err := protectProc(); err != nil {
+			return err
+		}
+	}
 	for _, path := range p.MaskedMounts {
 		if err := mask(path); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// procReadOnly are the parts of a procfs that change the whole machine,
+// not the call's processes: bind-mounted read-only over the call's procfs,
+// as bubblewrap does, so that even a command that kept a capability (or a
+// kernel without Landlock) cannot write sysctls or trigger SysRq.
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}
+
+func protectProc() error {
+	for _, path := range procReadOnly {
+		err := bindReadOnly(path)
+		if errors.Is(err, unix.ENOENT) {
+			continue // the kernel has no such entry (no CONFIG_PROC_SYSCTL, no IRQs shown)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountProcHere mounts a procfs on /proc from the calling process, which
+// is inside the call's PID namespace (the stage, its PID 1).
+func mountProcHere() error {
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount proc: %w", err)
 	}
 	return nil
 }
@@ -707,6 +859,11 @@ type stagePayload struct {
 type stagePlan struct {
 	NewPIDNS       bool          `json:",omitempty"`
 	NewNetNS       bool          `json:",omitempty"`
+	NewUTSNS       bool          `json:",omitempty"`
+	NewIPCNS       bool          `json:",omitempty"`
+	PrivateProc    bool          `json:",omitempty"`
+	Capabilities   []int         `json:",omitempty"`
+	Placeholders   []string      `json:",omitempty"`
 	ReadOnlyRoot   bool          `json:",omitempty"`
 	ReadOnlyMounts []string      `json:",omitempty"`
 	MaskedMounts   []string      `json:",omitempty"`
@@ -719,7 +876,8 @@ type stagePlan struct {
 }
 
 func newStagePlan(p *Plan) *stagePlan {
-	return &stagePlan{NewPIDNS: p.NewPIDNS, NewNetNS: p.NewNetNS, ReadOnlyRoot: p.ReadOnlyRoot,
+	return &stagePlan{NewPIDNS: p.NewPIDNS, NewNetNS: p.NewNetNS, NewUTSNS: p.NewUTSNS, NewIPCNS: p.NewIPCNS,
+		PrivateProc: p.PrivateProc, Capabilities: p.Capabilities, Placeholders: p.Placeholders, ReadOnlyRoot: p.ReadOnlyRoot,
 		ReadOnlyMounts: p.ReadOnlyMounts, MaskedMounts: p.MaskedMounts, WriteRoots: p.Policy.WriteRoots,
 		Landlock: p.Landlock, Supervise: p.Supervise, SeccompProg: p.SeccompProg, SeccompPlain: p.SeccompPlainProg,
 		Rlimits: p.Rlimits}
@@ -727,7 +885,8 @@ func newStagePlan(p *Plan) *stagePlan {
 
 // plan is the Plan the stage's steps take: sp's fields, nothing else.
 func (sp *stagePlan) plan() *Plan {
-	return &Plan{NewPIDNS: sp.NewPIDNS, NewNetNS: sp.NewNetNS, ReadOnlyRoot: sp.ReadOnlyRoot,
+	return &Plan{NewPIDNS: sp.NewPIDNS, NewNetNS: sp.NewNetNS, NewUTSNS: sp.NewUTSNS, NewIPCNS: sp.NewIPCNS,
+		PrivateProc: sp.PrivateProc, Capabilities: sp.Capabilities, Placeholders: sp.Placeholders, ReadOnlyRoot: sp.ReadOnlyRoot,
 		ReadOnlyMounts: sp.ReadOnlyMounts, MaskedMounts: sp.MaskedMounts, Policy: policy.Policy{WriteRoots: sp.WriteRoots},
 		Landlock: sp.Landlock, Supervise: sp.Supervise, SeccompProg: sp.SeccompProg, SeccompPlainProg: sp.SeccompPlain,
 		Rlimits: sp.Rlimits}
@@ -764,6 +923,10 @@ const (
 	stageStatusFD   = 5
 )
 
+// stageCloneFlags are the namespaces a stage may be cloned into (the plan
+// says which it was); the mount namespace it makes itself.
+const stageCloneFlags = unix.CLONE_NEWUSER | unix.CLONE_NEWPID | unix.CLONE_NEWNET | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC
+
 // spawnStage re-executes sbx as a hidden stage, with stdio as its fds 0-2,
 // in new user and PID (pidns) and network (netns) namespaces. The parent,
 // unrestricted, writes the uid/gid maps. The stage then waits for its plan
@@ -797,7 +960,7 @@ func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stagePro
 		st.status = sr
 		files = append(files, sw.Fd())
 	}
-	flags := uintptr(unix.CLONE_NEWUSER)
+	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC)
 	if netns {
 		flags |= unix.CLONE_NEWNET
 	}
@@ -812,9 +975,10 @@ func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stagePro
 		// The stage keeps the caller's uid inside the namespace (so files
 		// keep their owner and git its safe.directory view), so exec would
 		// drop the capabilities it needs for loopback and mounts; carry
-		// just those two across as ambient capabilities. The stage clears
-		// them before the command's exec.
-		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN},
+		// just those across as ambient capabilities, and CAP_SETPCAP to
+		// empty the bounding set and lock the securebits. The stage drops
+		// them all before the command's exec (dropCapabilities).
+		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN, unix.CAP_NET_ADMIN, unix.CAP_SETPCAP},
 	}
 	cg.setCgroupFD(sys)
 	exe, err := os.Executable()
@@ -825,7 +989,7 @@ func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stagePro
 	st.pid, err = syscall.ForkExec(exe, []string{"sbx", StageCommand}, &syscall.ProcAttr{Dir: "/", Env: []string{}, Files: files, Sys: sys})
 	if err != nil {
 		st.close()
-		return nil, fmt.Errorf("stage: clone into new user namespace: %w", err)
+		return nil, fmt.Errorf("%w: stage: clone into new user namespace: %w", ErrUserNS, err)
 	}
 	return st, nil
 }
@@ -937,12 +1101,15 @@ func StageMain() int {
 	// The PID and network namespaces came with the stage's clone; a mount
 	// namespace it makes itself, so that a stage can be spawned before
 	// the plan says whether one is needed (see Prestart).
-	err = enterNamespaces(plan, unix.CLONE_NEWPID|unix.CLONE_NEWNET)
+	err = enterNamespaces(plan, stageCloneFlags)
 	if err == nil {
-		err = setupNamespaces(plan, false)
+		err = privateMounts(plan)
 	}
 	if err == nil {
-		err = dropStageCaps()
+		err = setupNamespaces(plan, false, mountProcHere)
+	}
+	if err == nil {
+		err = dropCapabilities(plan.Capabilities)
 	}
 	if err == nil {
 		var lis listener
@@ -1020,24 +1187,6 @@ func stageInit(pl stagePayload) int {
 			return 0
 		}
 	}
-}
-
-// dropStageCaps clears the ambient and inheritable capabilities the stage
-// was given, so the command's exec grants none.
-func dropStageCaps() error {
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
-		return fmt.Errorf("clear ambient capabilities: %w", err)
-	}
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
-	}
-	data[0].Inheritable, data[1].Inheritable = 0, 0
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
-	}
-	return nil
 }
 
 // ExecFailureStatus maps an exec error to the shell convention: 127 when the

@@ -215,7 +215,10 @@ type refusal struct {
 func (s *supervisor) entryVerdict(a denial.Access, r resolved) (refusal, bool) {
 	switch a {
 	case denial.Create, denial.MakeDevice:
-		if r.exists {
+		// A carve-out's placeholder stands for a name that does not exist
+		// (Plan.Placeholders): making it is refused, and reported, as
+		// making the carve-out.
+		if r.exists && !slices.Contains(s.plan.Placeholders, r.path) {
 			return refusal{}, false // EEXIST
 		}
 	case denial.Remove, denial.RenameFrom, denial.LinkSource:

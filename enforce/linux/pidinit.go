@@ -13,30 +13,60 @@ import (
 
 // The launcher thread has no process to spare as init of the command's PID
 // namespace, and a second Go start would cost ~2 ms per call. So init is
-// this 29-byte x86-64 program, loaded from a memfd:
+// this 103-byte x86-64 program, loaded from a memfd:
 //
-//	loop: read(0, sp, 1)             fd 0 is a pipe whose write end only sbx holds
-//	      if it returned -EINTR: jmp loop
-//	      exit(0)
+//	loop: n = read(0, sp, 1)         fd 0 is a pipe whose write end only sbx holds
+//	      if n == -EINTR: jmp loop
+//	      if n != 1: exit(0)         end of file: sbx closed it or died
+//	      r = mount("proc", "/proc", "proc", MS_NOSUID|MS_NODEV|MS_NOEXEC, 0)
+//	      write(1, &r, 8)            fd 1 is a pipe sbx reads the answer from
+//	      jmp loop
 //
-// The read returns when sbx closes the pipe or dies (even of SIGKILL: the
+// The read returns 0 when sbx closes the pipe or dies (even of SIGKILL: the
 // kernel closes its fds), and init's death kills every process in the
 // namespace: that is how the whole tree dies with sbx. A parent-death signal
 // alone proved unreliable here (about one SIGKILL of sbx in six left init
 // running). As PID 1 it ignores every signal it has no handler for, so
 // nothing in the sandbox can kill it early. It does not reap orphans: they
 // stay zombies until the call ends, which bounds them by the call.
+//
+// A byte on the pipe asks init to mount a procfs on /proc: the launcher
+// thread is not in the PID namespace it made (unshare moves only its
+// children), and a procfs shows the PID namespace of the process that
+// mounts it. So the command's /proc, which must show the call's processes
+// and not the host's (their environments, sbx's own included), is mounted by
+// init, in the mount namespace it shares with the launcher thread, once
+// that thread has made every other mount of the call read-only.
 var initCode = []byte{
-	0x31, 0xFF, //                   xor edi, edi       (fd 0)
-	0x48, 0x89, 0xE6, //             mov rsi, rsp       (1 byte of argc as buffer)
+	0x31, 0xFF, //                   loop: xor edi, edi          (fd 0)
+	0x48, 0x89, 0xE6, //             mov rsi, rsp                (1 byte of argc as buffer)
 	0xBA, 0x01, 0x00, 0x00, 0x00, // mov edx, 1
-	0x31, 0xC0, //                   xor eax, eax       (SYS_read)
+	0x31, 0xC0, //                   xor eax, eax                (SYS_read)
 	0x0F, 0x05, //                   syscall
-	0x48, 0x83, 0xF8, 0xFC, //       cmp rax, -4        (-EINTR)
-	0x74, 0xEC, //                   je loop            (-20: offset 0)
-	0x31, 0xFF, //                   xor edi, edi
-	0xB8, 0x3C, 0x00, 0x00, 0x00, // mov eax, 60        (SYS_exit)
+	0x48, 0x83, 0xF8, 0xFC, //       cmp rax, -4                 (-EINTR)
+	0x74, 0xEC, //                   je loop                     (-20: offset 0)
+	0x48, 0x83, 0xF8, 0x01, //       cmp rax, 1
+	0x75, 0x39, //                   jne exit                    (+57: offset 0x53)
+	0x48, 0x8D, 0x3D, 0x3B, 0x00, 0x00, 0x00, // lea rdi, [rip+0x3b]  ("proc" at 0x5c)
+	0x48, 0x8D, 0x35, 0x39, 0x00, 0x00, 0x00, // lea rsi, [rip+0x39]  ("/proc" at 0x61)
+	0x48, 0x89, 0xFA, //             mov rdx, rdi                (fstype "proc")
+	0x41, 0xBA, 0x0E, 0x00, 0x00, 0x00, // mov r10d, 0xe         (MS_NOSUID|MS_NODEV|MS_NOEXEC)
+	0x45, 0x31, 0xC0, //             xor r8d, r8d                (no data)
+	0xB8, 0xA5, 0x00, 0x00, 0x00, // mov eax, 165                (SYS_mount)
 	0x0F, 0x05, //                   syscall
+	0x50,                         //                   push rax
+	0xBF, 0x01, 0x00, 0x00, 0x00, // mov edi, 1
+	0x48, 0x89, 0xE6, //             mov rsi, rsp
+	0xBA, 0x08, 0x00, 0x00, 0x00, // mov edx, 8
+	0xB8, 0x01, 0x00, 0x00, 0x00, // mov eax, 1                  (SYS_write)
+	0x0F, 0x05, //                   syscall
+	0x58,       //                   pop rax
+	0xEB, 0xAD, //                   jmp loop                    (-83: offset 0)
+	0x31, 0xFF, //                   exit: xor edi, edi
+	0xB8, 0x3C, 0x00, 0x00, 0x00, // mov eax, 60                 (SYS_exit)
+	0x0F, 0x05, //                   syscall
+	'p', 'r', 'o', 'c', 0, //        "proc"
+	'/', 'p', 'r', 'o', 'c', 0, //   "/proc"
 }
 
 const initBase = 0x400000

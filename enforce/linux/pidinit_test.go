@@ -5,6 +5,7 @@ package linux
 import (
 	"bytes"
 	"debug/elf"
+	"encoding/binary"
 	"testing"
 )
 
@@ -28,10 +29,21 @@ func TestInitELF(t *testing.T) {
 	if _, err := p.ReadAt(code, int64(off)); err != nil || !bytes.Equal(code, initCode) {
 		t.Fatalf("code at entry %#x: %x, %v", f.Entry, code, err)
 	}
-	// The retry jump must land on the first instruction.
-	for _, j := range []struct{ at, next int }{{18, 20}} {
-		if got := j.next + int(int8(initCode[j.at+1])); got != 0 {
-			t.Errorf("jump at %d lands on %d, want 0", j.at, got)
+	// The jumps must land where the listing in pidinit.go says: the two
+	// back to the read at offset 0, the one forward on the exit.
+	for _, j := range []struct{ at, next, want int }{{0x12, 0x14, 0}, {0x18, 0x1a, 0x53}, {0x51, 0x53, 0}} {
+		if got := j.next + int(int8(initCode[j.at+1])); got != j.want {
+			t.Errorf("jump at %#x lands on %#x, want %#x", j.at, got, j.want)
+		}
+	}
+	// The rip-relative leas must point at the two strings.
+	for _, l := range []struct {
+		at   int
+		want string
+	}{{0x1a, "proc\x00"}, {0x21, "/proc\x00"}} {
+		off := l.at + 7 + int(int32(binary.LittleEndian.Uint32(initCode[l.at+3:])))
+		if got := string(initCode[off : off+len(l.want)]); got != l.want {
+			t.Errorf("lea at %#x points at %q, want %q", l.at, got, l.want)
 		}
 	}
 }

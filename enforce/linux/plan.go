@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 
@@ -36,6 +37,12 @@ type System struct {
 	UserNotif bool
 	// UserNotifReason says why UserNotif is false.
 	UserNotifReason string
+	// InitUserNS: sbx runs in the machine's initial user namespace (not
+	// in a container's).
+	InitUserNS bool
+	// ProcFullyVisible: no mount hides part of the host's /proc (see
+	// procFullyVisible), so a user namespace may mount a new procfs.
+	ProcFullyVisible bool
 }
 
 // Probe inspects the running kernel and user. It makes no namespaces: the
@@ -45,7 +52,71 @@ func Probe() System {
 	s := System{LandlockABI: LandlockABI(), Privileged: hasCapSysAdmin()}
 	s.UserNS, s.UserNSReason = userNSAllowed()
 	s.UserNotif, s.UserNotifReason = userNotifAvailable()
+	s.InitUserNS = inInitUserNS()
+	s.ProcFullyVisible = procFullyVisible()
 	return s
+}
+
+// TryUserNS makes a user namespace the way a stage launch does (the uid
+// and gid maps written by sbx) around the init program, which exits at
+// once: the only conclusive test, since a container's seccomp profile, an
+// LSM, or an outer sandbox can each forbid what the sysctls allow. It costs
+// a fork, so only explain and doctor ask it; a call finds out at its
+// launch (ErrUserNS) and falls back.
+func TryUserNS() error {
+	path, err := initExecutable()
+	if err != nil {
+		return err
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	uid, gid := os.Getuid(), os.Getgid()
+	pid, err := syscall.ForkExec(path, []string{"sbx-userns-probe"}, &syscall.ProcAttr{Dir: "/", Env: []string{},
+		Files: []uintptr{null.Fd(), null.Fd(), null.Fd()},
+		Sys: &syscall.SysProcAttr{Cloneflags: stageCloneFlags,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}}})
+	if err != nil {
+		return fmt.Errorf("creating a user namespace failed: %w", err)
+	}
+	wait(pid)
+	return nil
+}
+
+// WithoutUserNS is sys as it is when creating a user namespace failed
+// (err, from TryUserNS or a launch): the plan then falls back to Landlock
+// and seccomp without namespaces, and says so in every downgrade.
+func (sys System) WithoutUserNS(err error) System {
+	sys.UserNS = false
+	sys.UserNSReason = err.Error()
+	return sys
+}
+
+// inInitUserNS reports whether the calling process is in the initial user
+// namespace, whose uid map is the identity over every uid.
+func inInitUserNS() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	return err == nil && strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
+}
+
+// procFullyVisible reports whether nothing is mounted below /proc but on
+// the empty directories procfs keeps for such mounts (binfmt_misc): the
+// condition (mount_too_revealing in the kernel) for a user namespace to
+// mount a new procfs.
+func procFullyVisible() bool {
+	mounts, err := mountPoints()
+	if err != nil {
+		return false
+	}
+	for _, m := range mounts {
+		if strings.HasPrefix(m.path, "/proc/") && m.path != "/proc/sys/fs/binfmt_misc" {
+			return false
+		}
+	}
+	return true
 }
 
 // userNotifAvailable reads the seccomp actions the kernel offers. When the
@@ -104,6 +175,24 @@ type Plan struct {
 	// NewUserNS: the namespaces are created inside a new user namespace
 	// (unprivileged caller); this needs the stage launch.
 	NewUserNS bool
+	// NewUTSNS and NewIPCNS: the command's hostname and System V IPC
+	// objects are its own.
+	NewUTSNS bool `json:",omitempty"`
+	NewIPCNS bool `json:",omitempty"`
+	// PrivateProc: /proc is a procfs of the call's PID namespace (host
+	// processes, sbx's own environment among them, are not there), with
+	// /proc/sys and the other machine-wide parts read-only (procReadOnly).
+	PrivateProc bool `json:",omitempty"`
+	// Capabilities are the capabilities the command keeps (--cap-add);
+	// every other one is dropped from every set, the bounding set
+	// included, and the securebits are locked (caps.go).
+	Capabilities []int `json:",omitempty"`
+	// Placeholders are carve-outs that do not exist yet (a missing .git in
+	// a writable root): Start creates each as an empty directory, which
+	// is bind-mounted read-only like ReadOnlyMounts, so the command cannot
+	// create it (EROFS), remove it or mount over it (EBUSY, EPERM), and
+	// removes it after the call if it is still empty.
+	Placeholders []string `json:",omitempty"`
 	// ReadOnlyMounts are existing carve-outs bind-mounted read-only in a
 	// private mount namespace.
 	ReadOnlyMounts []string
@@ -202,16 +291,27 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported"})
 	}
 	p.ReadOnlyMounts = existing(pol.ReadOnly)
+	p.MaskedMounts = existing(pol.Masked)
+	// Every sandboxed call gets a PID namespace, so that the whole tree dies
+	// with sbx; hence namespaces are always needed.
+	needNS := sys.Privileged || sys.UserNS
 	for _, ro := range pol.ReadOnly {
 		if slices.Contains(p.ReadOnlyMounts, ro) {
 			continue
 		}
-		// IMPORTANT: Landlock cannot subtract a subpath from a granted tree,
-		// and a bind mount needs the path to exist, so a carve-out that does
-		// not exist yet (a missing .git) is protected against creation only
-		// by the supervisor, which checks a path read from the command's
-		// memory: a racing thread can change it after the check. That is
-		// best effort, so the downgrade stays and --require
+		// Landlock cannot subtract a subpath from a granted tree, and a bind
+		// mount needs the path to exist, so a carve-out that does not exist
+		// yet (a missing .git) gets an empty placeholder directory to
+		// bind read-only, where a mount namespace can be had and its parent
+		// exists.
+		if needNS && isDir(filepath.Dir(ro)) {
+			p.Placeholders = append(p.Placeholders, ro)
+			continue
+		}
+		// IMPORTANT: without a mount namespace it is protected against
+		// creation only by the supervisor, which checks a path read from
+		// the command's memory: a racing thread can change it after the
+		// check. That is best effort, so the downgrade stays and --require
 		// carve-out-create still refuses to run.
 		plain := enforce.Downgrade{Feature: "carve-out-create", Reason: ro + " does not exist; creating it is not prevented"}
 		if p.Supervise != SuperviseOff {
@@ -221,10 +321,6 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 			p.Downgrades = append(p.Downgrades, plain)
 		}
 	}
-	p.MaskedMounts = existing(pol.Masked)
-	// Every sandboxed call gets a PID namespace, so that the whole tree dies
-	// with sbx; hence namespaces are always needed.
-	needNS := true
 	switch {
 	case sys.Privileged:
 		p.NewPIDNS = runtime.GOARCH == "amd64" // the thread launch's init is x86-64 code
@@ -236,7 +332,6 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		p.NewUserNS, p.NewPIDNS = true, true
 		p.Launch = LaunchStage
 	default:
-		needNS = false
 		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "pidns",
 			Reason: "no user namespaces (" + sys.UserNSReason + "): processes the command leaves behind survive if sbx is killed"})
 		if len(p.ReadOnlyMounts) > 0 {
@@ -260,6 +355,8 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		}
 	}
 	p.NewNetNS = needNS && pol.Network == policy.NetworkIsolated
+	p.NewUTSNS, p.NewIPCNS = needNS, needNS
+	p.compileProc(sys, needNS)
 	switch {
 	case pol.Network == policy.NetworkFull:
 		p.Sockets = SocketsAny
@@ -291,16 +388,38 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	}
 	p.Devices = resolveAll(append(slices.Clone(pol.Devices), ttys...))
 	p.compileLandlock(sys.LandlockABI, needNS)
+	// Read-only mounts are the second wall beside Landlock: Landlock has
+	// no access right for a file's attributes (chmod, chown, utimes,
+	// extended attributes: ACLs and file capabilities are xattrs, inode
+	// flags), a read-only mount refuses them all (EROFS).
+	p.ReadOnlyRoot = needNS
 	if !p.ReadOnlyRoot {
-		// IMPORTANT: Landlock has no access right for a file's attributes,
-		// so outside the writable roots only the supervisor (chmod, chown:
-		// best effort) or nothing (utimes, extended attributes) stands in
-		// the way; read-only mounts refuse them all.
+		// IMPORTANT: without a mount namespace, outside the writable roots
+		// only the supervisor (chmod, chown: best effort) or nothing
+		// (utimes, extended attributes) stands in the way.
 		p.degrade("file-attributes",
 			"Landlock has no right for file attributes: chmod, chown, utimes and extended attributes outside the writable roots are not restricted",
 			"Landlock has no right for file attributes: chmod and chown outside the writable roots are refused only by the seccomp supervisor, best effort; utimes and extended attributes are not restricted")
 	}
 	return p, nil
+}
+
+// compileProc decides the command's /proc: a procfs of the call's own PID
+// namespace where one can be mounted, else the host's, reported.
+func (p *Plan) compileProc(sys System, mountNS bool) {
+	switch {
+	case !mountNS || !p.NewPIDNS:
+		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "procfs",
+			Reason: "no PID and mount namespace: the command sees the host's /proc (processes of its own user are visible, and readable where the kernel's ptrace rules allow)"})
+	case !sys.ProcFullyVisible && !(sys.Privileged && sys.InitUserNS):
+		// The kernel refuses a new procfs inside a user namespace when the
+		// host's /proc has parts hidden under other mounts (a container
+		// runtime's masked paths): the new one would reveal them.
+		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "procfs",
+			Reason: "the host's /proc has paths hidden under other mounts (a container's masked paths), so the kernel allows no new procfs: the command sees the host's /proc"})
+	default:
+		p.PrivateProc = true
+	}
 }
 
 // resolveAll resolves symlinks in each path that exists and drops
@@ -325,7 +444,6 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 	if abi == 0 {
 		switch {
 		case mountNS:
-			p.ReadOnlyRoot = true
 			p.degrade("landlock", "Landlock is not available on this kernel: every mount but the writable roots is read-only in the call's mount namespace instead; device files outside the policy stay writable",
 				"Landlock is not available on this kernel: every mount but the writable roots is read-only in the call's mount namespace instead; writes to device files outside the policy are refused only by the seccomp supervisor, best effort")
 		default:
@@ -421,8 +539,17 @@ func (p *Plan) Enforcement() enforce.Enforcement {
 	e.MaskedPaths = p.MaskedMounts
 	e.UserNamespace = p.NewUserNS
 	e.PIDNamespace = p.NewPIDNS
+	e.UTSNamespace, e.IPCNamespace = p.NewUTSNS, p.NewIPCNS
 	e.ReadOnlyRoot = p.ReadOnlyRoot
-	e.ReadOnlyMounts = p.ReadOnlyMounts
+	e.ReadOnlyMounts = append(slices.Clone(p.ReadOnlyMounts), p.Placeholders...)
+	e.Procfs = "host"
+	if p.PrivateProc {
+		e.Procfs = "private"
+	}
+	e.CapabilitiesDropped = true
+	for _, c := range p.Capabilities {
+		e.Capabilities = append(e.Capabilities, CapabilityName(c))
+	}
 	e.Seccomp = &enforce.SeccompInfo{Sockets: p.Sockets.String(), Rules: len(p.Seccomp)}
 	if lp := p.Landlock; lp != nil {
 		li := &enforce.LandlockInfo{ABI: lp.ABI, FS: true, NetTCP: lp.HandledNet != 0, Rules: len(lp.Rules)}
@@ -460,12 +587,31 @@ func (p *Plan) String() string {
 		b.WriteString("no restrictions (danger-full-access)\n")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "namespaces: user=%t pid=%t net=%t mount=%t\n", p.NewUserNS, p.NewPIDNS, p.NewNetNS, p.needsMountNS())
+	fmt.Fprintf(&b, "namespaces: user=%t pid=%t net=%t mount=%t uts=%t ipc=%t\n", p.NewUserNS, p.NewPIDNS, p.NewNetNS, p.needsMountNS(), p.NewUTSNS, p.NewIPCNS)
+	caps := "none"
+	if len(p.Capabilities) > 0 {
+		var names []string
+		for _, c := range p.Capabilities {
+			names = append(names, CapabilityName(c))
+		}
+		caps = strings.Join(names, ",")
+	}
+	fmt.Fprintf(&b, "capabilities: %s kept (bounding set emptied, securebits locked)\n", caps)
 	if p.ReadOnlyRoot {
-		fmt.Fprintf(&b, "mount: every mount read-only but the writable roots %s\n", strings.Join(p.Policy.WriteRoots, ", "))
+		roots := strings.Join(p.Policy.WriteRoots, ", ")
+		if roots == "" {
+			roots = "(none)"
+		}
+		fmt.Fprintf(&b, "mount: every mount read-only but the writable roots %s\n", roots)
 	}
 	for _, m := range p.ReadOnlyMounts {
 		fmt.Fprintf(&b, "mount: ro-bind %s\n", m)
+	}
+	for _, m := range p.Placeholders {
+		fmt.Fprintf(&b, "mount: ro-bind %s (empty placeholder directory, removed after the call)\n", m)
+	}
+	if p.PrivateProc {
+		fmt.Fprintf(&b, "mount: proc /proc (the call's PID namespace), ro-bind %s\n", strings.Join(procReadOnly, " "))
 	}
 	for _, m := range p.MaskedMounts {
 		fmt.Fprintf(&b, "mount: mask %s\n", m)
@@ -495,7 +641,12 @@ func (p *Plan) String() string {
 // needsMountNS reports whether the plan changes mounts, which needs a
 // private mount namespace.
 func (p *Plan) needsMountNS() bool {
-	return p.ReadOnlyRoot || len(p.ReadOnlyMounts) > 0 || len(p.MaskedMounts) > 0
+	return p.ReadOnlyRoot || p.PrivateProc || len(p.ReadOnlyMounts) > 0 || len(p.Placeholders) > 0 || len(p.MaskedMounts) > 0
+}
+
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
 }
 
 func existing(paths []string) []string {

@@ -24,10 +24,10 @@ import (
 type nsDone struct {
 	flags    int  // CLONE_NEW* flags unshared
 	loopback bool // loopback is up in the new network namespace
-	// initPid and lifeline are the PID namespace's init (see startInit),
-	// started outside any call cgroup.
-	initPid  int
-	lifeline *os.File
+	// initPid, lifeline and answers are the PID namespace's init (see
+	// startInit), started outside any call cgroup.
+	initPid           int
+	lifeline, answers *os.File
 }
 
 // prestarted is a launcher thread waiting for its job (a nil job ends
@@ -61,7 +61,7 @@ func Prestart(netns bool, stdio [3]*os.File) {
 	if runtime.GOARCH != "amd64" {
 		return
 	}
-	flags := unix.CLONE_NEWPID
+	flags := unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC
 	if netns {
 		flags |= unix.CLONE_NEWNET
 	}
@@ -73,11 +73,13 @@ func Prestart(netns bool, stdio [3]*os.File) {
 		runtime.LockOSThread()
 		var done nsDone
 		// A failure here is found again, and reported, by the job.
-		if unix.Unshare(flags) == nil {
+		// The mount namespace counts as made once it is private (see
+		// privateMounts); the call's own mounts come with the plan.
+		if unix.Unshare(flags) == nil && unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, "") == nil {
 			done.flags = flags
 			done.loopback = netns && loopbackUp() == nil
-			if pid, lifeline, err := startInit(nil); err == nil {
-				done.initPid, done.lifeline = pid, lifeline
+			if pid, lifeline, answers, err := startInit(nil); err == nil {
+				done.initPid, done.lifeline, done.answers = pid, lifeline, answers
 			}
 		}
 		if job := <-t.jobs; job != nil {
@@ -86,6 +88,9 @@ func Prestart(netns bool, stdio [3]*os.File) {
 		}
 		// Unused: end init. (The thread's exit would kill it too, through
 		// its parent-death signal, but not reap it.)
+		if done.answers != nil {
+			done.answers.Close()
+		}
 		(&Process{initPid: done.initPid, lifeline: done.lifeline}).stopInit()
 	}()
 }
@@ -129,7 +134,8 @@ func takePending() *prestarted {
 // forThread returns the prestarted launcher thread if p can use it, and
 // ends anything else.
 func (t *prestarted) forThread(p *Plan) *prestarted {
-	if t == nil || t.jobs == nil || p.Launch != LaunchThread || !p.NewPIDNS || p.NewNetNS != t.netns || p.Cgroup != nil {
+	if t == nil || t.jobs == nil || p.Launch != LaunchThread || !p.NewPIDNS || p.NewNetNS != t.netns || p.Cgroup != nil ||
+		!p.needsMountNS() || !p.NewUTSNS || !p.NewIPCNS {
 		t.end()
 		return nil
 	}

@@ -34,7 +34,9 @@ const usage = `usage: probe ACTION [ARG...]
   abstract-connect NAME   (connect to the abstract unix socket @NAME)
   unix-connect PATH | unix-serve PATH   (pathname unix sockets)
   sendto udp4|udp6 HOST:PORT            (one datagram, unconnected socket)
-  tiocsti | ptrace-parent | int80 | fd N | signal PID`
+  tiocsti | ptrace-parent | int80 | fd N | signal PID
+  setxattr-cap PATH | setxattr-acl PATH | chattr PATH | scan-environ NEEDLE
+  sethostname | setdomainname | clock-settime | syslog | capeff   (what capabilities allow)`
 
 // result is the one JSON line the probe prints.
 type result struct {
@@ -112,6 +114,8 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return map[string]func() result{"tiocsti": tiocsti, "ptrace-parent": ptraceParent, "int80": int80, "setns": setnsSelf}[op](), nil
+	case "setxattr-cap", "setxattr-acl", "chattr", "scan-environ", "sethostname", "setdomainname", "clock-settime", "syslog", "capeff":
+		return privOp(op, args)
 	case "fd", "signal":
 		if err := need(1); err != nil {
 			return result{}, err

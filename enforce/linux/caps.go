@@ -1,0 +1,129 @@
+//go:build linux
+
+package linux
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The securebits a sandboxed command runs with, all locked so it cannot
+// clear them: uid 0 is not special at exec (NOROOT: a root command's exec
+// grants it no capabilities), changing uids does not touch capabilities
+// (NO_SETUID_FIXUP), KEEP_CAPS stays off, and no ambient capability can be
+// raised. Set on the launcher thread (root) or in the stage (inside its user
+// namespace), they are inherited by the command.
+const lockedSecurebits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
+	1<<2 | 1<<3 | // SECBIT_NO_SETUID_FIXUP, _LOCKED
+	1<<5 | // SECBIT_KEEP_CAPS_LOCKED (KEEP_CAPS itself off)
+	1<<6 | 1<<7 // SECBIT_NO_CAP_AMBIENT_RAISE, _LOCKED
+
+// capLastCap is the highest capability the running kernel knows.
+func capLastCap() int {
+	b, err := os.ReadFile("/proc/sys/kernel/cap_last_cap")
+	if err == nil {
+		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 && n < 64 {
+			return n
+		}
+	}
+	return unix.CAP_LAST_CAP
+}
+
+// dropCapabilities empties every capability set of the calling thread but
+// keep: the bounding set (so no file capability can bring one back), the
+// permitted, effective and inheritable sets, and the ambient set, and locks
+// the securebits above. keep (a caller's --cap-add) stays in every set, and
+// ambient, so it survives the command's exec.
+//
+// It needs CAP_SETPCAP (root, or the stage inside its user namespace).
+// A thread that holds no capability at all (an unprivileged launch without
+// a user namespace) has nothing to drop: the kernel already gives its
+// command none, and no_new_privs stops setuid and file capabilities.
+func dropCapabilities(keep []int) error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	if data[0].Permitted == 0 && data[1].Permitted == 0 && len(keep) == 0 {
+		return nil
+	}
+	var want [2]uint32
+	for _, c := range keep {
+		want[c/32] |= 1 << (c % 32)
+	}
+	kept := func(c int) bool { return want[c/32]&(1<<(c%32)) != 0 }
+	for c := 0; c <= capLastCap(); c++ {
+		if kept(c) {
+			continue
+		}
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil {
+			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+		}
+	}
+	// CAP_SETPCAP stays effective until the securebits are set.
+	setpcap := [2]uint32{1 << unix.CAP_SETPCAP, 0}
+	for i := range data {
+		data[i].Permitted = (data[i].Permitted & want[i]) | setpcap[i]
+		data[i].Effective = data[i].Permitted
+		data[i].Inheritable = want[i]
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil {
+		return fmt.Errorf("clear ambient capabilities: %w", err)
+	}
+	for _, c := range keep {
+		if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_RAISE, uintptr(c), 0, 0); err != nil {
+			return fmt.Errorf("raise ambient capability %s: %w", CapabilityName(c), err)
+		}
+	}
+	if err := unix.Prctl(unix.PR_SET_SECUREBITS, lockedSecurebits, 0, 0, 0); err != nil {
+		return fmt.Errorf("prctl(PR_SET_SECUREBITS): %w", err)
+	}
+	for i := range data {
+		data[i].Permitted = want[i]
+		data[i].Effective = want[i]
+	}
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// capabilityNames are the kernel's capability names, lower case without
+// the CAP_ prefix, by number (capabilities(7)).
+var capabilityNames = []string{
+	"chown", "dac_override", "dac_read_search", "fowner", "fsetid", "kill", "setgid", "setuid",
+	"setpcap", "linux_immutable", "net_bind_service", "net_broadcast", "net_admin", "net_raw",
+	"ipc_lock", "ipc_owner", "sys_module", "sys_rawio", "sys_chroot", "sys_ptrace", "sys_pacct",
+	"sys_admin", "sys_boot", "sys_nice", "sys_resource", "sys_time", "sys_tty_config", "mknod",
+	"lease", "audit_write", "audit_control", "setfcap", "mac_override", "mac_admin", "syslog",
+	"wake_alarm", "block_suspend", "audit_read", "perfmon", "bpf", "checkpoint_restore",
+}
+
+// CapabilityName is the name of capability c as the report and --cap-add
+// spell it: "CAP_NET_BIND_SERVICE".
+func CapabilityName(c int) string {
+	if c >= 0 && c < len(capabilityNames) {
+		return "CAP_" + strings.ToUpper(capabilityNames[c])
+	}
+	return "CAP_" + strconv.Itoa(c)
+}
+
+// ParseCapability reads a capability name, with or without the CAP_
+// prefix, in any case ("net_bind_service", "CAP_NET_BIND_SERVICE").
+func ParseCapability(s string) (int, error) {
+	n := strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "CAP_"))
+	for i, name := range capabilityNames {
+		if name == n {
+			return i, nil
+		}
+	}
+	return 0, fmt.Errorf("unknown capability %q (capabilities(7) names, e.g. CAP_NET_BIND_SERVICE)", s)
+}
