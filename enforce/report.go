@@ -94,6 +94,15 @@ type Denial struct {
 	Reason     string   `json:"reason,omitempty"`
 }
 
+// The confidences of a Denial. ConfidenceObserved: the kernel or the
+// supervisor saw the operation and what it named. ConfidenceInferred: the
+// supervisor refused an operation it could not see through (a path it could
+// not read or resolve), failing closed; the reason says what it missed.
+const (
+	ConfidenceObserved = "observed"
+	ConfidenceInferred = "inferred"
+)
+
 // Address is the network part of a Denial.
 type Address struct {
 	Family  string `json:"family"`

@@ -302,12 +302,13 @@ func readReport(t *testing.T, path string) *report {
 
 // denial is one entry of the report's denials.
 type denial struct {
-	Operation string `json:"operation"`
-	Path      string `json:"path"`
-	Syscall   string `json:"syscall"`
-	Source    string `json:"source"`
-	Reason    string `json:"reason"`
-	Address   *struct {
+	Operation  string `json:"operation"`
+	Path       string `json:"path"`
+	Syscall    string `json:"syscall"`
+	Source     string `json:"source"`
+	Confidence string `json:"confidence"`
+	Reason     string `json:"reason"`
+	Address    *struct {
 		Family  string `json:"family"`
 		Address string `json:"address"`
 		Port    int    `json:"port"`

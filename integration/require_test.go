@@ -46,6 +46,12 @@ var features = map[string]feature{
 	"ipv6-loopback": {check: checkIPv6Loopback},
 	"mptcp":         {minKernel: [2]int{5, 6}, check: checkMPTCP},
 	"ia32":          {check: checkIA32},
+	// memfd_secret (5.14); ENOSYS where CONFIG_SECRETMEM is off or the
+	// kernel was booted without secretmem.enable (its default before 6.5).
+	"memfd_secret": {minKernel: [2]int{5, 14}, check: checkMemfdSecret},
+	// linkat(fd, "", ..., AT_EMPTY_PATH) by the file's opener without
+	// CAP_DAC_READ_SEARCH (6.10; root has it on every kernel).
+	"linkat-empty-path": {minKernel: [2]int{6, 10}, check: checkLinkatEmptyPath},
 }
 
 type checkResult struct {

@@ -37,7 +37,10 @@ func (c call) u32(i int) uint32 { return uint32(c.args[i]) }
 func (s *supervisor) decide(n *seccompNotif) decision {
 	c, ok := atForm(uint32(n.Data.Nr), n.Data.Args)
 	if !ok {
-		return cont
+		// The filter sent a call this file does not decode: a table and a
+		// decoder out of step. Nothing was checked, so nothing may pass.
+		c = call{name: fmt.Sprintf("syscall %d", n.Data.Nr), tid: int(n.PID)}
+		return s.blind(c, "syscall", "", "the supervisor does not decode this call")
 	}
 	c.tid = int(n.PID)
 	switch c.nr {
@@ -46,7 +49,9 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 		// would refuse them: always refuse, with the table's errno.
 		return s.refuse(unix.EAFNOSUPPORT, enforce.Denial{Operation: "socket", Syscall: c.name, PID: c.tid,
 			Address: &enforce.Address{Family: familyName(c.u32(0))}, Reason: "the network is off"})
-	case unix.SYS_CONNECT, unix.SYS_BIND:
+	case unix.SYS_BIND:
+		return s.bind(c)
+	case unix.SYS_CONNECT:
 		return s.network(c)
 	case unix.SYS_SENDTO, unix.SYS_SENDMSG:
 		return s.send(c)
@@ -56,14 +61,47 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 	if d.errno != 0 && !v.rootKnown {
 		// Paths were resolved as if the task's root were "/". Before
 		// refusing, make sure: a chrooted task's paths mean other files.
+		// (The filter refuses chroot, so only a root sbx gave the task can
+		// differ; a root that cannot be read is a refusal all the same.)
 		if !v.loadRoot() {
-			return cont
+			return s.blind(c, "syscall", "", v.blind)
 		}
 		if v.root != "/" {
+			v.reset()
 			d = s.decidePath(v, c)
 		}
 	}
 	return d
+}
+
+// blind refuses a call the supervisor could not see through, failing
+// closed (invariant 1 of DESIGN.md): EACCES, what Landlock says, and a
+// denial with confidence "inferred" whose reason says what was not seen.
+func (s *supervisor) blind(c call, op, path, what string) decision {
+	return decision{errno: unix.EACCES, denials: []enforce.Denial{{Operation: op, Path: path, Syscall: c.name, PID: c.tid,
+		Source: SupervisorSource, Confidence: Inferred, Count: 1,
+		Reason: "the supervisor could not see what the call would reach (" + what + "), so it refused it"}}}
+}
+
+// unseen is the answer to a resolution that failed: the call fails by
+// itself (ENOENT, ENOTDIR, ELOOP) and continues, or sbx could not see, and
+// it is refused; the object has no name, and it continues.
+func (s *supervisor) unseen(v *taskView, c call, op, raw string) decision {
+	if v.blind == "" || v.nameless {
+		return cont
+	}
+	return s.blind(c, op, raw, v.blind)
+}
+
+// pathString reads a path argument; a path the task's memory does not give
+// (process_vm_readv fails: unmapped, or memory no other process may read)
+// is a refusal.
+func (s *supervisor) pathString(v *taskView, c call, addr uint64) (string, bool) {
+	raw, ok := readString(c.tid, addr)
+	if !ok {
+		v.cannot("cannot read the path at %#x from the task's memory", addr)
+	}
+	return raw, ok
 }
 
 // decidePath decides the file-system calls, with the view's idea of the
@@ -74,8 +112,11 @@ func (s *supervisor) decidePath(v *taskView, c call) decision {
 		return s.open(v, c, c.fd(0), c.args[1], uint64(c.u32(2)), 0)
 	case unix.SYS_OPENAT2:
 		var how [24]byte // struct open_how: flags, mode, resolve (u64 each)
-		if c.args[3] < uint64(len(how)) || !readFull(c.tid, c.args[2], how[:]) {
-			return cont
+		if c.args[3] < uint64(len(how)) {
+			return cont // EINVAL
+		}
+		if !readFull(c.tid, c.args[2], how[:]) {
+			return s.blind(c, "write", "", "cannot read struct open_how from the task's memory")
 		}
 		return s.open(v, c, c.fd(0), c.args[1], binary.LittleEndian.Uint64(how[0:]), binary.LittleEndian.Uint64(how[16:]))
 	case unix.SYS_MKDIRAT:
@@ -111,16 +152,31 @@ func (s *supervisor) decidePath(v *taskView, c call) decision {
 	case unix.SYS_FCHOWN:
 		return s.objectFD(v, c, "chown", c.fd(0))
 	}
-	return cont
+	return s.blind(c, "syscall", "", "the supervisor does not decode this call")
 }
 
-// pathArg reads the path at addr and resolves it against dirfd.
-func (s *supervisor) pathArg(v *taskView, c call, dirfd int32, addr uint64, follow bool) (resolved, bool) {
-	raw, ok := readString(c.tid, addr)
+// pathArg reads the path at addr and resolves it against dirfd. When it
+// fails, v says whether sbx could not see (v.blind) or the call fails by
+// itself; raw is the path as read, for a denial.
+func (s *supervisor) pathArg(v *taskView, c call, dirfd int32, addr uint64, follow bool) (r resolved, raw string, ok bool) {
+	raw, ok = s.pathString(v, c, addr)
 	if !ok {
-		return resolved{}, false
+		return resolved{}, "", false
 	}
-	return v.resolveAt(dirfd, raw, follow)
+	r, ok = s.resolveAt(v, dirfd, raw, follow)
+	return r, raw, ok
+}
+
+// resolveAt is v.resolveAt, with a carve-out's placeholder taken for the
+// name that does not exist it stands for (Plan.Placeholders): making it is
+// refused, and reported, as making the carve-out; removing it the mount
+// refuses by itself (EBUSY).
+func (s *supervisor) resolveAt(v *taskView, dirfd int32, raw string, follow bool) (resolved, bool) {
+	r, ok := v.resolveAt(dirfd, raw, follow)
+	if ok && r.exists && slices.Contains(s.plan.Placeholders, r.path) {
+		r.exists = false
+	}
+	return r, ok
 }
 
 // open decides openat and openat2.
@@ -135,23 +191,26 @@ func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolve
 		// for another reason.
 		root, ok := v.dir(dirfd)
 		if !ok {
-			return cont
+			return s.unseen(v, c, "write", "")
 		}
 		v = &taskView{tid: v.tid, root: root, rootKnown: true}
 	}
 	if flags&unix.O_TMPFILE == unix.O_TMPFILE {
 		// An unnamed file in a directory: Landlock checks MAKE_REG there,
 		// so the directory itself is what must be writable.
-		r, ok := s.pathArg(v, c, dirfd, addr, true)
-		if !ok || !r.isDir() {
-			return cont
+		r, raw, ok := s.pathArg(v, c, dirfd, addr, true)
+		if !ok {
+			return s.unseen(v, c, "write", raw)
+		}
+		if !r.isDir() {
+			return cont // ENOTDIR
 		}
 		return s.object(c, "write", denial.WriteObject, r)
 	}
 	excl := flags&unix.O_CREAT != 0 && flags&unix.O_EXCL != 0
-	r, ok := s.pathArg(v, c, dirfd, addr, flags&unix.O_NOFOLLOW == 0 && !excl)
+	r, raw, ok := s.pathArg(v, c, dirfd, addr, flags&unix.O_NOFOLLOW == 0 && !excl)
 	if !ok {
-		return cont
+		return s.unseen(v, c, "write", raw)
 	}
 	switch {
 	case !r.exists && flags&unix.O_CREAT != 0:
@@ -174,7 +233,9 @@ func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) 
 	if len(s.plan.MaskedMounts) == 0 {
 		return cont
 	}
-	r, ok := s.pathArg(v, c, dirfd, addr, flags&unix.O_NOFOLLOW == 0)
+	// What cannot be resolved continues: the mask is a mount, the kernel's
+	// own wall, and a read is only reported.
+	r, _, ok := s.pathArg(v, c, dirfd, addr, flags&unix.O_NOFOLLOW == 0)
 	if !ok || !r.exists {
 		return cont
 	}
@@ -187,9 +248,9 @@ func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) 
 }
 
 func (s *supervisor) entryAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64) decision {
-	r, ok := s.pathArg(v, c, dirfd, addr, false)
+	r, raw, ok := s.pathArg(v, c, dirfd, addr, false)
 	if !ok {
-		return cont
+		return s.unseen(v, c, op, raw)
 	}
 	return s.entry(c, op, a, r)
 }
@@ -215,10 +276,7 @@ type refusal struct {
 func (s *supervisor) entryVerdict(a denial.Access, r resolved) (refusal, bool) {
 	switch a {
 	case denial.Create, denial.MakeDevice:
-		// A carve-out's placeholder stands for a name that does not exist
-		// (Plan.Placeholders): making it is refused, and reported, as
-		// making the carve-out.
-		if r.exists && !slices.Contains(s.plan.Placeholders, r.path) {
+		if r.exists {
 			return refusal{}, false // EEXIST
 		}
 	case denial.Remove, denial.RenameFrom, denial.LinkSource:
@@ -270,27 +328,40 @@ func (s *supervisor) entryVerdict(a denial.Access, r resolved) (refusal, bool) {
 
 func (s *supervisor) objectAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64, follow, emptyPath bool) decision {
 	if emptyPath {
-		if raw, ok := readString(c.tid, addr); ok && raw == "" {
+		if addr == 0 {
+			return s.objectFD(v, c, op, dirfd) // Linux 6.10+ takes NULL for ""
+		}
+		raw, ok := s.pathString(v, c, addr)
+		if !ok {
+			return s.unseen(v, c, op, "")
+		}
+		if raw == "" {
 			return s.objectFD(v, c, op, dirfd)
 		}
 	}
-	r, ok := s.pathArg(v, c, dirfd, addr, follow)
-	if !ok || !r.exists {
-		return cont
+	r, raw, ok := s.pathArg(v, c, dirfd, addr, follow)
+	if !ok {
+		return s.unseen(v, c, op, raw)
+	}
+	if !r.exists {
+		return cont // ENOENT
 	}
 	return s.object(c, op, a, r)
 }
 
 // objectFD decides fchmod and fchown (and the AT_EMPTY_PATH forms) by the
-// path the fd refers to.
+// path the fd refers to. An object in no directory (a pipe, an O_TMPFILE, an
+// unlinked file) continues: no rule about paths applies to it.
 func (s *supervisor) objectFD(v *taskView, c call, op string, fd int32) decision {
 	p, ok := v.fdPath(fd)
 	if !ok {
-		return cont
+		return s.unseen(v, c, op, "")
 	}
 	var st unix.Stat_t
-	if unix.Lstat(p, &st) != nil {
-		return cont
+	if err := unix.Lstat(p, &st); err != nil {
+		// Renamed or removed since the readlink: sbx cannot tell which
+		// name the fd has now.
+		return s.blind(c, op, p, fmt.Sprintf("fd %d named %s, which is gone: %v", fd, p, err))
 	}
 	return s.object(c, op, denial.Metadata, resolved{path: p, exists: true, mode: st.Mode})
 }
@@ -328,13 +399,16 @@ func (s *supervisor) object(c call, op string, a denial.Access, r resolved) deci
 // rename decides renameat and renameat2: each side is checked, and the
 // call refused when either is forbidden, with one denial per side.
 func (s *supervisor) rename(v *taskView, c call, flags uint32) decision {
-	oldR, ok := s.pathArg(v, c, c.fd(0), c.args[1], false)
+	oldR, raw, ok := s.pathArg(v, c, c.fd(0), c.args[1], false)
 	if !ok {
-		return cont
+		return s.unseen(v, c, "rename", raw)
 	}
-	newR, ok := s.pathArg(v, c, c.fd(2), c.args[3], false)
-	if !ok || !oldR.exists {
-		return cont
+	newR, raw, ok := s.pathArg(v, c, c.fd(2), c.args[3], false)
+	if !ok {
+		return s.unseen(v, c, "rename", raw)
+	}
+	if !oldR.exists {
+		return cont // ENOENT
 	}
 	switch {
 	case flags&unix.RENAME_NOREPLACE != 0 && newR.exists:
@@ -365,35 +439,30 @@ func (s *supervisor) rename(v *taskView, c call, flags uint32) decision {
 }
 
 // link decides linkat: the new name is a Create, the old one a LinkSource.
+// An old name that is in no directory (an O_TMPFILE, by AT_EMPTY_PATH or by
+// /proc/self/fd/N) is no source to check: only the new name is.
 func (s *supervisor) link(v *taskView, c call) decision {
 	flags := c.u32(4)
-	var oldR resolved
-	if flags&unix.AT_EMPTY_PATH != 0 {
-		if raw, ok := readString(c.tid, c.args[1]); ok && raw == "" {
-			p, ok := v.fdPath(c.fd(0))
-			var st unix.Stat_t
-			if !ok || unix.Lstat(p, &st) != nil {
-				return cont
-			}
-			oldR = resolved{path: p, exists: true, mode: st.Mode}
-		}
+	oldR, nameless, d := s.linkSource(v, c, flags)
+	if d.errno != 0 {
+		return d
 	}
-	if oldR.path == "" {
-		var ok bool
-		if oldR, ok = s.pathArg(v, c, c.fd(0), c.args[1], flags&unix.AT_SYMLINK_FOLLOW != 0); !ok {
-			return cont
-		}
+	newV := newTaskView(v.tid)
+	newV.root, newV.rootKnown = v.root, v.rootKnown
+	newR, raw, ok := s.pathArg(newV, c, c.fd(2), c.args[3], false)
+	if !ok {
+		return s.unseen(newV, c, "create", raw)
 	}
-	newR, ok := s.pathArg(v, c, c.fd(2), c.args[3], false)
-	if !ok || !oldR.exists || newR.exists {
+	if (!nameless && !oldR.exists) || newR.exists {
 		return cont // ENOENT, EEXIST
 	}
-	var d decision
 	if ref, ok := s.entryVerdict(denial.Create, newR); ok {
 		d.errno = ref.errno
 		d.denials = append(d.denials, enforce.Denial{Operation: "create", Path: newR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
 	}
-	if ref, ok := s.entryVerdict(denial.LinkSource, oldR); ok {
+	if nameless {
+		// Nothing else to check.
+	} else if ref, ok := s.entryVerdict(denial.LinkSource, oldR); ok {
 		if d.errno == 0 {
 			d.errno = ref.errno
 		}
@@ -403,6 +472,86 @@ func (s *supervisor) link(v *taskView, c call) decision {
 		return cont
 	}
 	return s.refuseAll(d)
+}
+
+// linkSource resolves linkat's old name. nameless says it is in no
+// directory; d is a refusal when sbx cannot see it.
+func (s *supervisor) linkSource(v *taskView, c call, flags uint32) (r resolved, nameless bool, d decision) {
+	raw := ""
+	if flags&unix.AT_EMPTY_PATH != 0 {
+		var ok bool
+		if c.args[1] != 0 {
+			if raw, ok = s.pathString(v, c, c.args[1]); !ok {
+				return resolved{}, false, s.unseen(v, c, "link", "")
+			}
+		}
+		if raw == "" {
+			p, ok := v.fdPath(c.fd(0))
+			if !ok {
+				return resolved{}, v.nameless, s.unseen(v, c, "link", "")
+			}
+			var st unix.Stat_t
+			if err := unix.Lstat(p, &st); err != nil {
+				return resolved{}, false, s.blind(c, "link", p, fmt.Sprintf("fd %d named %s, which is gone: %v", c.fd(0), p, err))
+			}
+			return resolved{path: p, exists: true, mode: st.Mode}, false, cont
+		}
+	}
+	r, raw, ok := s.pathArg(v, c, c.fd(0), c.args[1], flags&unix.AT_SYMLINK_FOLLOW != 0)
+	if !ok {
+		return resolved{}, v.nameless, s.unseen(v, c, "link", raw)
+	}
+	return r, false, cont
+}
+
+// bind decides bind: an AF_UNIX socket with a path makes that name, like
+// mknod of a socket; inet addresses are the network's (network, with the
+// network off inside a private namespace; otherwise nothing to check).
+// An abstract or unnamed AF_UNIX address makes no file.
+func (s *supervisor) bind(c call) decision {
+	addr, n := c.args[1], c.args[2]
+	var fam [2]byte
+	if n < 2 {
+		return cont // EINVAL
+	}
+	if !readFull(c.tid, addr, fam[:]) {
+		return s.blind(c, "bind", "", "cannot read the socket address from the task's memory")
+	}
+	if binary.LittleEndian.Uint16(fam[:]) != unix.AF_UNIX {
+		if s.plan.Sockets == SocketsLoopbackNetns {
+			return s.network(c)
+		}
+		return cont
+	}
+	const sunPath = 108 // sizeof(sockaddr_un.sun_path)
+	if n <= 2 {
+		return cont // autobind: an abstract name
+	}
+	buf := make([]byte, min(n-2, sunPath))
+	if !readFull(c.tid, addr+2, buf) {
+		return s.blind(c, "bind", "", "cannot read the socket address from the task's memory")
+	}
+	if buf[0] == 0 {
+		return cont // abstract: no file
+	}
+	raw := string(buf)
+	if i := bytes.IndexByte(buf, 0); i >= 0 {
+		raw = string(buf[:i])
+	}
+	v := newTaskView(c.tid)
+	r, ok := s.resolveAt(v, atFDCWD, raw, false)
+	if !ok {
+		return s.unseen(v, c, "create", raw)
+	}
+	d := s.entry(c, "create", denial.Create, r)
+	if d.errno != 0 && v.loadRoot() && v.root != "/" {
+		v.reset()
+		if r, ok = s.resolveAt(v, atFDCWD, raw, false); !ok {
+			return s.unseen(v, c, "create", raw)
+		}
+		d = s.entry(c, "create", denial.Create, r)
+	}
+	return d
 }
 
 // errnoFor is the errno the kernel rules compiled from the policy would
@@ -476,6 +625,8 @@ func (s *supervisor) send(c call) decision {
 	if c.nr == unix.SYS_SENDMSG {
 		var hdr [12]byte // struct msghdr: msg_name (pointer), msg_namelen (u32)
 		if !readFull(c.tid, c.args[1], hdr[:]) {
+			// The private namespace refuses the outside by itself (its only
+			// interface is lo): the report misses it, nothing gets out.
 			return cont
 		}
 		addr, n = binary.LittleEndian.Uint64(hdr[0:]), uint64(binary.LittleEndian.Uint32(hdr[8:]))

@@ -36,7 +36,27 @@ type taskView struct {
 	// first reads it (see supervisor.decide).
 	rootKnown bool
 	tgid      int // 0 until needed
+
+	// After a resolution that failed, blind says why sbx could not see what
+	// the kernel would reach (a link under /proc that reads "(deleted)" or
+	// cannot be read); it stays "" when the call fails by itself (ENOENT or
+	// ENOTDIR on the way, a loop). nameless says the object reached is in
+	// no directory at all (a pipe, a socket, a deleted file with no other
+	// name, an O_TMPFILE), so no rule about paths applies to it.
+	blind    string
+	nameless bool
 }
+
+// cannot records why a resolution could not be seen; the first reason wins.
+func (v *taskView) cannot(format string, a ...any) bool {
+	if v.blind == "" {
+		v.blind = fmt.Sprintf(format, a...)
+	}
+	return false
+}
+
+// reset forgets what the last failed resolution recorded.
+func (v *taskView) reset() { v.blind, v.nameless = "", false }
 
 func newTaskView(tid int) *taskView { return &taskView{tid: tid, root: "/"} }
 
@@ -44,8 +64,11 @@ func newTaskView(tid int) *taskView { return &taskView{tid: tid, root: "/"} }
 // root is not a path sbx can use.
 func (v *taskView) loadRoot() bool {
 	root, err := os.Readlink(fmt.Sprintf("/proc/%d/root", v.tid))
-	if err != nil || !filepath.IsAbs(root) || strings.HasSuffix(root, " (deleted)") {
-		return false
+	if err != nil {
+		return v.cannot("the task's root: %v", err)
+	}
+	if !filepath.IsAbs(root) || strings.HasSuffix(root, " (deleted)") {
+		return v.cannot("the task's root is %q", root)
 	}
 	v.root, v.rootKnown = root, true
 	return true
@@ -64,19 +87,59 @@ func (v *taskView) dir(dirfd int32) (string, bool) {
 		link = fmt.Sprintf("/proc/%d/fd/%d", v.tid, dirfd)
 	}
 	p, err := os.Readlink(link)
-	if err != nil || !filepath.IsAbs(p) || strings.HasSuffix(p, " (deleted)") {
-		return "", false
+	switch {
+	case err != nil:
+		return "", v.cannot("%s: %v", dirName(dirfd), err)
+	case !filepath.IsAbs(p):
+		return "", false // a pipe or a socket: ENOTDIR by itself
+	case strings.HasSuffix(p, " (deleted)"):
+		// Names in a deleted directory do not resolve, but ".." does.
+		return "", v.cannot("%s is %q", dirName(dirfd), p)
 	}
 	return p, true
 }
 
+func dirName(dirfd int32) string {
+	if dirfd == atFDCWD {
+		return "the task's cwd"
+	}
+	return fmt.Sprintf("fd %d", dirfd)
+}
+
 // fdPath returns the path an fd of the task refers to, when it is one.
+// When it is not, v says whether the object has no name (nameless) or sbx
+// cannot tell (blind).
 func (v *taskView) fdPath(fd int32) (string, bool) {
-	p, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%d", v.tid, fd))
-	if err != nil || !filepath.IsAbs(p) || strings.HasSuffix(p, " (deleted)") {
-		return "", false
+	link := fmt.Sprintf("/proc/%d/fd/%d", v.tid, fd)
+	p, err := os.Readlink(link)
+	if err != nil {
+		return "", v.cannot("fd %d: %v", fd, err)
+	}
+	if !filepath.IsAbs(p) || strings.HasSuffix(p, " (deleted)") {
+		return "", v.noPath(link, p)
 	}
 	return p, true
+}
+
+// noPath classifies the magic link link of the task, whose target is not
+// a path sbx can use: a pipe, socket or anon inode ("pipe:[N]") has no name;
+// a "(deleted)" one has none left only when its link count is 0 (an
+// O_TMPFILE, an unlinked file); otherwise another name of it may be
+// anywhere, and sbx cannot tell where.
+func (v *taskView) noPath(link, target string) bool {
+	if !filepath.IsAbs(target) {
+		v.nameless = true
+		return false
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(link, &st); err != nil {
+		return v.cannot("%s is %q: %v", link, target, err)
+	}
+	if st.Nlink == 0 {
+		v.nameless = true
+		return false
+	}
+	return v.cannot("%s is %q, a file with %d other name(s)", link, target, st.Nlink)
 }
 
 // resolved is a path as the kernel would reach it.
@@ -155,7 +218,7 @@ func (v *taskView) resolveFast(dirfd int32, path string, followLast bool) (r res
 		}
 		if parent, err = os.Readlink(fmt.Sprintf("/proc/self/fd/%d", pfd)); err != nil || !filepath.IsAbs(parent) || strings.HasSuffix(parent, " (deleted)") {
 			unix.Close(pfd)
-			return resolved{}, true, false
+			return resolved{}, true, v.cannot("the directory of %q: %q %v", path, parent, err)
 		}
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
 		return resolved{}, true, false // the call fails by itself
@@ -172,7 +235,7 @@ func (v *taskView) resolveFast(dirfd int32, path string, followLast bool) (r res
 		if errors.Is(err, unix.ENOENT) {
 			return resolved{path: full}, true, true
 		}
-		return resolved{}, true, false
+		return resolved{}, true, v.cannot("stat %s: %v", full, err)
 	}
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK && followLast {
 		return resolved{}, false, false
@@ -221,10 +284,13 @@ func (v *taskView) resolve(base, path string, followLast bool) (resolved, bool) 
 		last := onlyEmpty(comps)
 		var st unix.Stat_t
 		if err := unix.Lstat(next, &st); err != nil {
-			if errors.Is(err, unix.ENOENT) && last {
+			switch {
+			case errors.Is(err, unix.ENOENT) && last:
 				return resolved{path: next}, true
+			case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+				return resolved{}, false // the call fails by itself
 			}
-			return resolved{}, false
+			return resolved{}, v.cannot("lstat %s: %v", next, err)
 		}
 		isLink := st.Mode&unix.S_IFMT == unix.S_IFLNK
 		// A trailing slash makes the kernel follow a final symlink too.
@@ -235,13 +301,16 @@ func (v *taskView) resolve(base, path string, followLast bool) (resolved, bool) 
 			}
 			target, err := os.Readlink(next)
 			if err != nil || target == "" {
-				return resolved{}, false
+				return resolved{}, v.cannot("readlink %s: %q %v", next, target, err)
 			}
 			if strings.HasPrefix(next, "/proc/") {
 				// A magic link (/proc/PID/fd/N, cwd, root, exe) shows a path
 				// in sbx's view, or something that is no path at all.
 				if !filepath.IsAbs(target) || strings.HasSuffix(target, " (deleted)") {
-					return resolved{}, false
+					if !last {
+						return resolved{}, v.cannot("%s is %q", next, target)
+					}
+					return resolved{}, v.noPath(next, target)
 				}
 				cur = "/"
 				comps = append(strings.Split(target[1:], "/"), comps...)
@@ -265,7 +334,7 @@ func (v *taskView) resolve(base, path string, followLast bool) (resolved, bool) 
 	// a directory that exists.
 	var st unix.Stat_t
 	if err := unix.Lstat(cur, &st); err != nil {
-		return resolved{}, false
+		return resolved{}, v.cannot("lstat %s: %v", cur, err)
 	}
 	return resolved{path: cur, exists: true, mode: st.Mode}, true
 }

@@ -174,3 +174,58 @@ func TestReadString(t *testing.T) {
 		t.Errorf("short: %q %t", got, ok)
 	}
 }
+
+// TestFDPathBlindOrNameless: an fd whose /proc link is no usable path is
+// either in no directory (an O_TMPFILE, a pipe: nameless, no rule applies)
+// or a deleted name of a file that still has another (blind: the supervisor
+// cannot tell where, and fails closed).
+func TestFDPathBlindOrNameless(t *testing.T) {
+	dir := t.TempDir()
+	tmp, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		t.Skipf("SKIP: no O_TMPFILE here: %v", err)
+	}
+	defer unix.Close(tmp)
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	if err := os.WriteFile(a, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(a, b); err != nil {
+		t.Fatal(err)
+	}
+	linked, err := unix.Open(a, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(linked)
+	if err := os.Remove(a); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name     string
+		fd       int
+		nameless bool
+		blind    string
+	}{
+		{"O_TMPFILE", tmp, true, ""},
+		{"pipe", p[0], true, ""},
+		{"deleted name of a linked file", linked, false, "other name"},
+		{"closed fd", 999, false, "fd 999"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := newTaskView(os.Getpid())
+			if _, ok := v.fdPath(int32(tc.fd)); ok {
+				t.Fatal("fdPath resolved it")
+			}
+			if v.nameless != tc.nameless || (tc.blind == "") != (v.blind == "") || !strings.Contains(v.blind, tc.blind) {
+				t.Errorf("nameless=%t blind=%q, want nameless=%t blind containing %q", v.nameless, v.blind, tc.nameless, tc.blind)
+			}
+		})
+	}
+}

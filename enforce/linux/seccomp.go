@@ -119,8 +119,9 @@ func nativeSeccompArch() (seccompArch, error) {
 //
 // Errno conventions: EPERM for a refused operation, EAFNOSUPPORT for a
 // socket family the policy does not offer (so programs fall back the way
-// they do on a kernel without that family). MPTCP is refused with EPERM
-// before the family checks under every network-off policy.
+// they do on a kernel without that family), and likewise ENOSYS for
+// memfd_secret, which a kernel without secretmem answers. MPTCP is refused
+// with EPERM before the family checks under every network-off policy.
 //
 // IMPORTANT: this is a deny list on top of Landlock, not an allow list.
 // Syscalls added to the kernel after this table (another mount API, another
@@ -199,6 +200,11 @@ func writeNotifyRules() []SeccompRule {
 		n("fchmod", unix.SYS_FCHMOD, "changes a mode through a file descriptor"),
 		n("fchownat", unix.SYS_FCHOWNAT, "changes an owner by path"),
 		n("fchown", unix.SYS_FCHOWN, "changes an owner through a file descriptor"),
+		// Under every socket policy: an AF_UNIX bind makes a socket file (a
+		// .git where none exists, like mkdir), and the sockaddr is behind a
+		// pointer, so every bind goes. With the network off inside a private
+		// namespace the supervisor also sees inet binds here (netNotifyRules).
+		n("bind", unix.SYS_BIND, "an AF_UNIX bind creates a socket file by path (sockaddrs are behind a pointer, so every bind goes)"),
 	}
 	return append(rules, legacyWriteNotifyRules(n)...)
 }
@@ -215,7 +221,8 @@ func readNotifyRules() []SeccompRule {
 }
 
 // netNotifyRules, under SocketsLoopbackNetns only, let the supervisor see
-// connect, bind and datagrams sent to an address: the private namespace
+// connect and datagrams sent to an address (bind is in writeNotifyRules,
+// under every policy, for AF_UNIX socket files): the private namespace
 // would refuse a connect or a datagram to the outside anyway (ENETUNREACH),
 // but without a record of it. With the network
 // on nothing is supervised; under SocketsUnixOnly no inet socket exists.
@@ -223,8 +230,6 @@ func netNotifyRules() []SeccompRule {
 	return []SeccompRule{
 		{Name: "connect", Nr: unix.SYS_CONNECT, Action: ActNotify,
 			Reason: "network off: a connect outside loopback is a denial (sockaddrs are behind a pointer, so every connect goes)"},
-		{Name: "bind", Nr: unix.SYS_BIND, Action: ActNotify,
-			Reason: "network off: a bind to an address outside loopback is a denial"},
 		// A send without an address (addrlen 0: the common send on a
 		// connected socket) is not notified, so it costs nothing.
 		{Name: "sendto", Nr: unix.SYS_SENDTO, Action: ActNotify, Args: []ArgCond{argNe(5, 0)},
@@ -334,6 +339,22 @@ func alwaysRules() []SeccompRule {
 		// process is open to it.
 		{Name: "setns", Nr: unix.SYS_SETNS, Errno: eperm,
 			Reason: "joins another process's network or mount namespace, out of the sandbox's"},
+		// The supervisor resolves paths as the task's root names them, from
+		// sbx's view; a task with its own root (or a deleted one: /proc/T/root
+		// then reads "(deleted)") makes them mean other files. Unprivileged
+		// after unshare(CLONE_NEWUSER), which the filter allows. EPERM is the
+		// kernel's own answer without CAP_SYS_CHROOT, which programs (fakeroot
+		// build tools, debootstrap checks) already handle.
+		{Name: "chroot", Nr: unix.SYS_CHROOT, Errno: eperm,
+			Reason: "a root of the task's own makes the paths the supervisor resolves name other files (invariant 1: it could not tell)"},
+
+		// Memory no other process can read: process_vm_readv fails on it, so
+		// a path placed there is invisible to the supervisor. ENOSYS, not
+		// EPERM: it is what a kernel without secretmem (or booted without
+		// secretmem.enable) answers, so programs that use it when they can
+		// (key stores) take the fallback they already have.
+		{Name: "memfd_secret", Nr: unix.SYS_MEMFD_SECRET, Errno: unix.ENOSYS,
+			Reason: "secret memory is unreadable to process_vm_readv: a path placed there is one the supervisor cannot see"},
 
 		// Kernel keyrings are not namespaced.
 		{Name: "add_key", Nr: unix.SYS_ADD_KEY, Errno: eperm,

@@ -63,6 +63,8 @@ func supervisedCases(base []seccompCase) []seccompCase {
 		{"truncate", unix.SYS_TRUNCATE},
 		{"chmod", unix.SYS_CHMOD}, {"fchmodat", unix.SYS_FCHMODAT}, {"fchmodat2", unix.SYS_FCHMODAT2}, {"fchmod", unix.SYS_FCHMOD},
 		{"chown", unix.SYS_CHOWN}, {"lchown", unix.SYS_LCHOWN}, {"fchownat", unix.SYS_FCHOWNAT}, {"fchown", unix.SYS_FCHOWN},
+		// An AF_UNIX bind makes a socket file, under every socket policy.
+		{"bind", unix.SYS_BIND},
 	}
 	// Calls that stay fast under supervision: reads, and writes through a
 	// file descriptor that was checked when it was opened.
@@ -93,10 +95,10 @@ func supervisedCases(base []seccompCase) []seccompCase {
 		}
 		add(unsup, "connect", x86(unix.SYS_CONNECT, 3, 0x1000, 16), allow)
 		add(unsup, "bind", x86(unix.SYS_BIND, 3, 0x1000, 16), allow)
+		add(sup, "bind", x86(unix.SYS_BIND, 3, 0x1000, 16), notify)
 	}
 	ns := seccompTableID{SocketsLoopbackNetns, Supervised}
 	add(ns, "connect", x86(unix.SYS_CONNECT, 3, 0x1000, 16), notify)
-	add(ns, "bind", x86(unix.SYS_BIND, 3, 0x1000, 16), notify)
 	add(ns, "socket AF_INET tcp", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0), allow)
 	add(ns, "sendto with an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), notify)
 	add(ns, "sendto without an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0, 0), allow)
@@ -105,7 +107,6 @@ func supervisedCases(base []seccompCase) []seccompCase {
 	add(ns, "sendmsg of the stage's listener (MSG_DONTROUTE)", x86(unix.SYS_SENDMSG, 3, 0x1000, stageSendFlag), allow)
 	open := seccompTableID{SocketsAny, Supervised}
 	add(open, "connect (network on: not supervised)", x86(unix.SYS_CONNECT, 3, 0x1000, 16), allow)
-	add(open, "bind (network on: not supervised)", x86(unix.SYS_BIND, 3, 0x1000, 16), allow)
 	add(open, "socket AF_INET", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM), allow)
 	add(open, "sendmsg (network on: not supervised)", x86(unix.SYS_SENDMSG, 3, 0x1000, 0), allow)
 	add(open, "sendto (network on: not supervised)", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), allow)
@@ -117,7 +118,6 @@ func supervisedCases(base []seccompCase) []seccompCase {
 	add(uo, "socket AF_INET6 MPTCP", x86(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_STREAM, unix.IPPROTO_MPTCP), retErrno(unix.EPERM))
 	add(uo, "socket AF_PACKET", x86(unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW), retErrno(unix.EAFNOSUPPORT))
 	add(uo, "connect (no inet socket can exist)", x86(unix.SYS_CONNECT, 3, 0x1000, 16), allow)
-	add(uo, "bind (no inet socket can exist)", x86(unix.SYS_BIND, 3, 0x1000, 16), allow)
 
 	type key struct {
 		table seccompTableID
@@ -178,7 +178,7 @@ func TestSeccompSupervisedKeepsErrnoRules(t *testing.T) {
 func TestSeccompSupervisedCoversWriteSyscalls(t *testing.T) {
 	want := []string{"open", "openat", "openat2", "creat", "mkdir", "mkdirat", "unlink", "unlinkat", "rmdir",
 		"rename", "renameat", "renameat2", "link", "linkat", "symlink", "symlinkat", "truncate", "mknod", "mknodat",
-		"chmod", "fchmodat", "fchmodat2", "fchmod", "chown", "lchown", "fchownat", "fchown"}
+		"chmod", "fchmodat", "fchmodat2", "fchmod", "chown", "lchown", "fchownat", "fchown", "bind"}
 	for _, p := range allSocketPolicies {
 		notified := map[string]bool{}
 		for _, r := range SeccompTable(p, Supervised) {
@@ -191,8 +191,8 @@ func TestSeccompSupervisedCoversWriteSyscalls(t *testing.T) {
 				t.Errorf("%s: %s is not supervised", p, name)
 			}
 		}
-		if got := notified["connect"] || notified["bind"]; got != (p == SocketsLoopbackNetns) {
-			t.Errorf("%s: connect/bind supervised = %t, want %t", p, got, p == SocketsLoopbackNetns)
+		if got := notified["connect"]; got != (p == SocketsLoopbackNetns) {
+			t.Errorf("%s: connect supervised = %t, want %t", p, got, p == SocketsLoopbackNetns)
 		}
 	}
 }

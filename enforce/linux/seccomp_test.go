@@ -185,6 +185,9 @@ func seccompCases() []seccompCase {
 		{"fsconfig", unix.SYS_FSCONFIG}, {"fsmount", unix.SYS_FSMOUNT}, {"fspick", unix.SYS_FSPICK},
 		{"mount_setattr", unix.SYS_MOUNT_SETATTR}, {"setns", unix.SYS_SETNS},
 		{"add_key", unix.SYS_ADD_KEY}, {"request_key", unix.SYS_REQUEST_KEY}, {"keyctl", unix.SYS_KEYCTL},
+		// A root of the task's own, or a deleted one, is a path the
+		// supervisor cannot resolve (invariant 1).
+		{"chroot", unix.SYS_CHROOT},
 	}
 	allowed := []struct {
 		name string
@@ -223,6 +226,13 @@ func seccompCases() []seccompCase {
 		// bit too; nothing issues it on purpose.
 		add(p, "nr -1", seccompData{Nr: -1, Arch: unix.AUDIT_ARCH_X86_64}, retKillT)
 
+		// Secret memory hides a path from the supervisor; ENOSYS is what a
+		// kernel without secretmem says, so programs take their fallback.
+		add(p, "memfd_secret", x86(unix.SYS_MEMFD_SECRET), retErrno(unix.ENOSYS))
+		add(p, "memfd_secret with args", x86(unix.SYS_MEMFD_SECRET, unix.O_CLOEXEC, 1<<32), retErrno(unix.ENOSYS))
+		add(p, "memfd_create (readable memory)", x86(unix.SYS_MEMFD_CREATE, 0x1000, unix.MFD_CLOEXEC), retAllowT)
+		add(p, "unshare (user namespaces stay allowed)", x86(unix.SYS_UNSHARE, unix.CLONE_NEWUSER|unix.CLONE_NEWNS), retAllowT)
+		add(p, "fchdir (not chroot)", x86(unix.SYS_FCHDIR, 3), retAllowT)
 		add(p, "socket AF_UNIX", x86(unix.SYS_SOCKET, unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC), retAllowT)
 		add(p, "socketpair AF_UNIX", x86(unix.SYS_SOCKETPAIR, unix.AF_UNIX, unix.SOCK_SEQPACKET), retAllowT)
 	}

@@ -42,6 +42,15 @@ import (
 // and chmod/chown outside the writable roots (Landlock has no right for
 // them).
 //
+// Where the supervisor cannot see (the path is in memory process_vm_readv
+// cannot read, an fd, the cwd or the root reads "(deleted)" or cannot be
+// read, a name of a deleted file that still has others), it fails closed:
+// the call is refused with EACCES and a denial of confidence "inferred"
+// that says what it could not see. What continues unseen is only what fails
+// by itself (ENOENT or ENOTDIR on the way), what has no name in any
+// directory (a pipe, an O_TMPFILE), and what a kernel wall decides alone: a
+// read of a masked path, and the network inside a private namespace.
+//
 // The supervisor refuses only what the policy forbids and what would
 // otherwise have succeeded as far as ordinary permissions go: a call the
 // kernel would fail anyway (ENOENT, EEXIST, EISDIR, a read-only file
@@ -107,10 +116,14 @@ func LoadSeccompListener(prog []unix.SockFilter) (int, error) {
 	return int(fd), nil
 }
 
-// The source and confidence of every denial the supervisor records.
+// The source and confidences of the denials the supervisor records:
+// Observed when it read the call's path or address and the policy forbids
+// it; Inferred when it refused a call it could not see through (see
+// supervisor.blind).
 const (
 	SupervisorSource = "seccomp-supervisor"
-	Observed         = "observed"
+	Observed         = enforce.ConfidenceObserved
+	Inferred         = enforce.ConfidenceInferred
 )
 
 // SupervisionResult is what the supervisor saw during one call.

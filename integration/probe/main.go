@@ -36,7 +36,12 @@ const usage = `usage: probe ACTION [ARG...]
   sendto udp4|udp6 HOST:PORT            (one datagram, unconnected socket)
   tiocsti | ptrace-parent | int80 | fd N | signal PID
   setxattr-cap PATH | setxattr-acl PATH | chattr PATH | scan-environ NEEDLE
-  sethostname | setdomainname | clock-settime | syslog | capeff   (what capabilities allow)`
+  sethostname | setdomainname | clock-settime | syslog | capeff   (what capabilities allow)
+  chmod PATH MODE | secret-chmod PATH MODE | secret-mkdir PATH
+  unreadable-chmod PATH MODE            (the path in a PROT_NONE page)
+  memfd-secret                          (does the kernel have it)
+  tmpfile-link empty|proc DIR NEW       (O_TMPFILE in DIR, then linkat)
+  chroot-then plain|userns chmod|chown|mkdir DIR NAME JAIL`
 
 // result is the one JSON line the probe prints.
 type result struct {
@@ -116,6 +121,43 @@ func run(args []string) (result, error) {
 		return map[string]func() result{"tiocsti": tiocsti, "ptrace-parent": ptraceParent, "int80": int80, "setns": setnsSelf}[op](), nil
 	case "setxattr-cap", "setxattr-acl", "chattr", "scan-environ", "sethostname", "setdomainname", "clock-settime", "syslog", "capeff":
 		return privOp(op, args)
+	case "chmod", "secret-chmod", "unreadable-chmod":
+		if err := need(2); err != nil {
+			return result{}, err
+		}
+		mode, err := parseMode(args[1])
+		if err != nil {
+			return result{}, err
+		}
+		if op == "chmod" {
+			return chmodOp(args[0], mode), nil
+		}
+		return hiddenPath(op[:len(op)-len("-chmod")], "chmod", args[0], mode), nil
+	case "secret-mkdir":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		return hiddenPath("secret", "mkdir", args[0], 0o755), nil
+	case "memfd-secret":
+		if err := need(0); err != nil {
+			return result{}, err
+		}
+		fd, _, e := unix.Syscall(unix.SYS_MEMFD_SECRET, unix.O_CLOEXEC, 0, 0)
+		if e != 0 {
+			return fail(op, errnoName(int(e)), "memfd_secret"), nil
+		}
+		unix.Close(int(fd))
+		return result{Op: op, OK: true, Detail: "memfd_secret"}, nil
+	case "tmpfile-link":
+		if err := need(3); err != nil {
+			return result{}, err
+		}
+		return tmpfileLink(args[0], args[1], args[2]), nil
+	case "chroot-then":
+		if err := need(5); err != nil {
+			return result{}, err
+		}
+		return chrootThen(args[0], args[1], args[2], args[3], args[4]), nil
 	case "fd", "signal":
 		if err := need(1); err != nil {
 			return result{}, err
