@@ -68,7 +68,8 @@ Exit status: 0 done; 1 failed for an ordinary reason (a missing file, file
 permissions, a patch that does not apply); 3 denied by the sandbox (only when
 the sandbox reported the denial: without denial reports a refusal is exit 1);
 125 bad flags or arguments, nothing run (one line on stderr naming the
-argument; with --json also {"error": MESSAGE} on stdout, as sbx exec refuses).
+argument; with --json also {"error": MESSAGE, "error_detail": {...}} on stdout,
+as sbx exec refuses).
 
 A denial, and its retry (fill in --justification; an approver is asked):
   $ echo x | sbx fs --mode workspace-write write /var/tmp/out/f

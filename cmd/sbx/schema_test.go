@@ -302,10 +302,9 @@ func TestSchemaExecOutput(t *testing.T) {
 	}
 }
 
-// TestSchemaExecNotFound pins a known gap instead of hiding it: for a command
-// that is not found (127), sbx builds the result before any plan exists, so
-// enforcement.platform and enforcement.launch are "" and the result does not
-// satisfy the schema. The skip is printed; it turns into a pass once fixed.
+// TestSchemaExecNotFound: the result for a command that is not found (127)
+// has the enforcement of the plan it would have run under (it once had an
+// empty one, which the schema rejects) and an exec_failed error.
 func TestSchemaExecNotFound(t *testing.T) {
 	result := compileSchema(t, resultSchema)
 	code, out, stderr := execMain(t, mustJSON(map[string]any{"command": []string{"/nonexistent/cmd"}, "cwd": t.TempDir()}))
