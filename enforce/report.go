@@ -127,8 +127,11 @@ type Report struct {
 	// KilledBy says why the command was killed: "timeout", "memory" (the
 	// kernel's OOM killer in the call's memory cgroup), "signal" (sbx was
 	// told to stop) or "parent-death" (sbx's parent went away).
-	KilledBy   string `json:"killed_by,omitempty"`
-	DurationMS int64  `json:"duration_ms"`
+	KilledBy string `json:"killed_by,omitempty"`
+	// KilledBySignal names the signal sbx received and relayed when
+	// KilledBy is "signal" ("SIGTERM", "SIGHUP", "SIGINT", "SIGQUIT").
+	KilledBySignal string `json:"killed_by_signal,omitempty"`
+	DurationMS     int64  `json:"duration_ms"`
 	// Resources says how limits were enforced and what the call used.
 	Resources Resources `json:"resources"`
 }

@@ -19,7 +19,10 @@ type RetryInput struct {
 	// Additional is the call's own additional profile, normalised; the
 	// retry keeps it, because it is the same call again.
 	Additional profiles.Profile
-	Denials    []enforce.Denial
+	// SandboxPermissions is the call's own: it decides what a grant must
+	// cover for the same call to go through (see Retry.Grant).
+	SandboxPermissions profiles.SandboxPermissions
+	Denials            []enforce.Denial
 }
 
 // Retry is the exact-retry hint: the escalation fields to add to the same
@@ -44,6 +47,15 @@ type Retry struct {
 	// Unresolved are the denials no escalation lets through, each with why
 	// ("forbidden by guard: ...").
 	Unresolved []Unresolved `json:"unresolved,omitempty"`
+	// Grant is the other way to let the same call through, for a runtime
+	// that asked the user itself: the profile to add to the call's
+	// grants.turn (or grants.session) before sending the call again
+	// unchanged. It is what the denials need plus, for a call that was
+	// with_additional_permissions, the profile it asked for (granted, it
+	// needs no approval again). Absent for require_escalated, which no grant
+	// gives, and for a call that was require_escalated, which grants do
+	// not apply to (profiles.Grants.Effective).
+	Grant *profiles.Profile `json:"grant,omitempty"`
 }
 
 // Unresolved is a denial the retry cannot help with.
@@ -130,8 +142,18 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		r.Reason = strings.Join(dedupe(escalate), "; ")
 	case len(write) > 0 || network:
 		sp := profiles.WithAdditionalPermissions
-		add := profiles.Merge(in.Additional, profiles.Build(network, nil, write))
+		needed := profiles.Build(network, nil, write)
+		add := profiles.Merge(in.Additional, needed)
 		r.SandboxPermissions, r.AdditionalPermissions, r.Justification = &sp, &add, &empty
+		switch in.SandboxPermissions {
+		case profiles.UseDefault:
+			// The call's own profile is preauthorised: it applies
+			// with the grant as it did without.
+			r.Grant = &needed
+		case profiles.WithAdditionalPermissions:
+			grant := profiles.Merge(in.Additional, needed)
+			r.Grant = &grant
+		}
 	}
 	return r, true
 }

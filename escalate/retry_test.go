@@ -26,7 +26,8 @@ func TestSmallestRetry(t *testing.T) {
 	fs := func(op, path string) enforce.Denial { return enforce.Denial{Operation: op, Path: path, Reason: "r"} }
 	conn := enforce.Denial{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "192.0.2.2", Port: 80}}
 	write := func(paths ...string) string {
-		return `{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + toJSON(profiles.Build(false, nil, paths)) + `,"justification":""}`
+		p := toJSON(profiles.Build(false, nil, paths))
+		return `{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + p + `,"justification":"","grant":` + p + `}`
 	}
 	escalated := `"sandbox_permissions":"require_escalated","escalate_to":"danger-full-access","justification":""`
 	tests := []struct {
@@ -45,11 +46,12 @@ func TestSmallestRetry(t *testing.T) {
 		{"chmod grants the object", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("chmod", out+"/file")}, write(out + "/file")},
 		{"two creates in one directory ask once", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", out+"/a"), fs("create", out+"/b")}, write(out)},
 		{"a file and its directory fold", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", out+"/file"), fs("create", out+"/b")}, write(out)},
-		{"the call's own additional permissions stay", pol, Guard{}, profiles.Build(false, nil, []string{out + "/sub"}), []enforce.Denial{fs("write", out+"/file")}, write(out+"/file", out+"/sub")},
+		{"the call's own additional permissions stay, and the grant adds only what was denied", pol, Guard{}, profiles.Build(false, nil, []string{out + "/sub"}), []enforce.Denial{fs("write", out+"/file")},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + toJSON(profiles.Build(false, nil, []string{out + "/file", out + "/sub"})) + `,"justification":"","grant":` + toJSON(profiles.Build(false, nil, []string{out + "/file"})) + `}`},
 		{"network", pol, Guard{}, profiles.Profile{}, []enforce.Denial{conn},
-			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"network":{"enabled":true}},"justification":""}`},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"network":{"enabled":true}},"justification":"","grant":{"network":{"enabled":true}}}`},
 		{"network and a path", pol, Guard{}, profiles.Profile{}, []enforce.Denial{conn, fs("create", out+"/x")},
-			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"network":{"enabled":true},"file_system":{"write":["` + out + `"]}},"justification":""}`},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"network":{"enabled":true},"file_system":{"write":["` + out + `"]}},"justification":"","grant":{"network":{"enabled":true},"file_system":{"write":["` + out + `"]}}}`},
 		{".git needs escalation", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", ws+"/.git")},
 			`{` + escalated + `,"reason":"` + ws + `/.git is a read-only carve-out: additional permissions cannot widen past a carve-out"}`},
 		{"escalation covers the rest", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", ws+"/.git/config"), fs("create", out+"/x"), conn},
@@ -61,7 +63,7 @@ func TestSmallestRetry(t *testing.T) {
 		{"guard deny_read", pol, guard, profiles.Profile{}, []enforce.Denial{fs("write", out+"/secret/k")},
 			`{"unresolved":[{"operation":"write","path":"` + out + `/secret/k","reason":"forbidden by guard: deny_read ` + out + `/secret"}]}`},
 		{"guard next to a retry", pol, guard, profiles.Profile{}, []enforce.Denial{fs("create", out+"/locked/x"), fs("create", out+"/y")},
-			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"file_system":{"write":["` + out + `"]}},"justification":"","unresolved":[{"operation":"create","path":"` + out + `/locked/x","reason":"forbidden by guard: deny_write ` + out + `/locked"}]}`},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"file_system":{"write":["` + out + `"]}},"justification":"","unresolved":[{"operation":"create","path":"` + out + `/locked/x","reason":"forbidden by guard: deny_write ` + out + `/locked"}],"grant":{"file_system":{"write":["` + out + `"]}}}`},
 		{"guard deny_network", pol, Guard{DenyNetwork: true}, profiles.Profile{}, []enforce.Denial{conn},
 			`{"unresolved":[{"operation":"connect","address":{"family":"inet","address":"192.0.2.2","port":80},"reason":"forbidden by guard: deny_network"}]}`},
 		{"carve-out under danger-full-access", policy.Policy{Mode: profiles.DangerFullAccess, WriteRoots: []string{"/"}, ReadOnly: []string{ws}}, Guard{DenyWrite: []string{ws}}, profiles.Profile{},
@@ -83,6 +85,32 @@ func TestSmallestRetry(t *testing.T) {
 	}
 	if _, ok := SmallestRetry(RetryInput{Policy: pol}); ok {
 		t.Error("a retry without denials")
+	}
+}
+
+// TestSmallestRetryGrant: the grant covers what the same call needs from
+// grants: the denials, plus its own profile when that was a request
+// (with_additional_permissions); nothing for a require_escalated call, which
+// grants do not apply to.
+func TestSmallestRetryGrant(t *testing.T) {
+	out := t.TempDir()
+	sub := filepath.Join(out, "sub")
+	os.Mkdir(sub, 0o755)
+	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{"/nonexistent-ws"}}
+	own := profiles.Build(false, nil, []string{sub})
+	denials := []enforce.Denial{{Operation: "create", Path: out + "/x"}}
+	for _, tt := range []struct {
+		sp   profiles.SandboxPermissions
+		want string
+	}{
+		{profiles.UseDefault, toJSON(profiles.Build(false, nil, []string{out}))},
+		{profiles.WithAdditionalPermissions, toJSON(profiles.Build(false, nil, []string{out, sub}))},
+		{profiles.RequireEscalated, "null"},
+	} {
+		r, _ := SmallestRetry(RetryInput{Policy: pol, Additional: own, SandboxPermissions: tt.sp, Denials: denials})
+		if got := toJSON(r.Grant); got != tt.want {
+			t.Errorf("%v: grant %s, want %s", tt.sp, got, tt.want)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@ package integration
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -102,4 +103,106 @@ func TestExecBadInput(t *testing.T) {
 			wantAbsent(marker)(t)
 		})
 	}
+}
+
+// deniedExec runs a workspace-write call that writes outside its roots and
+// returns the request and the raw result; the retry needs the supervisor's
+// denial.
+func deniedExec(t *testing.T) (req map[string]any, res map[string]any, out string) {
+	t.Helper()
+	requireWriteRestriction(t)
+	if !caps(t).supervised {
+		Require(t, "denial-reports")
+	}
+	ws := workspace(t)
+	dir := outsidePath(t)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out = filepath.Join(dir, "f")
+	req = map[string]any{"command": []string{"sh", "-c", "echo x > " + out}, "cwd": ws,
+		"sandbox_mode": "workspace-write", "call_id": "call-retry"}
+	o := sbx(t, opts{args: []string{"exec"}, stdin: strings.NewReader(mustJSON(t, req))})
+	if o.code != 0 || json.Unmarshal([]byte(o.stdout), &res) != nil {
+		t.Fatalf("exit %d stdout %q stderr %q", o.code, o.stdout, o.stderr)
+	}
+	if res["exit_code"] == float64(0) || res["retry"] == nil {
+		t.Fatalf("the write outside was not denied with a retry: %s", o.stdout)
+	}
+	wantAbsent(out)(t)
+	return req, res, out
+}
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// execOK sends req and wants the command to exit 0.
+func execOK(t *testing.T, req any) map[string]any {
+	t.Helper()
+	o := sbx(t, opts{args: []string{"exec"}, stdin: strings.NewReader(mustJSON(t, req))})
+	var res map[string]any
+	if o.code != 0 || json.Unmarshal([]byte(o.stdout), &res) != nil || res["exit_code"] != float64(0) {
+		t.Fatalf("retry: exit %d stdout %s stderr %q", o.code, o.stdout, o.stderr)
+	}
+	return res
+}
+
+// TestExecRetryGrant: a runtime whose user approved the retry elsewhere
+// adds retry.grant to grants.turn of the same request, sends it again
+// unchanged otherwise (approval_policy still the default never), and the
+// call goes through by grant.
+func TestExecRetryGrant(t *testing.T) {
+	req, res, out := deniedExec(t)
+	grant := res["retry"].(map[string]any)["grant"]
+	if grant == nil {
+		t.Fatalf("retry without a grant: %v", res["retry"])
+	}
+	req["grants"] = map[string]any{"turn": grant}
+	again := execOK(t, req)
+	if via := again["permissions"].(map[string]any)["via"]; via != "standing" && via != "grant" {
+		t.Errorf("permissions.via %v, want the grant to apply without asking", via)
+	}
+	if again["call_id"] != "call-retry" {
+		t.Errorf("call_id %v, want call-retry", again["call_id"])
+	}
+	wantContent(out, "x\n")(t)
+	// The same grant in grants.session works as well.
+	os.Remove(out)
+	req["grants"] = map[string]any{"session": grant}
+	execOK(t, req)
+	wantContent(out, "x\n")(t)
+}
+
+// TestExecRetryRequest: retry.request is the call asking for approval:
+// with the justification filled in and an approval policy that asks an
+// approver answering allowed-once, it goes through; under the default
+// approval policy never it is refused as denied_by_policy.
+func TestExecRetryRequest(t *testing.T) {
+	_, res, out := deniedExec(t)
+	retry, _ := res["retry"].(map[string]any)["request"].(map[string]any)
+	if retry == nil || retry["justification"] != "" {
+		t.Fatalf("retry.request %v, want one with justification \"\"", retry)
+	}
+	retry["justification"] = "write the output file"
+	o := sbx(t, opts{args: []string{"exec"}, stdin: strings.NewReader(mustJSON(t, retry))})
+	var refusal struct {
+		ErrorDetail struct{ Kind, Outcome string } `json:"error_detail"`
+	}
+	json.Unmarshal([]byte(o.stdout), &refusal)
+	if o.code != 125 || refusal.ErrorDetail.Kind != "denied_by_policy" || refusal.ErrorDetail.Outcome != "never" {
+		t.Errorf("retry.request under approval policy never: exit %d %s, want 125 denied_by_policy never", o.code, o.stdout)
+	}
+	wantAbsent(out)(t)
+	retry["approval_policy"], retry["approver"] = "on-request", []string{approver(t)}
+	again := execOK(t, retry)
+	if via := again["permissions"].(map[string]any)["via"]; via != "approval" {
+		t.Errorf("permissions.via %v, want approval", via)
+	}
+	wantContent(out, "x\n")(t)
 }

@@ -37,6 +37,9 @@ type request struct {
 	Limits     enforce.Limits
 	Require    []string
 	Escalation escalation
+	// KillGrace is the time between a relayed SIGTERM and the kill (0:
+	// host.DefaultKillGrace).
+	KillGrace time.Duration
 }
 
 // errNotFound marks a command that could not be resolved (exit 127).
@@ -109,11 +112,12 @@ func prepare(r request) (host.Call, callReport, error) {
 		return call, meta, err
 	}
 	return host.Call{
-		Policy:  pol,
-		Cmd:     host.Cmd{Path: path, Argv: r.Command, Dir: cwd, Env: env},
-		Require: r.Require,
-		Timeout: r.Timeout,
-		Limits:  r.Limits,
+		Policy:    pol,
+		Cmd:       host.Cmd{Path: path, Argv: r.Command, Dir: cwd, Env: env},
+		Require:   r.Require,
+		Timeout:   r.Timeout,
+		KillGrace: r.KillGrace,
+		Limits:    r.Limits,
 	}, meta, nil
 }
 
@@ -191,6 +195,10 @@ func exitStatusFor(err error) int {
 // callReport is the report of `sbx run --report` and the core of the
 // `sbx exec` result: what was enforced plus where the permissions came from.
 type callReport struct {
+	// SchemaVersion is SchemaVersion, first in every report and result.
+	SchemaVersion schemaVersion `json:"schema_version"`
+	// CallID echoes the call_id of an `sbx exec` request.
+	CallID string `json:"call_id,omitempty"`
 	enforce.Report
 	Permissions permissionsReport `json:"permissions"`
 	// Env names what the environment policy stripped and set (never values).

@@ -59,6 +59,9 @@ type execRequest struct {
 	// FS, instead of command or shell, makes one file-system change as
 	// `sbx fs` does.
 	FS *execFSRequest `json:"fs"`
+	// KillGraceMS is the time between a relayed SIGTERM and the kill of
+	// the tree (0 or absent: host.DefaultKillGrace).
+	KillGraceMS int64 `json:"kill_grace_ms"`
 }
 
 // execPTY is the "pty" object; absent sizes are the default 24x80.
@@ -130,19 +133,43 @@ type execResult struct {
 	Stderr          string `json:"stderr"`
 	StdoutTruncated bool   `json:"stdout_truncated"`
 	StderrTruncated bool   `json:"stderr_truncated"`
-	Error           string `json:"error,omitempty"`
+	// Error is why the command did not start (126, 127), for people;
+	// ErrorDetail is the same as an error object (kind exec_failed).
+	Error       string       `json:"error,omitempty"`
+	ErrorDetail *errorObject `json:"error_detail,omitempty"`
 }
 
 const defaultMaxOutput = 1 << 20
 
+const execUsage = `Usage: sbx exec < request.json
+
+Reads one JSON request on stdin and prints one JSON result on stdout.
+See docs/json.md for the shapes.
+
+APPROVAL: the default approval_policy of sbx exec is "never", not sbx run's
+"on-request". A program calls sbx exec, with no person at a terminal to ask,
+so an escalation that no grant covers is refused, exit 125 with
+error_detail {"kind": "denied_by_policy", "outcome": "never"}. A denied call's
+result has the two ways to retry it: retry.grant, the profile to add to the
+request's grants.turn or grants.session once the runtime's user approved it;
+or retry.request, the request asking for approval (fill in justification and
+send it with "approval_policy": "on-request" and an "approver" program).
+
+Cancellation: SIGTERM or SIGHUP to sbx is relayed to the command, and its
+tree is killed kill_grace_ms later (default 2000); SIGINT is relayed too.
+The result is still written, with killed_by "signal" and killed_by_signal.
+sbx killed with SIGKILL writes no result (the command tree dies with it, but
+on macOS: degraded parent-death-kill).
+`
+
 func execCmd(args []string, stdio Stdio) int {
-	fs := newFlagSet("exec", "Usage: sbx exec < request.json\n\nReads one JSON request on stdin and prints one JSON result on stdout.\nSee docs/json.md for the shapes.\n", stdio)
+	fs := newFlagSet("exec", execUsage, stdio)
 	if code, ok := fs.parse(args); !ok {
 		return code
 	}
 	data, err := io.ReadAll(stdio.In)
 	if err != nil {
-		return execRefuse(stdio, fmt.Errorf("read request: %w", err))
+		return execRefuse(stdio, internalError{fmt.Errorf("read request: %w", err)})
 	}
 	var req execRequest
 	if err := profiles.DecodeStrict(data, &req); err != nil {
@@ -156,6 +183,10 @@ func execCmd(args []string, stdio Stdio) int {
 	}
 	if req.MaxOutputBytes < 0 {
 		return execRefuse(stdio, &profiles.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")})
+	}
+	killGrace, err := req.killGrace()
+	if err != nil {
+		return execRefuse(stdio, err)
 	}
 	var in execInput
 	if req.Stdin != nil {
@@ -175,6 +206,7 @@ func execCmd(args []string, stdio Stdio) int {
 		Command: req.Command, Cwd: req.Cwd, WritableRoots: req.WritableRoots, ExcludeTmp: req.ExcludeTmp,
 		ExcludeTmpdir: req.ExcludeTmpdir, ReadOnly: req.ReadOnly, Network: req.NetworkAccess,
 		Env: os.Environ(), Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require,
+		KillGrace: killGrace,
 	}
 	if req.SandboxMode != nil {
 		r.Mode = *req.SandboxMode
@@ -208,7 +240,7 @@ func execCmd(args []string, stdio Stdio) int {
 		// As in sbx run: namespaces (or the stage, on these pipes) are
 		// made while the call is resolved.
 		if in.pipes, err = newCallPipes(in.stdin); err != nil {
-			return execRefuse(stdio, err)
+			return execRefuse(stdio, internalError{err})
 		}
 		defer in.pipes.close()
 		host.Prestart(!r.Network, [3]*os.File{in.pipes.stdin, in.pipes.outW, in.pipes.errW})
@@ -222,7 +254,7 @@ func execCmd(args []string, stdio Stdio) int {
 	if err == nil {
 		var out execResult
 		if req.Stream {
-			out, err = streamCall(call, req.MaxOutputBytes, in, stdio.Out)
+			out, err = streamCall(call, req.MaxOutputBytes, in, stdio.Out, req.CallID)
 		} else {
 			out, err = captureCall(call, req.MaxOutputBytes, in)
 		}
@@ -239,10 +271,14 @@ func execCmd(args []string, stdio Stdio) int {
 			code = res.ExitCode
 		}
 		if code == ExitRefused {
-			return execRefuse(stdio, err)
+			// A required feature missing is still unsupported (errorFor
+			// looks for it first); anything else is sbx's own failure.
+			return execRefuse(stdio, internalError{err})
 		}
 		res.ExitCode, res.Error = code, err.Error()
+		res.ErrorDetail = errorFor(err, errExecFailed)
 	}
+	res.CallID = req.CallID
 	if req.Stream {
 		return writeJSONLine(stdio.Out, streamResult{Event: "result", execResult: res})
 	}
@@ -362,8 +398,20 @@ func (req execRequest) escalation() (escalation, error) {
 
 func execRefuse(stdio Stdio, err error) int {
 	fmt.Fprintf(stdio.Err, "sbx exec: %v\n", err)
-	writeJSON(stdio.Out, map[string]string{"error": err.Error()})
+	writeJSON(stdio.Out, newRefusal(err))
 	return ExitRefused
+}
+
+// maxKillGrace bounds kill_grace_ms: a longer wait is no grace period, and
+// the bound keeps the duration from overflowing.
+const maxKillGrace = time.Hour
+
+// killGrace checks kill_grace_ms.
+func (req execRequest) killGrace() (time.Duration, error) {
+	if req.KillGraceMS < 0 || req.KillGraceMS > maxKillGrace.Milliseconds() {
+		return 0, &profiles.FieldError{Field: "kill_grace_ms", Err: fmt.Errorf("must be between 0 and %d (0: the default %d)", maxKillGrace.Milliseconds(), host.DefaultKillGrace.Milliseconds())}
+	}
+	return time.Duration(req.KillGraceMS) * time.Millisecond, nil
 }
 
 func writeJSON(w io.Writer, v any) int {

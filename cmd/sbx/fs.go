@@ -68,7 +68,8 @@ Exit status: 0 done; 1 failed for an ordinary reason (a missing file, file
 permissions, a patch that does not apply); 3 denied by the sandbox (only when
 the sandbox reported the denial: without denial reports a refusal is exit 1);
 125 bad flags or arguments, nothing run (one line on stderr naming the
-argument; with --json also {"error": MESSAGE} on stdout, as sbx exec refuses).
+argument; with --json also {"error": MESSAGE, "error_detail": {...}} on stdout,
+as sbx exec refuses).
 
 A denial, and its retry (fill in --justification; an approver is asked):
   $ echo x | sbx fs --mode workspace-write write /var/tmp/out/f
@@ -86,23 +87,16 @@ Flags (the run flags; --shell, -c and --login are refused: no command runs):
 // "fs" request: the report plus the outcome of the change.
 type fsResult struct {
 	callReport
-	Op    fsop.Kind `json:"op"`
-	OK    bool      `json:"ok"`
-	Error *fsError  `json:"error,omitempty"`
+	Op fsop.Kind `json:"op"`
+	OK bool      `json:"ok"`
+	// Error says why the change was not made: Kind "denied" when the
+	// supervisor reported a denial, else "failed"; Message is the helper's
+	// error as the system call (or the patch) gave it.
+	Error *errorObject `json:"error,omitempty"`
+	// ErrorDetail is the same object, under the name every other output
+	// gives it.
+	ErrorDetail *errorObject `json:"error_detail,omitempty"`
 }
-
-// fsError says why the change was not made: Kind "denied" when the
-// supervisor reported a denial, else "failed"; Message is the helper's error
-// as the system call (or the patch) gave it.
-type fsError struct {
-	Kind    string `json:"kind"`
-	Message string `json:"message"`
-}
-
-const (
-	fsDenied = "denied"
-	fsFailed = "failed"
-)
 
 func fsCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("fs", fsUsage, stdio)
@@ -117,7 +111,7 @@ func fsCmd(args []string, stdio Stdio) int {
 		if *asJSON {
 			// The refusal object of sbx exec, so a caller reading JSON
 			// always gets one.
-			writeJSON(stdio.Out, map[string]string{"error": err.Error()})
+			writeJSON(stdio.Out, newRefusal(err))
 		}
 		return ExitRefused
 	}
@@ -140,7 +134,7 @@ func fsCmd(args []string, stdio Stdio) int {
 	if op.Kind.TakesInput() {
 		b, err := io.ReadAll(stdio.In)
 		if err != nil {
-			return refuse(fmt.Errorf("read stdin: %w", err))
+			return refuse(internalError{fmt.Errorf("read stdin: %w", err)})
 		}
 		content = string(b)
 	}
@@ -263,7 +257,7 @@ var selfExecutable = os.Executable
 func runFS(req request, op fsop.Op, content string) (fsOutcome, error) {
 	exe, err := selfExecutable()
 	if err != nil {
-		return fsOutcome{}, fmt.Errorf("executable: %w", err)
+		return fsOutcome{}, internalError{fmt.Errorf("executable: %w", err)}
 	}
 	// The spec (argv[2]) is made once the policy is known.
 	req.Command, req.Shell = []string{exe, fsStageCommand, ""}, nil
@@ -279,7 +273,9 @@ func runFS(req request, op fsop.Op, content string) (fsOutcome, error) {
 	call.Cmd.Argv[2] = string(spec)
 	out, err := captureCall(call, 0, execInput{stdin: content})
 	if err != nil {
-		return fsOutcome{}, fmt.Errorf("fs helper: %w", err)
+		// A required feature missing is still unsupported (errorFor
+		// looks for it first); anything else is sbx's own failure.
+		return fsOutcome{}, internalError{fmt.Errorf("fs helper: %w", err)}
 	}
 	res := fsResult{callReport: out.callReport, Op: op.Kind}
 	res.Permissions, res.Env = meta.Permissions, meta.Env
@@ -303,7 +299,8 @@ func runFS(req request, op fsop.Op, content string) (fsOutcome, error) {
 	}
 	code := 0
 	if !res.OK {
-		res.Error = &fsError{Kind: fsFailed, Message: st.Error}
+		res.Error = &errorObject{Kind: fsFailed, Message: st.Error}
+		res.ErrorDetail = res.Error
 		code = 1
 		// Denied only on the supervisor's evidence, never from an errno.
 		if len(res.Denials) > 0 {

@@ -91,5 +91,6 @@ func execFS(stdio Stdio, req execRequest, r request, raw []byte) int {
 	if res.Retry.helps() {
 		res.Retry.Request = execRetryRequest(raw, res.Retry.Retry)
 	}
+	res.CallID = req.CallID
 	return writeJSON(stdio.Out, res.fsResult)
 }

@@ -30,10 +30,11 @@ func TestSchemaFSTypes(t *testing.T) {
 	}{
 		{"execFSRequest", req.propertyNames(t, "$defs/fs"), jsonNames(reflect.TypeFor[execFSRequest]())},
 		{"fsResult (own fields)", res.propertyNames(t, "$defs/fs_result"), own},
-		{"fsError", res.propertyNames(t, "$defs/fs_result/properties/error"), jsonNames(reflect.TypeFor[fsError]())},
+		{"errorObject", res.propertyNames(t, "$defs/error"), jsonNames(reflect.TypeFor[errorObject]())},
 		{"request fs.op enum", sorted(req.enum(t, "$defs/fs/properties/op")), ops},
 		{"result op enum", sorted(res.enum(t, "$defs/fs_result/properties/op")), ops},
 		{"result error.kind enum", sorted(res.enum(t, "$defs/fs_result/properties/error/properties/kind")), []string{fsDenied, fsFailed}},
+		{"result error_detail.kind enum", sorted(res.enum(t, "$defs/fs_result/properties/error_detail/properties/kind")), []string{fsDenied, fsFailed}},
 	} {
 		if !slices.Equal(tt.got, tt.want) {
 			t.Errorf("%s: schema has %v, Go has %v", tt.name, tt.got, tt.want)
@@ -43,11 +44,11 @@ func TestSchemaFSTypes(t *testing.T) {
 
 // fsResultJSON is the part of an fs result the tests read.
 type fsResultJSON struct {
-	ExitCode int      `json:"exit_code"`
-	OK       bool     `json:"ok"`
-	Error    *fsError `json:"error"`
-	Denials  []any    `json:"denials"`
-	Degraded []any    `json:"degraded"`
+	ExitCode int          `json:"exit_code"`
+	OK       bool         `json:"ok"`
+	Error    *errorObject `json:"error"`
+	Denials  []any        `json:"denials"`
+	Degraded []any        `json:"degraded"`
 	Retry    *struct {
 		SandboxPermissions string   `json:"sandbox_permissions"`
 		Argv               []string `json:"argv"`
@@ -273,7 +274,8 @@ func TestSchemaFSFullValue(t *testing.T) {
 		}
 	}
 	res := fullReportForFS(t)
-	res["op"], res["ok"], res["error"] = fsop.ApplyPatch, false, fsError{Kind: fsDenied, Message: "write /x: permission denied"}
+	res["op"], res["ok"], res["error"] = fsop.ApplyPatch, false, errorObject{Kind: fsDenied, Message: "write /x: permission denied"}
+	res["error_detail"] = res["error"]
 	if err := validateJSON(compileSchema(t, resultSchema), []byte(mustJSON(res))); err != nil {
 		t.Errorf("%s rejects a full fs result:\n%v\n%s", resultSchema, err, mustJSON(res))
 	}

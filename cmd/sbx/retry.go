@@ -40,7 +40,8 @@ func smallestRetry(pol policy.Policy, req request, cwd string, denials []enforce
 	if err != nil {
 		add = profiles.Profile{}
 	}
-	r, ok := escalate.SmallestRetry(escalate.RetryInput{Policy: pol, Guard: guard, Additional: add, Denials: denials})
+	r, ok := escalate.SmallestRetry(escalate.RetryInput{Policy: pol, Guard: guard, Additional: add,
+		SandboxPermissions: req.Escalation.SandboxPermissions, Denials: denials})
 	if !ok {
 		return nil
 	}

@@ -75,6 +75,14 @@ With --pty, COMMAND runs on a fresh pseudo-terminal (its stdout and stderr
 are merged there, as on any terminal); Ctrl-C reaches it as on a terminal.
 --stdin close gives COMMAND end-of-file instead of sbx's stdin.
 
+Approval: an escalation that no grant covers is asked about on the terminal
+(or by --approver): --approval-policy defaults to on-request here, but to
+never in sbx exec, which a program calls with no one to ask.
+
+SIGTERM or SIGHUP to sbx is relayed to COMMAND, and its tree is killed
+--kill-grace later (default 2s); SIGINT is relayed too. A SIGKILLed sbx
+writes no --report (the tree dies with it, but on macOS).
+
 Examples:
   sbx run -- cat /etc/hostname                      # read-only: reads work
   sbx run --pty -- bash                             # an interactive shell, sandboxed
@@ -104,6 +112,7 @@ type runFlags struct {
 	setenv        listFlag
 	limits        enforce.Limits
 	timeout       time.Duration
+	killGrace     time.Duration
 
 	sandboxPermissions string
 	escalateTo         string
@@ -141,6 +150,7 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&rf.limits.Pids, "pids", 0, "limit on processes and threads of the command tree (cgroup; RLIMIT_NPROC in the call's user namespace as fallback)")
 	fs.Float64Var(&rf.limits.CPUs, "cpus", 0, "CPU bandwidth quota in cores, e.g. 0.5 (cgroup only)")
 	fs.DurationVar(&rf.timeout, "timeout", 0, "kill the command tree after this `DURATION` (e.g. 30s, 5m)")
+	fs.DurationVar(&rf.killGrace, "kill-grace", host.DefaultKillGrace, "time between relaying SIGTERM or SIGHUP (or sbx's parent dying) and killing the command tree, `DURATION` at most 1h")
 	fs.Var(&rf.require, "require", "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(enforce.Features, ", ")+")")
 }
 
@@ -159,6 +169,12 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 	}
 	if rf.timeout < 0 {
 		return r, &profiles.FieldError{Field: "--timeout", Err: errors.New("must not be negative")}
+	}
+	if set["kill-grace"] {
+		if rf.killGrace <= 0 || rf.killGrace > maxKillGrace {
+			return r, &profiles.FieldError{Field: "--kill-grace", Err: fmt.Errorf("must be more than 0 and at most %s", maxKillGrace)}
+		}
+		r.KillGrace = rf.killGrace
 	}
 	if rf.shell != "" || rf.script != "" {
 		kind, err := shells.ParseKind(rf.shell)

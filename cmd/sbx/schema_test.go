@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -39,17 +40,61 @@ const (
 	reportSchema  = "report.schema.json"
 )
 
+// schemaBase is the prefix of every schema's $id: a consumer loads the
+// schemas by id, and their $refs resolve between them without a registry
+// built by hand.
+const schemaBase = "https://sbx.dev/schema/v1/"
+
+// compileSchema compiles the schema name by its $id, with every schema of
+// docs/schema known by its own $id only (no file URL), so a $ref that does
+// not resolve by id fails here.
 func compileSchema(t *testing.T, name string) *jsonschema.Schema {
 	t.Helper()
-	abs, err := filepath.Abs(filepath.Join(schemaDir, name))
-	if err != nil {
-		t.Fatal(err)
+	c := jsonschema.NewCompiler()
+	files, err := filepath.Glob(filepath.Join(schemaDir, "*.schema.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no schemas in %s (%v)", schemaDir, err)
 	}
-	sch, err := jsonschema.NewCompiler().Compile(abs)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		id, _ := doc.(map[string]any)["$id"].(string)
+		if want := schemaBase + filepath.Base(f); id != want {
+			t.Fatalf("%s: $id %q, want %q", filepath.Base(f), id, want)
+		}
+		if err := c.AddResource(id, doc); err != nil {
+			t.Fatalf("add %s: %v", id, err)
+		}
+	}
+	sch, err := c.Compile(schemaBase + name)
 	if err != nil {
 		t.Fatalf("compile %s: %v", name, err)
 	}
 	return sch
+}
+
+// TestSchemaIDs loads every schema by its $id alone: each compiles, and
+// every $ref in it points into a schema of the set.
+func TestSchemaIDs(t *testing.T) {
+	files, _ := filepath.Glob(filepath.Join(schemaDir, "*.schema.json"))
+	for _, f := range files {
+		name := filepath.Base(f)
+		compileSchema(t, name)
+		data, _ := os.ReadFile(f)
+		for _, m := range regexp.MustCompile(`"\$ref": "([^"#]*)#`).FindAllSubmatch(data, -1) {
+			if ref := string(m[1]); ref != "" {
+				if _, err := os.Stat(filepath.Join(schemaDir, ref)); err != nil {
+					t.Errorf("%s: $ref to %s, which is not in %s", name, ref, schemaDir)
+				}
+			}
+		}
+	}
 }
 
 func validateJSON(sch *jsonschema.Schema, data []byte) error {
@@ -257,10 +302,9 @@ func TestSchemaExecOutput(t *testing.T) {
 	}
 }
 
-// TestSchemaExecNotFound pins a known gap instead of hiding it: for a command
-// that is not found (127), sbx builds the result before any plan exists, so
-// enforcement.platform and enforcement.launch are "" and the result does not
-// satisfy the schema. The skip is printed; it turns into a pass once fixed.
+// TestSchemaExecNotFound: the result for a command that is not found (127)
+// has the enforcement of the plan it would have run under (it once had an
+// empty one, which the schema rejects) and an exec_failed error.
 func TestSchemaExecNotFound(t *testing.T) {
 	result := compileSchema(t, resultSchema)
 	code, out, stderr := execMain(t, mustJSON(map[string]any{"command": []string{"/nonexistent/cmd"}, "cwd": t.TempDir()}))
@@ -634,7 +678,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 			{Operation: "write", Path: "/etc/x", PID: 42, Source: "landlock-audit", Confidence: "observed", Count: 3, Reason: "outside writable roots"},
 			{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "127.0.0.1", Port: 80}, Syscall: "connect", PID: 43, Source: "supervisor", Confidence: "inferred", Count: 1},
 		},
-		DenialsDropped: 2, TimedOut: true, KilledBy: "timeout", DurationMS: 1000,
+		DenialsDropped: 2, TimedOut: true, KilledBy: "signal", KilledBySignal: "SIGINT", DurationMS: 1000,
 		Resources: enforce.Resources{Mechanism: "cgroup-v1+rlimit", Limits: enforce.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5},
 			PeakMemoryBytes: 1 << 20, PeakMemorySource: "cgroup", CPUTimeMS: 12, OOMKills: 1},
 	}
@@ -648,25 +692,34 @@ func TestSchemaFullGoValues(t *testing.T) {
 		CallID: "c1", EnvironmentID: "e1", Grants: &profiles.Grants{Session: full, Turn: full},
 		SandboxPermissions: &escalated, Justification: "needs the network", EscalateTo: &target,
 		ApprovalPolicy: &approval, Approver: []string{"/usr/bin/approve"}, Guard: "/etc/sbx/guard.json",
-		EnvPolicy: &profiles.EnvPolicy{Mode: profiles.EnvAllowList, Allow: []string{"GO*"}},
+		EnvPolicy: &profiles.EnvPolicy{Mode: profiles.EnvAllowList, Allow: []string{"GO*"}}, KillGraceMS: 500,
 	}
 	shellReq := execRequest{Cwd: "/w", Shell: &shells.Spec{Kind: shells.Bash, Script: "make", Login: true, Path: "/bin/bash"}}
 	empty := ""
-	rep := callReport{Report: enf, Permissions: permissionsReport{
+	rep := callReport{CallID: "c1", Report: enf, Permissions: permissionsReport{
 		StandingMode: profiles.ReadOnly, Mode: profiles.DangerFullAccess, Via: escalate.ViaApproval,
 		Preauthorized: full, Session: full, Turn: full, Call: full,
 		GuardRemoved: []escalate.Removal{{What: "write_root", Path: "/etc", Reason: "denied by the guard"}, {What: "network", Reason: "deny_network"}},
 	}, Env: profiles.EnvReport{Mode: profiles.EnvInherit, Stripped: []string{"GH_TOKEN"}, Set: []string{"CI"}},
 		Retry: &retryHint{Retry: escalate.Retry{SandboxPermissions: &escalated, EscalateTo: &target, Justification: &empty,
-			AdditionalPermissions: &full, Reason: "x",
+			AdditionalPermissions: &full, Reason: "x", Grant: &full,
 			Unresolved: []escalate.Unresolved{{Operation: "connect", Address: &enforce.Address{Family: "inet6", Address: "::1", Port: 1}, Reason: "forbidden by guard"}}},
 			Argv: []string{"run", "--network", "--", "true"}, Request: map[string]any{"command": []string{"true"}}},
 	}
-	res := execResult{callReport: rep, Stdout: "a", Stderr: "b", StdoutTruncated: true, StderrTruncated: true, Error: "start: x"}
+	res := execResult{callReport: rep, Stdout: "a", Stderr: "b", StdoutTruncated: true, StderrTruncated: true, Error: "start: x",
+		ErrorDetail: &errorObject{Kind: errExecFailed, Message: "start: x", Errno: "ENOENT"}}
+	refusals := []refusal{
+		newRefusal(&profiles.FieldError{Field: "cwd", Err: errors.New("required")}),
+		newRefusal(fmt.Errorf("approval denied: %w", escalate.ErrRejected)),
+		newRefusal(&enforce.UnsupportedFeatureError{Feature: "netns", Reason: "x"}),
+		newRefusal(internalError{errors.New("pipe: too many open files")}),
+	}
+	event := outputEvent{Event: "output", Stream: "stdout", Data: "x", CallID: "c1"}
 	for _, c := range []struct {
 		schema string
 		v      any
-	}{{reportSchema, rep}, {requestSchema, req}, {requestSchema, shellReq}, {resultSchema, res}} {
+	}{{reportSchema, rep}, {requestSchema, req}, {requestSchema, shellReq}, {resultSchema, res}, {resultSchema, event},
+		{resultSchema, refusals[0]}, {resultSchema, refusals[1]}, {resultSchema, refusals[2]}, {resultSchema, refusals[3]}} {
 		data := mustJSON(c.v)
 		if c.schema == requestSchema {
 			// execRequest has no omitempty: drop the nulls of unset

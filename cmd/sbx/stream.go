@@ -19,6 +19,9 @@ type outputEvent struct {
 	// multi-byte character split between two reads makes both chunks so).
 	Data       string `json:"data,omitempty"`
 	DataBase64 []byte `json:"data_base64,omitempty"`
+	// CallID echoes the request's call_id, so that events of concurrent
+	// calls read from one place can be told apart.
+	CallID string `json:"call_id,omitempty"`
 }
 
 // streamResult is the last line of a streamed call: the result without the
@@ -34,6 +37,7 @@ type eventWriter struct {
 	mu     *sync.Mutex // shared by both streams: one line at a time
 	out    io.Writer
 	stream string
+	callID string
 	// limit caps the bytes streamed (0: no cap); beyond it output is
 	// dropped and the result says truncated.
 	limit, written int64
@@ -52,7 +56,7 @@ func (w *eventWriter) Write(p []byte) (int, error) {
 		return n, nil
 	}
 	w.written += int64(len(p))
-	ev := outputEvent{Event: "output", Stream: w.stream}
+	ev := outputEvent{Event: "output", Stream: w.stream, CallID: w.callID}
 	if utf8.Valid(p) {
 		ev.Data = string(p)
 	} else {
@@ -70,11 +74,12 @@ func (w *eventWriter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
-// streamCall runs call with its output streamed to out as events.
-func streamCall(call host.Call, maxOutput int, in execInput, out io.Writer) (execResult, error) {
+// streamCall runs call with its output streamed to out as events, each
+// with callID.
+func streamCall(call host.Call, maxOutput int, in execInput, out io.Writer, callID string) (execResult, error) {
 	var mu sync.Mutex
-	stdout := &eventWriter{mu: &mu, out: out, stream: "stdout", limit: int64(maxOutput)}
-	stderr := &eventWriter{mu: &mu, out: out, stream: "stderr", limit: int64(maxOutput)}
+	stdout := &eventWriter{mu: &mu, out: out, stream: "stdout", callID: callID, limit: int64(maxOutput)}
+	stderr := &eventWriter{mu: &mu, out: out, stream: "stderr", callID: callID, limit: int64(maxOutput)}
 	rep, err := execCall(call, stdout, stderr, in)
 	return execResult{callReport: callReport{Report: rep}, StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated}, err
 }

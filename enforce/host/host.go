@@ -20,11 +20,26 @@ type Call struct {
 	// ForwardSignals relays SIGINT, SIGTERM, SIGHUP and SIGQUIT received by
 	// sbx to the command, as a person at a terminal expects.
 	ForwardSignals bool
+	// KillGrace is how long a command told to stop (SIGTERM or SIGHUP
+	// relayed, or sbx's parent gone) has to exit before its tree is
+	// killed; 0 means DefaultKillGrace.
+	KillGrace time.Duration
 	// Limits are the call's resource limits (memory, processes, CPU).
 	Limits enforce.Limits
 	// NoDenialReports runs without the denial supervisor: faster for
 	// write-heavy commands, but nothing the sandbox blocks is reported.
 	NoDenialReports bool
+}
+
+// DefaultKillGrace is the KillGrace of a call that sets none.
+const DefaultKillGrace = 2 * time.Second
+
+// killGrace is c's grace period, defaulted.
+func (c Call) killGrace() time.Duration {
+	if c.KillGrace > 0 {
+		return c.KillGrace
+	}
+	return DefaultKillGrace
 }
 
 // backendPlan is what Explain and Describe show of every backend's Plan.

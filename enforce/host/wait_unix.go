@@ -70,10 +70,6 @@ func (s *callSignals) stop() {
 	}()
 }
 
-// killGrace is how long a command told to stop (SIGTERM or SIGHUP relayed,
-// or sbx's parent gone) has to exit before its tree is killed.
-const killGrace = 2 * time.Second
-
 // waitCall waits for the command while relaying signals and enforcing the
 // timeout and ctx, then kills what is left of its process group.
 func waitCall(ctx context.Context, c Call, proc process, sigs *callSignals, rep *enforce.Report) (syscall.WaitStatus, syscall.Rusage, error) {
@@ -98,15 +94,27 @@ func waitCall(ctx context.Context, c Call, proc process, sigs *callSignals, rep 
 	}
 	// stopping starts the grace period once: SIGINT alone does not, since
 	// an interactive command may handle it and go on.
+	killGrace := c.killGrace()
 	var graceTimer *time.Timer
-	stopping := func(why string) {
+	stopping := func(why string, sig syscall.Signal) {
 		if rep.KilledBy == "" {
 			rep.KilledBy = why
+			if sig != 0 {
+				rep.KilledBySignal = unix.SignalName(sig)
+			}
 		}
 		if graceTimer == nil {
 			graceTimer = time.NewTimer(killGrace)
 			grace = graceTimer.C
 		}
+	}
+	// interrupted is the last SIGINT or SIGQUIT relayed: a command that
+	// ends within the grace period after it ended because of it (it may
+	// have caught it and cleaned up first); one that goes on longer
+	// handled it, and its end is its own.
+	var interrupted struct {
+		at  time.Time
+		sig syscall.Signal
 	}
 	defer func() {
 		if graceTimer != nil {
@@ -118,16 +126,23 @@ func waitCall(ctx context.Context, c Call, proc process, sigs *callSignals, rep 
 		case <-done:
 			// The command is gone; take its group with it.
 			proc.Signal(syscall.SIGKILL)
+			if rep.KilledBy == "" && interrupted.sig != 0 && time.Since(interrupted.at) <= killGrace {
+				rep.KilledBy, rep.KilledBySignal = "signal", unix.SignalName(interrupted.sig)
+			}
 			return ws, ru, waitErr
 		case s := <-sigc:
-			proc.Signal(s.(syscall.Signal))
-			if s == syscall.SIGTERM || s == syscall.SIGHUP {
-				stopping("signal")
+			sig := s.(syscall.Signal)
+			proc.Signal(sig)
+			switch sig {
+			case syscall.SIGTERM, syscall.SIGHUP:
+				stopping("signal", sig)
+			case syscall.SIGINT, syscall.SIGQUIT:
+				interrupted.at, interrupted.sig = time.Now(), sig
 			}
 		case <-pdc:
 			if parentGone() {
 				proc.Signal(syscall.SIGTERM)
-				stopping("parent-death")
+				stopping("parent-death", 0)
 			}
 		case <-grace:
 			proc.Signal(syscall.SIGKILL)

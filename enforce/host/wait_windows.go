@@ -42,16 +42,28 @@ func waitCall(ctx context.Context, c Call, proc *windows.Process, sigc chan os.S
 		defer t.Stop()
 		timeout = t.C
 	}
+	// interrupted is when the last Ctrl-C/Ctrl-Break was relayed: a command
+	// that ends within the kill grace after it ended because of it.
+	var interrupted time.Time
 	for {
 		select {
 		case <-done:
 			// The command is gone; take the rest of its job with it.
 			proc.Kill()
+			if rep.KilledBy == "" && !interrupted.IsZero() && time.Since(interrupted) <= c.killGrace() {
+				rep.KilledBy, rep.KilledBySignal = "signal", "SIGINT"
+			}
 			return code, waitErr
 		case s := <-sigc:
 			if s == os.Interrupt {
 				proc.Interrupt()
+				interrupted = time.Now()
 			} else {
+				// A console close, logoff or shutdown leaves no time
+				// to wait out a grace period: the job is killed now.
+				if rep.KilledBy == "" {
+					rep.KilledBy, rep.KilledBySignal = "signal", "SIGTERM"
+				}
 				proc.Kill()
 			}
 		case <-timeout:
