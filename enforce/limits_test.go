@@ -3,6 +3,7 @@ package enforce
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseSize(t *testing.T) {
@@ -45,10 +46,58 @@ func TestLimitsValidate(t *testing.T) {
 		{Limits{Pids: -3}, "pids"},
 		{Limits{CPUs: -1}, "cpus"},
 		{Limits{CPUs: 0.001}, "cpus"},
+		{Limits{CPUs: 1e9}, "cpus"},
+		{Limits{CPUs: MaxCPUs() + 0.5}, "cpus"},
+		{Limits{CPUs: MaxCPUs()}, ""},
+		{Limits{Pids: MaxPids}, ""},
+		{Limits{Pids: MaxPids + 1}, "pids"},
 	} {
 		err := c.l.Validate()
 		if c.field == "" && err != nil || c.field != "" && (err == nil || !strings.HasPrefix(err.Error(), c.field+":")) {
 			t.Errorf("%+v.Validate() = %v, want error naming %q", c.l, err, c.field)
+		}
+	}
+}
+
+// TestLimitsRequest: a limit given must be one (0 is refused, with how to
+// ask for none), and the range check is the one Validate makes, with the
+// caller's names.
+func TestLimitsRequest(t *testing.T) {
+	names := LimitNames{MemoryBytes: "--memory", Pids: "--pids", CPUs: "--cpus", Omit: "leave the flag out"}
+	for _, c := range []struct {
+		r    LimitsRequest
+		want Limits
+		err  string // "" when valid
+	}{
+		{LimitsRequest{}, Limits{}, ""},
+		{LimitsRequest{MemoryBytes: new(int64(64 << 20)), Pids: new(10), CPUs: new(0.5)}, Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5}, ""},
+		{LimitsRequest{MemoryBytes: new(int64(0))}, Limits{}, "--memory: must be greater than 0; leave the flag out for no limit"},
+		{LimitsRequest{Pids: new(0)}, Limits{}, "--pids: must be greater than 0; leave the flag out for no limit"},
+		{LimitsRequest{CPUs: new(0.0)}, Limits{}, "--cpus: must be greater than 0; leave the flag out for no limit"},
+		{LimitsRequest{CPUs: new(1e9)}, Limits{}, "--cpus: 1e+09 is out of range: give a number of cores from 0.01 to"},
+		{LimitsRequest{Pids: new(-1)}, Limits{}, "--pids: must not be negative"},
+		{LimitsRequest{MemoryBytes: new(int64(100))}, Limits{}, "--memory: 100 is below 1 MiB"},
+	} {
+		got, err := c.r.Limits(names)
+		switch {
+		case c.err == "" && (err != nil || got != c.want):
+			t.Errorf("%+v.Limits() = %+v, %v; want %+v", c.r, got, err, c.want)
+		case c.err != "" && (err == nil || !strings.HasPrefix(err.Error(), c.err)):
+			t.Errorf("%+v.Limits() error %v, want %q...", c.r, err, c.err)
+		}
+	}
+	if _, err := (LimitsRequest{Pids: new(0)}).Limits(JSONLimitNames); err == nil || err.Error() != "limits.pids: must be greater than 0; leave the field out for no limit" {
+		t.Errorf("JSON names: %v", err)
+	}
+}
+
+func TestCheckTimeout(t *testing.T) {
+	for _, c := range []struct {
+		d   time.Duration
+		err bool
+	}{{time.Nanosecond, false}, {MaxTimeout, false}, {0, true}, {-time.Second, true}, {MaxTimeout + 1, true}} {
+		if err := CheckTimeout("--timeout", c.d); (err != nil) != c.err {
+			t.Errorf("CheckTimeout(%v) = %v, want error %t", c.d, err, c.err)
 		}
 	}
 }

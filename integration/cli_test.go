@@ -84,7 +84,7 @@ func TestBadInput(t *testing.T) {
 		{"empty-command-name", nil, []string{""}, "command"},
 		{"unknown-require", []string{"--require", "no-such-feature"}, []string{"true"}, "require"},
 		{"missing-writable-root", []string{"--mode", "workspace-write", "--writable-root", "missing-root"}, []string{"true"}, "writable_roots[0]"},
-		{"writable-root-in-read-only", []string{"--writable-root", "."}, []string{"true"}, "writable_roots"},
+		{"writable-root-in-read-only", []string{"--writable-root", "."}, []string{"true"}, "--writable-root"},
 		{"missing-allow-write", []string{"--allow-write", "missing-path"}, []string{"true"}, "additional_permissions.file_system.write[0]"},
 		{"unknown-stdin", []string{"--stdin", "open"}, []string{"true"}, "--stdin"},
 		{"pty-size-without-pty", []string{"--pty-size", "30x90"}, []string{"true"}, "--pty-size"},

@@ -238,7 +238,7 @@ func TestLimitsBadInput(t *testing.T) {
 		field string
 	}{
 		{[]string{"--memory", "12Q"}, "-memory"},
-		{[]string{"--memory", "100"}, "memory_bytes"},
+		{[]string{"--memory", "100"}, "--memory"},
 		{[]string{"--pids", "-1"}, "pids"},
 		{[]string{"--cpus", "-0.5"}, "cpus"},
 		{[]string{"--timeout", "-1s"}, "--timeout"},

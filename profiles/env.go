@@ -88,6 +88,10 @@ func (p EnvPolicy) Apply(base []string) ([]string, EnvReport, error) {
 	return out, rep, nil
 }
 
+// SecretLooking reports whether inherit mode strips name (it matches one
+// of SecretPatterns).
+func SecretLooking(name string) bool { return matchAny(name, SecretPatterns) }
+
 func matchAny(name string, patterns []string) bool {
 	upper := strings.ToUpper(name)
 	for _, pat := range patterns {

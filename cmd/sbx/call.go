@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"sbx/enforce"
@@ -102,6 +104,9 @@ func prepare(r request) (host.Call, callReport, error) {
 	if err != nil {
 		return host.Call{}, meta, err
 	}
+	if err := checkArgSize(r.Command, env); err != nil {
+		return host.Call{}, meta, err
+	}
 	path, err := lookPath(r.Command[0], cwd, lookupEnv(env, "PATH"))
 	if err != nil {
 		call := host.Call{Policy: pol, Require: r.Require, Limits: r.Limits}
@@ -179,6 +184,49 @@ func lookupEnv(env []string, key string) string {
 		}
 	}
 	return ""
+}
+
+// describeStart turns an exec refused with E2BIG into a refusal of the
+// call's input: the arguments and environment are too large for the
+// kernel, which is bad input (125), not a command that cannot be executed
+// (126, the shell's reading of a failed exec). The error it returns no
+// longer matches host.ErrStart, so exitStatusFor makes it 125 on every
+// platform. Other errors pass unchanged.
+func describeStart(err error, cmd host.Cmd) error {
+	if !errors.Is(err, syscall.E2BIG) {
+		return err
+	}
+	return argsTooBig(cmd.Argv, cmd.Env)
+}
+
+// checkArgSize refuses, before anything is made for the call, arguments or
+// environment that Linux's execve would refuse with E2BIG whatever the
+// stack limit: one string longer than MAX_ARG_STRLEN (32 pages). The exec
+// itself may happen in the stage, whose failure would only be an exit
+// status. The total (a quarter of the stack limit) is left to the exec.
+func checkArgSize(argv, env []string) error {
+	if runtime.GOOS != "linux" {
+		return nil
+	}
+	for _, s := range slices.Concat(argv, env) {
+		if len(s) >= 32*os.Getpagesize() {
+			return argsTooBig(argv, env)
+		}
+	}
+	return nil
+}
+
+func argsTooBig(argv, env []string) error {
+	total, longest := 0, 0
+	for _, s := range slices.Concat(argv, env) {
+		total += len(s) + 1
+		longest = max(longest, len(s))
+	}
+	limit := "a quarter of the stack limit in all"
+	if longest >= 32*os.Getpagesize() {
+		limit = fmt.Sprintf("at most %d bytes per string", 32*os.Getpagesize()-1)
+	}
+	return fmt.Errorf("command, env: the command's arguments and environment exceed the kernel's limit (E2BIG): %d bytes in all, the longest string %d bytes (Linux takes %s)", total, longest, limit)
 }
 
 // exitStatusFor maps a failure before or at start to an exit status.

@@ -17,6 +17,10 @@ func doctorCmd(args []string, stdio Stdio) int {
 	if code, ok := fs.parse(args); !ok {
 		return code
 	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stdio.Err, "sbx doctor: unexpected argument %q (doctor takes only --json)\n", fs.Arg(0))
+		return ExitRefused
+	}
 	checks := host.Doctor()
 	if *asJSON {
 		return writeJSON(stdio.Out, map[string]any{"checks": checks})

@@ -36,8 +36,9 @@ type execRequest struct {
 	EnvPolicy             *profiles.EnvPolicy `json:"env_policy"`
 	Shell                 *shells.Spec        `json:"shell"`
 	TimeoutMS             int64               `json:"timeout_ms"`
-	Limits                *enforce.Limits     `json:"limits"`
-	MaxOutputBytes        int                 `json:"max_output_bytes"`
+	// Limits are validated as sbx run's limit flags are (0 is refused).
+	Limits         *enforce.LimitsRequest `json:"limits"`
+	MaxOutputBytes int                    `json:"max_output_bytes"`
 	// Stream prints the output as NDJSON events while the command runs.
 	Stream             bool                         `json:"stream"`
 	Require            []string                     `json:"require"`
@@ -181,6 +182,9 @@ func execCmd(args []string, stdio Stdio) int {
 	if req.TimeoutMS < 0 {
 		return execRefuse(stdio, &profiles.FieldError{Field: "timeout_ms", Err: errors.New("must not be negative")})
 	}
+	if req.TimeoutMS > enforce.MaxTimeout.Milliseconds() {
+		return execRefuse(stdio, &profiles.FieldError{Field: "timeout_ms", Err: enforce.ErrTimeoutRange})
+	}
 	if req.MaxOutputBytes < 0 {
 		return execRefuse(stdio, &profiles.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")})
 	}
@@ -212,7 +216,9 @@ func execCmd(args []string, stdio Stdio) int {
 		r.Mode = *req.SandboxMode
 	}
 	if req.Limits != nil {
-		r.Limits = *req.Limits
+		if r.Limits, err = req.Limits.Limits(enforce.JSONLimitNames); err != nil {
+			return execRefuse(stdio, err)
+		}
 	}
 	if req.AdditionalPermissions != nil {
 		r.Additional = *req.AdditionalPermissions
@@ -266,6 +272,7 @@ func execCmd(args []string, stdio Stdio) int {
 		res = out
 	}
 	if err != nil {
+		err = describeStart(err, call.Cmd)
 		code := exitStatusFor(err)
 		if errors.Is(err, host.ErrStart) {
 			code = res.ExitCode

@@ -21,6 +21,13 @@ condition, errno, reason) and every degradation. Nothing is run.
 Flags:
 `
 
+// afterDashes reports whether the last n of args, what the flags left,
+// follow a "--" that ended them.
+func afterDashes(args []string, n int) bool {
+	i := len(args) - n - 1
+	return i >= 0 && args[i] == "--"
+}
+
 func explainCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("explain", explainUsage, stdio)
 	var rf runFlags
@@ -30,6 +37,12 @@ func explainCmd(args []string, stdio Stdio) int {
 		return code
 	}
 	command := fs.Args()
+	if len(command) > 0 && !afterDashes(args, len(command)) {
+		// "sbx explain foo" is more likely a mistyped flag than a command
+		// (a command comes after --, as the usage says).
+		fmt.Fprintf(stdio.Err, "sbx explain: unexpected argument %q (a command goes after --: sbx explain [flags] -- COMMAND...)\n", command[0])
+		return ExitRefused
+	}
 	if len(command) == 0 {
 		command = []string{"true"}
 	}

@@ -123,7 +123,7 @@ func fsCmd(args []string, stdio Stdio) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, name := range []string{"shell", "c", "login"} {
 		if set[name] {
-			return refuse(&profiles.FieldError{Field: "--" + name, Err: errors.New("sbx fs runs no command")})
+			return refuse(&profiles.FieldError{Field: flagName(name), Err: errors.New("sbx fs runs no command")})
 		}
 	}
 	req, err := rf.request(nil, set)

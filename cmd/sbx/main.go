@@ -36,11 +36,14 @@ func main() { os.Exit(Main(os.Args[1:], Stdio{In: os.Stdin, Out: os.Stdout, Err:
 
 // Main runs sbx with args (without the program name) and returns the exit status.
 func Main(args []string, stdio Stdio) int {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
+	if len(args) == 0 {
+		// Not a request for help: a caller that forgot the command gets the
+		// usage where errors go, and the status of a refusal.
+		usage(stdio.Err)
+		return ExitRefused
+	}
+	if args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
 		usage(stdio.Out)
-		if len(args) == 0 {
-			return 2
-		}
 		return 0
 	}
 	c, ok := commands[args[0]]

@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -135,6 +136,18 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err != nil {
 		return probeReport{}, fmt.Errorf("executable: %w", err)
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for _, name := range []string{"shell", "c", "login"} {
+		if set[name] {
+			return probeReport{}, &profiles.FieldError{Field: flagName(name), Err: errors.New("sbx probe runs its own probes, no command")}
+		}
+	}
+	// The flags are checked before the listeners exist (the unix socket is
+	// a file in the cwd); the real command, which names them, comes after.
+	if _, err := rf.request([]string{exe}, set); err != nil {
+		return probeReport{}, err
+	}
 	cwd, err := resolveCwd(rf.cwd)
 	if err != nil {
 		return probeReport{}, fmt.Errorf("--cwd: %w", err)
@@ -155,8 +168,6 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err != nil {
 		return probeReport{}, err
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	req, err := rf.request([]string{exe, probeStageCommand, string(b)}, set)
 	if err != nil {
 		return probeReport{}, err

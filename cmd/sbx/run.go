@@ -23,11 +23,33 @@ func init() {
 	register("run", command{summary: "run a command under the sandbox (stdio, exit status and signals pass through)", run: runCmd})
 }
 
-// listFlag is a repeatable string flag.
+// listFlag is a repeatable string flag; every other flag may be given once
+// (see flagSet.parse).
 type listFlag []string
 
 func (l *listFlag) String() string     { return strings.Join(*l, ",") }
 func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
+func (l *listFlag) repeatable()        {}
+
+// timeoutFlag parses a duration, saying the accepted range when it cannot
+// (the flag package's own says only "parse error"); the range itself is
+// checked with the other fields in request.
+type timeoutFlag struct{ d *time.Duration }
+
+func (f timeoutFlag) String() string {
+	if f.d == nil || *f.d == 0 {
+		return ""
+	}
+	return f.d.String()
+}
+func (f timeoutFlag) Set(v string) error {
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return fmt.Errorf("not a duration from 1ns to %dh (examples: 30s, 5m, 2h)", int64(enforce.MaxTimeout/time.Hour))
+	}
+	*f.d = d
+	return nil
+}
 
 // sizeFlag parses a byte size with an optional K/M/G/T suffix.
 type sizeFlag struct{ n *int64 }
@@ -147,9 +169,9 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(&rf.envAllow, "env-allow", "variable name or glob to keep (allow-list mode, or a secret-looking name in inherit mode; repeatable)")
 	fs.Var(&rf.setenv, "setenv", "set `NAME=VALUE` for the command (repeatable; never stripped)")
 	fs.Var(sizeFlag{&rf.limits.MemoryBytes}, "memory", "memory limit of the whole command tree, e.g. 512M or 2G (cgroup; per-process RLIMIT_AS where no cgroup is writable)")
-	fs.IntVar(&rf.limits.Pids, "pids", 0, "limit on processes and threads of the command tree (cgroup; RLIMIT_NPROC in the call's user namespace as fallback)")
-	fs.Float64Var(&rf.limits.CPUs, "cpus", 0, "CPU bandwidth quota in cores, e.g. 0.5 (cgroup only)")
-	fs.DurationVar(&rf.timeout, "timeout", 0, "kill the command tree after this `DURATION` (e.g. 30s, 5m)")
+	fs.IntVar(&rf.limits.Pids, "pids", 0, "limit on processes and threads of the command tree, 1 to 4194304 (cgroup; RLIMIT_NPROC in the call's user namespace as fallback)")
+	fs.Float64Var(&rf.limits.CPUs, "cpus", 0, "CPU bandwidth quota in cores, e.g. 0.5: from 0.01 to 4 × the number of CPUs (cgroup only)")
+	fs.Var(timeoutFlag{&rf.timeout}, "timeout", "kill the command tree after this `DURATION` (e.g. 30s, 5m; at most 8760h)")
 	fs.DurationVar(&rf.killGrace, "kill-grace", host.DefaultKillGrace, "time between relaying SIGTERM or SIGHUP (or sbx's parent dying) and killing the command tree, `DURATION` at most 1h")
 	fs.Var(&rf.require, "require", "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(enforce.Features, ", ")+")")
 }
@@ -165,10 +187,11 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 		Command: command, Cwd: rf.cwd, Mode: rf.mode, WritableRoots: rf.writableRoots,
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, ReadOnly: rf.readOnly,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require,
-		Limits: rf.limits, Timeout: rf.timeout,
+		Timeout: rf.timeout,
 	}
-	if rf.timeout < 0 {
-		return r, &profiles.FieldError{Field: "--timeout", Err: errors.New("must not be negative")}
+	var err error
+	if r.Limits, err = rf.limitsRequest(set).Limits(runLimitNames); err != nil {
+		return r, err
 	}
 	if set["kill-grace"] {
 		if rf.killGrace <= 0 || rf.killGrace > maxKillGrace {
@@ -176,7 +199,18 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 		}
 		r.KillGrace = rf.killGrace
 	}
-	if rf.shell != "" || rf.script != "" {
+	if set["timeout"] {
+		if err := enforce.CheckTimeout("--timeout", rf.timeout); err != nil {
+			return r, err
+		}
+	}
+	if set["c"] && rf.shell == "" {
+		return r, &profiles.FieldError{Field: "-c", Err: errors.New("only valid with --shell")}
+	}
+	if set["login"] && rf.shell == "" {
+		return r, &profiles.FieldError{Field: "--login", Err: errors.New("only valid with --shell")}
+	}
+	if rf.shell != "" {
 		kind, err := shells.ParseKind(rf.shell)
 		if err != nil {
 			return r, &profiles.FieldError{Field: "--shell", Err: err}
@@ -187,6 +221,9 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 		r.Shell = &shells.Spec{Kind: kind, Script: rf.script, Login: rf.login}
 	}
 	r.EnvPolicy = profiles.EnvPolicy{Mode: profiles.EnvMode(rf.envMode), Allow: rf.envAllow}
+	if err := checkEnvAllow(r.EnvPolicy); err != nil {
+		return r, err
+	}
 	for _, kv := range rf.setenv {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
@@ -239,7 +276,74 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 	} else {
 		e.Approver = escalate.TerminalApprover{}
 	}
-	return r, nil
+	return r, rf.checkEffect(r, set)
+}
+
+// runLimitNames name the limits by their flags in errors.
+var runLimitNames = enforce.LimitNames{MemoryBytes: "--memory", Pids: "--pids", CPUs: "--cpus", Omit: "leave the flag out"}
+
+// limitsRequest is the limits flags given, for the validation sbx exec's
+// "limits" object goes through too.
+func (rf *runFlags) limitsRequest(set map[string]bool) enforce.LimitsRequest {
+	var lr enforce.LimitsRequest
+	if set["memory"] {
+		lr.MemoryBytes = &rf.limits.MemoryBytes
+	}
+	if set["pids"] {
+		lr.Pids = &rf.limits.Pids
+	}
+	if set["cpus"] {
+		lr.CPUs = &rf.limits.CPUs
+	}
+	return lr
+}
+
+// checkEffect refuses flags that would change nothing in this call, as
+// --pty-size without --pty is: whoever gives one expects it to matter, and
+// a call that silently ignores it runs with less (or more) than they meant.
+// r is the call after --preset; an escalation counts with its target mode.
+func (rf *runFlags) checkEffect(r request, set map[string]bool) error {
+	wsWrite := r.Mode == profiles.WorkspaceWrite || rf.escalateTo != "" && r.Escalation.Target == profiles.WorkspaceWrite
+	for _, name := range []string{"exclude-tmp", "exclude-tmpdir", "writable-root"} {
+		if set[name] && !wsWrite {
+			return &profiles.FieldError{Field: "--" + name, Err: fmt.Errorf("only valid with --mode workspace-write (this call is %s)", r.Mode)}
+		}
+	}
+	if r.Mode == profiles.DangerFullAccess {
+		// danger-full-access has no file-system or network restriction to
+		// add to or carve out of.
+		for _, name := range []string{"allow-read", "allow-write", "read-only", "network"} {
+			if set[name] {
+				return &profiles.FieldError{Field: "--" + name, Err: errors.New("no effect in danger-full-access, which already reads, writes and connects everywhere")}
+			}
+		}
+	}
+	if set["read-only"] && !wsWrite && len(rf.allowWrite) == 0 {
+		return &profiles.FieldError{Field: "--read-only", Err: fmt.Errorf("a carve-out of writable roots: %s has none (use --mode workspace-write or --allow-write)", r.Mode)}
+	}
+	return nil
+}
+
+// checkEnvAllow refuses --env-allow names that keep nothing: in clean mode
+// the minimal set is fixed, and in inherit mode only secret-looking names
+// are stripped, so allowing any other (literal) name changes nothing.
+func checkEnvAllow(p profiles.EnvPolicy) error {
+	switch p.Mode {
+	case profiles.EnvAllowList:
+	case profiles.EnvClean:
+		if len(p.Allow) > 0 {
+			return &profiles.FieldError{Field: "--env-allow", Err: errors.New("no effect with --env-mode clean; use --env-mode allow-list, or --setenv NAME=VALUE")}
+		}
+	case profiles.EnvInherit:
+		for _, name := range p.Allow {
+			if !strings.ContainsAny(name, "*?[") && !profiles.SecretLooking(name) {
+				return &profiles.FieldError{Field: "--env-allow", Err: fmt.Errorf("%s is inherited anyway (--env-mode inherit strips only secret-looking names: %s); use --env-mode allow-list to keep only the names given", name, strings.Join(profiles.SecretPatterns, " "))}
+			}
+		}
+	default:
+		return &profiles.FieldError{Field: "--env-mode", Err: fmt.Errorf("unknown mode %q (want inherit, clean, allow-list)", p.Mode)}
+	}
+	return nil
 }
 
 // flagSet is a subcommand's flags with its help text.
@@ -247,6 +351,8 @@ type flagSet struct {
 	*flag.FlagSet
 	usage string
 	stdio Stdio
+	// repeated is the single-valued flag given a second time, if any.
+	repeated string
 }
 
 func newFlagSet(name, usage string, stdio Stdio) *flagSet {
@@ -260,8 +366,14 @@ func newFlagSet(name, usage string, stdio Stdio) *flagSet {
 
 // parse parses args: -h prints the help (exit 0), a bad flag prints one
 // line naming it (exit 125); ok is true when the subcommand should go on.
+// A flag that takes one value given twice is an error: the flag package
+// would keep the last, and "--mode read-only ... --mode danger-full-access"
+// from two layers of a wrapper would silently run unsandboxed. Only flags
+// whose Value is marked repeatable (listFlag) may be given again.
 func (fs *flagSet) parse(args []string) (code int, ok bool) {
+	restore := fs.once()
 	err := fs.Parse(args)
+	restore()
 	switch {
 	case err == nil:
 		return 0, true
@@ -270,10 +382,68 @@ func (fs *flagSet) parse(args []string) (code int, ok bool) {
 		fs.SetOutput(fs.stdio.Err)
 		fs.PrintDefaults()
 		return 0, false
+	case fs.repeated != "":
+		fmt.Fprintf(fs.stdio.Err, "sbx %s: %s given twice: it takes one value (see sbx %s --help)\n", fs.Name(), flagName(fs.repeated), fs.Name())
+		return ExitRefused, false
 	default:
 		fmt.Fprintf(fs.stdio.Err, "sbx %s: %v (see sbx %s --help)\n", fs.Name(), err, fs.Name())
 		return ExitRefused, false
 	}
+}
+
+// once wraps every single-valued flag so that a second Set fails, for the
+// duration of a Parse; restore puts the flags' own Values back, which the
+// help text (PrintDefaults looks at their types) and the retry hint
+// (isBoolFlag) read.
+func (fs *flagSet) once() (restore func()) {
+	orig := map[*flag.Flag]flag.Value{}
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, ok := f.Value.(interface{ repeatable() }); ok {
+			return
+		}
+		orig[f] = f.Value
+		v := &onceValue{Value: f.Value, name: f.Name, fs: fs}
+		if isBoolFlag(f) {
+			f.Value = onceBool{v}
+		} else {
+			f.Value = v
+		}
+	})
+	return func() {
+		for f, v := range orig {
+			f.Value = v
+		}
+	}
+}
+
+// onceValue is a flag.Value that may be set once.
+type onceValue struct {
+	flag.Value
+	name string
+	seen bool
+	fs   *flagSet
+}
+
+func (v *onceValue) Set(s string) error {
+	if v.seen {
+		v.fs.repeated = v.name
+		return errors.New("given twice")
+	}
+	v.seen = true
+	return v.Value.Set(s)
+}
+
+// onceBool keeps a bool flag a bool flag (--network, not --network=true).
+type onceBool struct{ *onceValue }
+
+func (onceBool) IsBoolFlag() bool { return true }
+
+// flagName is how the help and the errors spell a flag: -c, --mode.
+func flagName(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 func runCmd(args []string, stdio Stdio) int {
@@ -293,13 +463,8 @@ func runCmd(args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sbx run: command: empty command (usage: sbx run [flags] -- COMMAND [ARG...])")
 		return ExitRefused
 	}
-	if rf.mode != profiles.DangerFullAccess && rf.limits.IsZero() && !*usePTY && *stdinMode == "pass" {
-		// Most calls: sandboxed, no limits, sbx's own stdio. The
-		// namespaces are made while the call is resolved below; a wrong
-		// guess only costs them.
-		host.Prestart(!rf.network, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
-		defer host.DiscardPrestart()
-	}
+	// Every flag is checked, and the report file opened, before anything
+	// is made or started for the call.
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	req, err := rf.request(fs.Args(), set)
@@ -311,6 +476,23 @@ func runCmd(args []string, stdio Stdio) int {
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
 		return ExitRefused
+	}
+	if *noDenials && req.Mode == profiles.DangerFullAccess {
+		fmt.Fprintln(stdio.Err, "sbx run: --no-denial-reports: no effect in danger-full-access, which runs no supervisor")
+		return ExitRefused
+	}
+	out, err := openReport(*report)
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
+		return ExitRefused
+	}
+	defer out.discard()
+	if req.Mode != profiles.DangerFullAccess && req.Limits.IsZero() && !*usePTY && *stdinMode == "pass" {
+		// Most calls: sandboxed, no limits, sbx's own stdio. The
+		// namespaces are made while the call is resolved below; a wrong
+		// guess only costs them.
+		host.Prestart(!rf.network, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
+		defer host.DiscardPrestart()
 	}
 	call, rep, err := prepare(req)
 	if err != nil && !errors.Is(err, errNotFound) {
@@ -345,6 +527,7 @@ func runCmd(args []string, stdio Stdio) int {
 		}
 	}
 	if err != nil {
+		err = describeStart(err, call.Cmd)
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
 		code := exitStatusFor(err)
 		if errors.Is(err, host.ErrStart) {
@@ -355,10 +538,8 @@ func runCmd(args []string, stdio Stdio) int {
 		}
 		rep.ExitCode = code
 	}
-	if *report != "" {
-		if werr := writeReport(*report, rep, stdio); werr != nil {
-			fmt.Fprintf(stdio.Err, "sbx run: report: %v\n", werr)
-		}
+	if werr := out.write(rep, stdio); werr != nil {
+		fmt.Fprintf(stdio.Err, "sbx run: report: %v\n", werr)
 	}
 	return rep.ExitCode
 }
@@ -387,6 +568,91 @@ func runWithoutStdin(call host.Call) (enforce.Report, error) {
 	defer devnull.Close()
 	call.Cmd.Stdin = devnull
 	return host.Run(context.Background(), call)
+}
+
+// reportFile is where --report goes. A file is opened (made) before the
+// call starts, so a path sbx cannot write is refused before anything ran,
+// and the report lands in that file even if the command replaced the path
+// meanwhile (with a symlink to a file sbx may write and it may not).
+type reportFile struct {
+	path    string
+	f       *os.File // nil: no --report, or one of sbx's own streams
+	created bool     // sbx made the file: discard removes it
+	written bool
+}
+
+// openReport opens path for the report; "" is no report.
+func openReport(path string) (*reportFile, error) {
+	r := &reportFile{path: path}
+	if path == "" || ownStream(path) {
+		return r, nil
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	r.created = err == nil
+	if errors.Is(err, os.ErrExist) {
+		// There already, or a symlink (which O_EXCL does not follow).
+		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	}
+	if err != nil {
+		return nil, &profiles.FieldError{Field: "--report", Err: fmt.Errorf("cannot write %s: %w", path, errors.Unwrap(err))}
+	}
+	r.f = f
+	return r, nil
+}
+
+// write replaces the file's content with v as indented JSON, or writes it
+// to sbx's own stream.
+func (r *reportFile) write(v any, stdio Stdio) error {
+	if r.f == nil {
+		if r.path == "" {
+			return nil
+		}
+		return writeReport(r.path, v, stdio)
+	}
+	r.written = true
+	defer r.f.Close()
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	fi, err := r.f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Mode().IsRegular() {
+		if err := r.f.Truncate(0); err != nil {
+			return err
+		}
+	}
+	if _, err := r.f.Write(append(b, '\n')); err != nil {
+		return err
+	}
+	if now, err := os.Stat(r.path); err != nil || !os.SameFile(fi, now) {
+		return fmt.Errorf("%s was replaced while the command ran: the report went to the file that was there when it started", r.path)
+	}
+	return nil
+}
+
+// discard closes a report file that was never written, and removes it if
+// sbx made it: a refused call leaves nothing behind.
+func (r *reportFile) discard() {
+	if r.f == nil || r.written {
+		return
+	}
+	fi, ferr := r.f.Stat()
+	r.f.Close()
+	if now, err := os.Lstat(r.path); r.created && ferr == nil && err == nil && os.SameFile(fi, now) {
+		os.Remove(r.path)
+	}
+}
+
+// ownStream reports whether path names sbx's standard output or error.
+func ownStream(path string) bool {
+	switch path {
+	case "-", "/dev/stdout", "/dev/fd/1", "/dev/stderr", "/dev/fd/2":
+		return true
+	}
+	return false
 }
 
 // writeReport writes v as indented JSON to path. "-" and /dev/stdout mean

@@ -688,7 +688,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 		AdditionalPermissions: &profiles.Profile{Network: &profiles.Network{Enabled: true},
 			FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"out"}}},
 		Env: map[string]string{"CI": "1"}, TimeoutMS: 10, MaxOutputBytes: 10, Require: []string{"netns"},
-		Limits: &enforce.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5}, Stream: true,
+		Limits: &enforce.LimitsRequest{MemoryBytes: new(int64(64 << 20)), Pids: new(10), CPUs: new(0.5)}, Stream: true,
 		CallID: "c1", EnvironmentID: "e1", Grants: &profiles.Grants{Session: full, Turn: full},
 		SandboxPermissions: &escalated, Justification: "needs the network", EscalateTo: &target,
 		ApprovalPolicy: &approval, Approver: []string{"/usr/bin/approve"}, Guard: "/etc/sbx/guard.json",

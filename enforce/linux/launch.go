@@ -1190,10 +1190,15 @@ func stageInit(pl stagePayload) int {
 }
 
 // ExecFailureStatus maps an exec error to the shell convention: 127 when the
-// command does not exist, 126 when it cannot be executed.
+// command does not exist, 126 when it cannot be executed, and 125 (sbx
+// refused the call) for E2BIG: arguments and environment too large for the
+// kernel are bad input, not a file that is not executable.
 func ExecFailureStatus(err error) int {
-	if errors.Is(err, unix.ENOENT) {
+	switch {
+	case errors.Is(err, unix.ENOENT):
 		return 127
+	case errors.Is(err, unix.E2BIG):
+		return 125
 	}
 	return 126
 }
