@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,6 +73,15 @@ func TestCapabilitiesDropped(t *testing.T) {
 func TestHostEscapes(t *testing.T) {
 	outside := outsideDir(t)
 	file := writeFile(t, filepath.Join(outside, "tool"), "#!/bin/sh\n")
+	// What the file system under /var/tmp has at all (the VM's initramfs
+	// has no inode flags): the same action on a scratch file, without sbx.
+	scratch := writeFile(t, filepath.Join(outside, "scratch"), "")
+	unsupported := map[string]string{}
+	for _, op := range []string{"setxattr-cap", "setxattr-acl", "chattr"} {
+		if r := probeDirect(t, nil, op, scratch); r.Errno == "ENOTTY" || r.Errno == "EOPNOTSUPP" {
+			unsupported[op] = fmt.Sprintf("the file system of %s does not support it: %s", outside, r)
+		}
+	}
 	for _, mode := range sandboxedModes {
 		t.Run(modeName(mode), func(t *testing.T) {
 			ws := workspace(t)
@@ -87,6 +97,10 @@ func TestHostEscapes(t *testing.T) {
 				{[]string{"setdomainname"}, "EPERM", "EPERM"},
 				{[]string{"clock-settime"}, "EPERM", "EPERM"},
 			} {
+				if why := unsupported[c.op[0]]; why != "" {
+					t.Logf("%s not checked: %s", c.op[0], why)
+					continue
+				}
 				r, rep := probe(t, ws, mode, c.op...)
 				switch {
 				case rep.Enforcement.ReadOnlyRoot:
@@ -110,6 +124,10 @@ func TestHostEscapes(t *testing.T) {
 			t.Skip("the baseline needs root")
 		}
 		for _, op := range [][]string{{"setxattr-acl", file}, {"chattr", file}, {"sethostname"}} {
+			if why := unsupported[op[0]]; why != "" {
+				t.Logf("%s not checked: %s", op[0], why)
+				continue
+			}
 			r, _ := probe(t, workspace(t), danger, op...)
 			want(t, r, "")
 		}
