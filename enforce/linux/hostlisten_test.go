@@ -114,7 +114,12 @@ func TestHostTakes(t *testing.T) {
 		t.Errorf("/proc/self/net/tcp has no listener on %d", tcpPort)
 	}
 	// The sock_diag answer has the listener, and says v6only for IPv6.
-	socks, err := diagSockets(protoTCP, unix.AF_INET, tcpPort)
+	diag, err := openDiag()
+	if err != nil {
+		t.Skipf("no sock_diag: %v", err)
+	}
+	defer unix.Close(diag)
+	socks, err := diagSockets(diag, protoTCP, unix.AF_INET, tcpPort)
 	if err != nil {
 		t.Skipf("no sock_diag: %v", err)
 	}
@@ -128,7 +133,7 @@ func TestHostTakes(t *testing.T) {
 	}
 	defer ln6.Close()
 	p6 := ln6.Addr().(*net.TCPAddr).Port
-	socks, err = diagSockets(protoTCP, unix.AF_INET6, p6)
+	socks, err = diagSockets(diag, protoTCP, unix.AF_INET6, p6)
 	if err != nil || len(socks) != 1 || socks[0].v6only != 1 {
 		// Go's "tcp6" listener sets IPV6_V6ONLY.
 		t.Errorf("sock_diag of [::]:%d: %+v %v, want one v6only socket", p6, socks, err)
