@@ -3,6 +3,7 @@ package profiles
 import (
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -18,8 +19,44 @@ const (
 
 // SecretPatterns are the glob patterns (case-insensitive) of variable names
 // stripped by default: API tokens, keys and passwords are what a sandboxed
-// command could exfiltrate or leak into logs.
-var SecretPatterns = []string{"*TOKEN*", "*SECRET*", "*KEY*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*"}
+// command could exfiltrate or leak into logs. They match substrings, so each
+// is a word that is never innocent inside a longer one (docs/env.md has the
+// survey of real names behind them and SecretSegments).
+var SecretPatterns = []string{"*TOKEN*", "*SECRET*", "*KEY*", "*PASSWORD*", "*PASSWD*", "*CREDENTIAL*",
+	"*PASSPHRASE*",        // GPG_PASSPHRASE, SSH_KEY_PASSPHRASE
+	"*CONNECTION_STRING*", // AZURE_STORAGE_CONNECTION_STRING carries AccountKey=
+}
+
+// SecretSegments are words that mark a secret only as a whole segment of the
+// name split on '_' (case-insensitive): as substrings they would strip
+// innocent names (AUTH is in GIT_AUTHOR_NAME and XAUTHORITY, PAT in PATH,
+// PASS in PASSENGER_APP_ENV).
+var SecretSegments = []string{
+	"AUTH",          // NPM_AUTH, NPM_CONFIG__AUTH, COMPOSER_AUTH, DOCKER_AUTH_CONFIG, SSH_AUTH_SOCK (the agent signs with the user's keys)
+	"AUTHORIZATION", // HTTP_AUTHORIZATION
+	"BEARER",        // BEARER, API_BEARER
+	"PRIVATE",       // PRIVATE_KEY_PATH, SIGNING_PRIVATE
+	"WEBHOOK",       // SLACK_WEBHOOK_URL, DISCORD_WEBHOOK: the URL is the credential
+	"PAT",           // GH_PAT, GITHUB_PAT, AZURE_DEVOPS_PAT (personal access tokens)
+	"PASS",          // DB_PASS, SMTP_PASS, REDIS_PASS
+	"JWT",           // CI_JOB_JWT
+	"CREDS",         // AWS_CREDS, GIT_CREDS
+}
+
+// SecretNames are whole names (globs, case-insensitive) of credentials that
+// neither list catches.
+var SecretNames = []string{
+	"PGPASS",       // a password, by analogy with PGPASSWORD
+	"MYSQL_PWD",    // MySQL's password variable (PWD alone is the working directory)
+	"SENTRY_DSN",   // the DSN's key authenticates event submissions
+	"BW_SESSION",   // Bitwarden CLI session key: unlocks the vault
+	"OP_SESSION_*", // 1Password CLI session tokens
+}
+
+// urlSuffixes are the last name segments of variables whose value is a URL;
+// such a value is a secret when its userinfo has a password
+// (scheme://user:pass@host), as DATABASE_URL or REDIS_URL often do.
+var urlSuffixes = []string{"URL", "URI", "DSN"}
 
 // cleanNames are kept by EnvClean: what shells and common tools need to work.
 var cleanNames = []string{"PATH", "HOME", "USER", "LOGNAME", "SHELL", "LANG", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR"}
@@ -60,7 +97,7 @@ func (p EnvPolicy) Apply(base []string) ([]string, EnvReport, error) {
 		var keep bool
 		switch mode {
 		case EnvInherit:
-			keep = !matchAny(name, SecretPatterns) || matchAny(name, p.Allow)
+			keep = !secretVariable(kv) || matchAny(name, p.Allow)
 		case EnvClean:
 			keep = matchAny(name, cleanNames)
 		case EnvAllowList:
@@ -88,9 +125,56 @@ func (p EnvPolicy) Apply(base []string) ([]string, EnvReport, error) {
 	return out, rep, nil
 }
 
-// SecretLooking reports whether inherit mode strips name (it matches one
-// of SecretPatterns).
-func SecretLooking(name string) bool { return matchAny(name, SecretPatterns) }
+// secretVariable says whether the NAME=VALUE entry kv looks like a
+// credential: by its name, or, for a URL-valued name, by a password in the
+// value. The value is only looked at, never kept or reported.
+func secretVariable(kv string) bool {
+	name, value, _ := strings.Cut(kv, "=")
+	if SecretLooking(name) {
+		return true
+	}
+	segments := strings.Split(strings.ToUpper(name), "_")
+	return slices.Contains(urlSuffixes, segments[len(segments)-1]) && urlHasPassword(value)
+}
+
+// SecretLooking reports whether inherit mode strips name whatever its
+// value: it matches one of SecretPatterns or SecretNames, or one of its
+// segments (split on "_") is in SecretSegments.
+func SecretLooking(name string) bool {
+	if matchAny(name, SecretPatterns) || matchAny(name, SecretNames) {
+		return true
+	}
+	for _, seg := range strings.Split(strings.ToUpper(name), "_") {
+		if slices.Contains(SecretSegments, seg) {
+			return true
+		}
+	}
+	return false
+}
+
+// urlHasPassword says whether some URL in v (each "://" is looked at) has
+// userinfo with a non-empty password: the authority, up to the first '/',
+// '?' or '#', holds an '@', and what comes before the last '@' a ':' with
+// something after it. A user without a password (git@host) is not a
+// secret by itself.
+func urlHasPassword(v string) bool {
+	for {
+		_, rest, ok := strings.Cut(v, "://")
+		if !ok {
+			return false
+		}
+		authority := rest
+		if i := strings.IndexAny(rest, "/?#"); i >= 0 {
+			authority = rest[:i]
+		}
+		if at := strings.LastIndex(authority, "@"); at >= 0 {
+			if _, pass, ok := strings.Cut(authority[:at], ":"); ok && pass != "" {
+				return true
+			}
+		}
+		v = rest
+	}
+}
 
 func matchAny(name string, patterns []string) bool {
 	upper := strings.ToUpper(name)

@@ -165,7 +165,7 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.shell, "shell", "", "run the -c script with this shell: bash, sh, zsh, pwsh, powershell or cmd (no profile files unless --login)")
 	fs.StringVar(&rf.script, "c", "", "the script for --shell")
 	fs.BoolVar(&rf.login, "login", false, "run --shell as a login shell (reads its profile files)")
-	fs.StringVar(&rf.envMode, "env-mode", "inherit", "environment of the command: inherit (minus secret-looking names: "+strings.Join(profiles.SecretPatterns, " ")+"), clean, or allow-list")
+	fs.StringVar(&rf.envMode, "env-mode", "inherit", "environment of the command: inherit (minus secret-looking names: "+strings.Join(profiles.SecretPatterns, " ")+", the name segments "+strings.Join(profiles.SecretSegments, " ")+", URL values with a password; docs/env.md), clean, or allow-list")
 	fs.Var(&rf.envAllow, "env-allow", "variable name or glob to keep (allow-list mode, or a secret-looking name in inherit mode; repeatable)")
 	fs.Var(&rf.setenv, "setenv", "set `NAME=VALUE` for the command (repeatable; never stripped)")
 	fs.Var(sizeFlag{&rf.limits.MemoryBytes}, "memory", "memory limit of the whole command tree, e.g. 512M or 2G (cgroup; per-process RLIMIT_AS where no cgroup is writable)")

@@ -597,12 +597,19 @@ func (s *supervisor) underWriteRootInode(p string) bool {
 }
 
 // network decides connect and bind with the network off (inside a private
-// network namespace): loopback and wildcard addresses continue, anything
-// else is refused with what the namespace would say.
+// network namespace): loopback and wildcard addresses continue, except a
+// connect to a port only the host serves (hostLoopback); anything else is
+// refused with what the namespace would say.
 func (s *supervisor) network(c call) decision {
 	a, ok := inetSockaddr(c.tid, c.args[1], c.args[2])
-	if !ok || denial.IsolatedNetworkAllows(a.addr) {
+	if !ok {
 		return cont // unix sockets and AF_UNSPEC are not the network
+	}
+	if denial.IsolatedNetworkAllows(a.addr) {
+		if c.nr == unix.SYS_CONNECT {
+			return s.hostLoopback(c, a, "connect")
+		}
+		return cont
 	}
 	op, errno := "connect", unix.ENETUNREACH
 	if c.nr == unix.SYS_BIND {
@@ -613,7 +620,8 @@ func (s *supervisor) network(c call) decision {
 
 // send decides sendto and sendmsg with the network off: a datagram to an
 // address outside loopback fails in the private namespace with ENETUNREACH
-// (no route), so it is refused with that and reported. Only UDP sockets are:
+// (no route), so it is refused with that and reported; one to a loopback
+// port only the host has bound is reported (hostLoopback). Only UDP sockets are:
 // a stream socket ignores the address, and an unconnected UDP socket is the
 // only way to reach an address without connect, which network sees.
 //
@@ -635,7 +643,13 @@ func (s *supervisor) send(c call) decision {
 		return cont // connected, or EDESTADDRREQ
 	}
 	a, ok := inetSockaddr(c.tid, addr, n)
-	if !ok || denial.IsolatedNetworkAllows(a.addr) || !isUDPSocket(c.tid, c.fd(0)) {
+	if !ok {
+		return cont
+	}
+	if denial.IsolatedNetworkAllows(a.addr) {
+		return s.hostLoopback(c, a, "send")
+	}
+	if !isUDPSocket(c.tid, c.fd(0)) {
 		return cont
 	}
 	return s.refuse(unix.ENETUNREACH, enforce.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})

@@ -119,7 +119,8 @@ func LoadSeccompListener(prog []unix.SockFilter) (int, error) {
 // The source and confidences of the denials the supervisor records:
 // Observed when it read the call's path or address and the policy forbids
 // it; Inferred when it refused a call it could not see through (see
-// supervisor.blind).
+// supervisor.blind), or let a call continue and infers what it will meet
+// (a datagram to a host loopback port: see hostlisten.go).
 const (
 	SupervisorSource = "seccomp-supervisor"
 	Observed         = enforce.ConfidenceObserved

@@ -30,7 +30,7 @@ const usage = `usage: probe ACTION [ARG...]
   link OLD NEW | symlink TARGET NEW | rename OLD NEW
   connect tcp4|tcp6|udp4|udp6|mptcp4|mptcp6 HOST:PORT
   socket vsock|packet|inet|inet6|unix|netlink
-  listen-and-connect tcp4|tcp6
+  listen-and-connect tcp4|tcp6 [PORT]   (PORT 0 or none: any free port)
   abstract-connect NAME   (connect to the abstract unix socket @NAME)
   unix-connect PATH | unix-serve PATH   (pathname unix sockets)
   sendto udp4|udp6 HOST:PORT            (one datagram, unconnected socket)
@@ -95,10 +95,17 @@ func run(args []string) (result, error) {
 		}
 		return socketOp(args[0])
 	case "listen-and-connect":
+		if len(args) == 2 {
+			port, err := strconv.ParseUint(args[1], 10, 16)
+			if err != nil {
+				return result{}, fmt.Errorf("listen-and-connect: port %q: %w", args[1], err)
+			}
+			return listenAndConnect(args[0], int(port))
+		}
 		if err := need(1); err != nil {
 			return result{}, err
 		}
-		return listenAndConnect(args[0])
+		return listenAndConnect(args[0], 0)
 	case "abstract-connect":
 		if err := need(1); err != nil {
 			return result{}, err
@@ -409,17 +416,17 @@ func port(sa unix.Sockaddr) int {
 
 func htons(v uint16) uint16 { return v<<8 | v>>8 }
 
-// listenAndConnect starts a TCP server on loopback inside the sandbox and
-// connects to it, the way test suites do.
-func listenAndConnect(kind string) (result, error) {
+// listenAndConnect starts a TCP server on loopback port p (0: any) inside
+// the sandbox and connects to it, the way test suites do.
+func listenAndConnect(kind string, p int) (result, error) {
 	op := "listen-and-connect-" + kind
 	var family int
 	var bindAddr unix.Sockaddr
 	switch kind {
 	case "tcp4":
-		family, bindAddr = unix.AF_INET, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}
+		family, bindAddr = unix.AF_INET, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}, Port: p}
 	case "tcp6":
-		family, bindAddr = unix.AF_INET6, &unix.SockaddrInet6{Addr: netip.IPv6Loopback().As16()}
+		family, bindAddr = unix.AF_INET6, &unix.SockaddrInet6{Addr: netip.IPv6Loopback().As16(), Port: p}
 	default:
 		return result{}, fmt.Errorf("listen-and-connect: unknown kind %q", kind)
 	}
