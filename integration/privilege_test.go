@@ -179,3 +179,33 @@ func TestHostEnvironUnreadable(t *testing.T) {
 		}
 	})
 }
+
+// TestCapAdd: --cap-add keeps exactly the capabilities named (reported),
+// root only; an unprivileged caller is refused (125) before anything runs.
+func TestCapAdd(t *testing.T) {
+	ws := workspace(t)
+	args := []string{"--mode", "workspace-write", "--network", "--cap-add", "net_raw"}
+	if os.Getuid() != 0 {
+		marker := filepath.Join(ws, "marker")
+		out := sbx(t, opts{dir: ws, args: append(append([]string{"run"}, args...), "--", probeBin, "create", marker)})
+		if out.code != 125 || !strings.Contains(out.stderr, "--cap-add") {
+			t.Errorf("unprivileged --cap-add: exit %d, stderr %q; want 125 naming --cap-add", out.code, out.stderr)
+		}
+		wantAbsent(marker)(t)
+		return
+	}
+	r, rep := probe(t, ws, args, "capeff")
+	// CAP_NET_RAW is bit 13: 0x2000 in every set, nothing else.
+	for _, set := range []string{"CapPrm", "CapEff", "CapBnd", "CapAmb"} {
+		if !strings.Contains(r.Detail, set+": 0000000000002000") {
+			t.Errorf("%s is not exactly CAP_NET_RAW: %s", set, r.Detail)
+		}
+	}
+	if got := rep.Enforcement.Capabilities; len(got) != 1 || got[0] != "CAP_NET_RAW" {
+		t.Errorf("report capabilities %q, want [CAP_NET_RAW]", got)
+	}
+	r, _ = probe(t, ws, args, "socket", "packet")
+	want(t, r, "")
+	r, _ = probe(t, ws, args, "sethostname")
+	want(t, r, "EPERM")
+}

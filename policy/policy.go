@@ -57,6 +57,9 @@ type Policy struct {
 	Masked []string `json:"masked,omitempty"`
 	// Skipped lists implicit roots left out because they do not exist.
 	Skipped []SkippedPath `json:"skipped,omitempty"`
+	// Capabilities are the Linux capabilities the command keeps (--cap-add,
+	// canonical names); every other one is dropped, root's included.
+	Capabilities []string `json:"capabilities,omitempty"`
 }
 
 // SkippedPath is an implicit root that was not granted, and why.
@@ -82,6 +85,9 @@ type Request struct {
 	ExtraReadOnly []string
 	// Additional is the effective, normalised additional permission profile.
 	Additional profiles.Profile
+	// Capabilities are the Linux capabilities the command keeps (see
+	// Policy.Capabilities).
+	Capabilities []string
 }
 
 // DefaultDevices are the device files any mode may write: shells redirect to
@@ -100,10 +106,11 @@ func Build(req Request) (Policy, error) {
 		return Policy{}, &profiles.FieldError{Field: "cwd", Err: err}
 	}
 	pol := Policy{
-		Mode:      req.Mode,
-		ReadRoots: []string{"/"},
-		Devices:   DefaultDevices,
-		Network:   NetworkIsolated,
+		Mode:         req.Mode,
+		ReadRoots:    []string{"/"},
+		Devices:      DefaultDevices,
+		Network:      NetworkIsolated,
+		Capabilities: req.Capabilities,
 	}
 	if req.Additional.NetworkEnabled() {
 		pol.Network = NetworkFull

@@ -33,12 +33,16 @@ type request struct {
 	Network       bool
 	Additional    profiles.Profile
 	// Env is sbx's own environment; EnvPolicy makes the command's from it.
-	Env        []string
-	EnvPolicy  profiles.EnvPolicy
-	Timeout    time.Duration
-	Limits     enforce.Limits
-	Require    []string
-	Escalation escalation
+	Env       []string
+	EnvPolicy profiles.EnvPolicy
+	Timeout   time.Duration
+	Limits    enforce.Limits
+	Require   []string
+	// CapAdd are Linux capabilities the command keeps; CapAddField names
+	// them in errors (--cap-add, cap_add).
+	CapAdd      []string
+	CapAddField string
+	Escalation  escalation
 	// KillGrace is the time between a relayed SIGTERM and the kill (0:
 	// host.DefaultKillGrace).
 	KillGrace time.Duration
@@ -94,10 +98,14 @@ func prepare(r request) (host.Call, callReport, error) {
 	if r.Escalation.SandboxPermissions == profiles.UseDefault {
 		preauth, explicit = profiles.Merge(preauth, explicit), profiles.Profile{}
 	}
+	caps, err := capabilities(r.CapAdd, r.CapAddField)
+	if err != nil {
+		return host.Call{}, callReport{}, err
+	}
 	base := policy.Request{
 		Mode: r.Mode, Cwd: cwd, WritableRoots: r.WritableRoots,
 		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(env, "TMPDIR"),
-		ExtraReadOnly: r.ReadOnly,
+		ExtraReadOnly: r.ReadOnly, Capabilities: caps,
 	}
 	pol, perms, err := resolvePermissions(context.Background(), base, explicit, preauth, r.Escalation)
 	meta := callReport{Report: enforce.NewReport(perms.Mode.String()), Permissions: perms, Env: envRep}
@@ -253,4 +261,24 @@ type callReport struct {
 	Env profiles.EnvReport `json:"env"`
 	// Retry is the exact-retry hint when the sandbox denied something.
 	Retry *retryHint `json:"retry,omitempty"`
+}
+
+// capabilities checks the capabilities a call keeps: Linux names, and only
+// for root, whose command otherwise holds none (the stage of an
+// unprivileged call gets only those it needs itself).
+func capabilities(names []string, field string) ([]string, error) {
+	if len(names) == 0 {
+		return nil, nil
+	}
+	caps, err := enforce.CanonicalCapabilities(names)
+	if err != nil {
+		return nil, &profiles.FieldError{Field: field, Err: err}
+	}
+	switch {
+	case runtime.GOOS != "linux":
+		return nil, &profiles.FieldError{Field: field, Err: errors.New("capabilities are Linux's")}
+	case os.Geteuid() != 0:
+		return nil, &profiles.FieldError{Field: field, Err: errors.New("keeping a capability needs sbx run as root")}
+	}
+	return caps, nil
 }

@@ -63,6 +63,9 @@ type execRequest struct {
 	// KillGraceMS is the time between a relayed SIGTERM and the kill of
 	// the tree (0 or absent: host.DefaultKillGrace).
 	KillGraceMS int64 `json:"kill_grace_ms"`
+	// CapAdd are Linux capabilities the command keeps (root only), as
+	// sbx run --cap-add.
+	CapAdd []string `json:"cap_add"`
 }
 
 // execPTY is the "pty" object; absent sizes are the default 24x80.
@@ -209,7 +212,7 @@ func execCmd(args []string, stdio Stdio) int {
 	r := request{
 		Command: req.Command, Cwd: req.Cwd, WritableRoots: req.WritableRoots, ExcludeTmp: req.ExcludeTmp,
 		ExcludeTmpdir: req.ExcludeTmpdir, ReadOnly: req.ReadOnly, Network: req.NetworkAccess,
-		Env: os.Environ(), Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require,
+		Env: os.Environ(), Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require, CapAdd: req.CapAdd, CapAddField: "cap_add",
 		KillGrace: killGrace,
 	}
 	if req.SandboxMode != nil {

@@ -126,6 +126,7 @@ type runFlags struct {
 	excludeTmp    bool
 	excludeTmpdir bool
 	require       listFlag
+	capAdd        listFlag
 	shell         string
 	script        string
 	login         bool
@@ -173,6 +174,7 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.Float64Var(&rf.limits.CPUs, "cpus", 0, "CPU bandwidth quota in cores, e.g. 0.5: from 0.01 to 4 × the number of CPUs (cgroup only)")
 	fs.Var(timeoutFlag{&rf.timeout}, "timeout", "kill the command tree after this `DURATION` (e.g. 30s, 5m; at most 8760h)")
 	fs.DurationVar(&rf.killGrace, "kill-grace", host.DefaultKillGrace, "time between relaying SIGTERM or SIGHUP (or sbx's parent dying) and killing the command tree, `DURATION` at most 1h")
+	fs.Var(&rf.capAdd, "cap-add", "keep Linux capability `CAP` for the command (repeatable; root only, reported): every other one is dropped, root's included")
 	fs.Var(&rf.require, "require", "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(enforce.Features, ", ")+")")
 }
 
@@ -186,7 +188,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 	r := request{
 		Command: command, Cwd: rf.cwd, Mode: rf.mode, WritableRoots: rf.writableRoots,
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, ReadOnly: rf.readOnly,
-		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require,
+		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require, CapAdd: rf.capAdd, CapAddField: "--cap-add",
 		Timeout: rf.timeout,
 	}
 	var err error

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"sbx/enforce"
 )
 
 // The securebits a sandboxed command runs with, all locked so it cannot
@@ -96,34 +98,5 @@ func dropCapabilities(keep []int) error {
 	return nil
 }
 
-// capabilityNames are the kernel's capability names, lower case without
-// the CAP_ prefix, by number (capabilities(7)).
-var capabilityNames = []string{
-	"chown", "dac_override", "dac_read_search", "fowner", "fsetid", "kill", "setgid", "setuid",
-	"setpcap", "linux_immutable", "net_bind_service", "net_broadcast", "net_admin", "net_raw",
-	"ipc_lock", "ipc_owner", "sys_module", "sys_rawio", "sys_chroot", "sys_ptrace", "sys_pacct",
-	"sys_admin", "sys_boot", "sys_nice", "sys_resource", "sys_time", "sys_tty_config", "mknod",
-	"lease", "audit_write", "audit_control", "setfcap", "mac_override", "mac_admin", "syslog",
-	"wake_alarm", "block_suspend", "audit_read", "perfmon", "bpf", "checkpoint_restore",
-}
-
-// CapabilityName is the name of capability c as the report and --cap-add
-// spell it: "CAP_NET_BIND_SERVICE".
-func CapabilityName(c int) string {
-	if c >= 0 && c < len(capabilityNames) {
-		return "CAP_" + strings.ToUpper(capabilityNames[c])
-	}
-	return "CAP_" + strconv.Itoa(c)
-}
-
-// ParseCapability reads a capability name, with or without the CAP_
-// prefix, in any case ("net_bind_service", "CAP_NET_BIND_SERVICE").
-func ParseCapability(s string) (int, error) {
-	n := strings.ToLower(strings.TrimPrefix(strings.ToUpper(s), "CAP_"))
-	for i, name := range capabilityNames {
-		if name == n {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown capability %q (capabilities(7) names, e.g. CAP_NET_BIND_SERVICE)", s)
-}
+// CapabilityName is enforce.CapabilityName.
+func CapabilityName(c int) string { return enforce.CapabilityName(c) }

@@ -283,6 +283,20 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		p.Launch = LaunchDirect
 		return p, nil
 	}
+	for _, name := range pol.Capabilities {
+		c, err := enforce.ParseCapability(name)
+		if err != nil {
+			return nil, err
+		}
+		if !sys.Privileged {
+			// The stage's capabilities would be its user namespace's, and
+			// it gets only those it needs: keeping one is for root alone.
+			return nil, fmt.Errorf("keeping %s needs sbx run as root", name)
+		}
+		if !slices.Contains(p.Capabilities, c) {
+			p.Capabilities = append(p.Capabilities, c)
+		}
+	}
 	sup := Unsupervised
 	if sys.UserNotif {
 		p.Supervise, sup = SuperviseBestEffort, Supervised
