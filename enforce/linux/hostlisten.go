@@ -36,7 +36,6 @@ import (
 // hostLoopbackReason is the reason of every such denial.
 const hostLoopbackReason = "host loopback is not reachable with the network off"
 
-
 type ipProto int
 
 const (
