@@ -95,6 +95,20 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 		pre.end()
 		return nil, err
 	}
+	if p.Launch == LaunchThread {
+		// sbx's own environment holds what it strips from the command's;
+		// where the command shares sbx's PID namespace and uid (no
+		// namespaces can be made), /proc/<sbx>/environ and mem would be
+		// open to it. A process that is not dumpable has its /proc files
+		// owned by root and needs CAP_SYS_PTRACE to be read. (Not for a
+		// stage launch: the uid map of a stage, still sbx's clone, must
+		// stay writable by the caller; its command sees a PID namespace
+		// of its own anyway.)
+		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+			pre.end()
+			return nil, fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
+		}
+	}
 	made, err := makePlaceholders(p.Placeholders)
 	if err != nil {
 		pre.end()
