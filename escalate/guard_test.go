@@ -31,7 +31,7 @@ func TestLoadGuardRefusals(t *testing.T) {
 		{"unknown field", write("u.json", `{"deny_writes":["/etc"]}`), "deny_writes: unknown field"},
 		{"relative path", write("r.json", `{"deny_write":["/etc","etc"]}`), `deny_write[1]: "etc" is not an absolute path`},
 		{"relative read path", write("rr.json", `{"deny_read":["~/.ssh"]}`), `deny_read[0]: "~/.ssh" is not an absolute path`},
-		{"wrong type", write("t.json", `{"deny_network":"yes"}`), "deny_network: expected bool"},
+		{"wrong type", write("t.json", `{"deny_network":"yes"}`), "deny_network: expected a boolean, got JSON string"},
 		{"garbage", write("g.json", `deny everything`), "malformed JSON"},
 	}
 	for _, tt := range tests {

@@ -14,7 +14,7 @@ func TestDecodeNormalizeRequestRefusals(t *testing.T) {
 		{"unknown top-level field", `{"cwd":"/x","scopes":"turn"}`, "scopes: unknown field"},
 		{"unknown nested field", `{"cwd":"/x","granted":{"file_system":{"wirte":["a"]}}}`, "granted.file_system.wirte: unknown field"},
 		{"unknown scope", `{"cwd":"/x","scope":"forever"}`, `scope: unknown grant scope "forever"`},
-		{"strict not a bool", `{"cwd":"/x","strict_auto_review":"yes"}`, "strict_auto_review: expected bool"},
+		{"strict not a bool", `{"cwd":"/x","strict_auto_review":"yes"}`, "strict_auto_review: expected a boolean, got JSON string"},
 		{"trailing data", `{"cwd":"/x"} {}`, "trailing data"},
 		{"empty input", ``, "empty input"},
 	}
