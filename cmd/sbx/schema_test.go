@@ -350,6 +350,11 @@ func TestSchemaRejects(t *testing.T) {
 		{"stdin over the cap", `{"command":["/bin/true"],"cwd":"` + cwd + `","stdin":"` + strings.Repeat("x", maxStdinBytes+1) + `"}`, "stdin"},
 		{"stdin not a string", `{"command":["/bin/true"],"cwd":"` + cwd + `","stdin":["x"]}`, "stdin"},
 		{"unknown grants field", `{"command":["/bin/true"],"cwd":"` + cwd + `","grants":{"session":{"network":{"enabled":true}},"forever":{}}}`, "grants.forever"},
+		{"case variant of a field", `{"command":["/bin/true"],"cwd":"` + cwd + `","SANDBOX_MODE":"danger-full-access"}`, "SANDBOX_MODE: unknown field"},
+		{"case variant of a nested field", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"Network":{"enabled":true}}}`, "additional_permissions.Network: unknown field"},
+		{"network without enabled", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"network":{}}}`, "additional_permissions.network.enabled: required"},
+		{"grant network without enabled", `{"command":["/bin/true"],"cwd":"` + cwd + `","grants":{"turn":{"network":{}}}}`, "grants.turn.network.enabled: required"},
+		{"top-level array", `[{"command":["/bin/true"],"cwd":"` + cwd + `"}]`, "expected a JSON object, got JSON array"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { wantRefusal(t, request, result, tt.req, tt.wantField) })
