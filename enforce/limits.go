@@ -22,6 +22,10 @@ type Limits struct {
 // IsZero reports whether no limit is set.
 func (l Limits) IsZero() bool { return l == Limits{} }
 
+// maxCPUs bounds a CPU quota: more cores than any machine has, far below
+// what overflows the kernel's quota in µs.
+const maxCPUs = 1 << 20
+
 // Validate names the first limit that is out of range.
 func (l Limits) Validate() error {
 	switch {
@@ -35,6 +39,10 @@ func (l Limits) Validate() error {
 		return fmt.Errorf("cpus: must be a positive number of cores")
 	case l.CPUs > 0 && l.CPUs < 0.01:
 		return fmt.Errorf("cpus: %g is below the smallest quota, 0.01", l.CPUs)
+	case l.CPUs > maxCPUs:
+		// The quota is written in µs per 100 ms period: a larger count of
+		// cores overflows it (a negative or garbage cpu.max).
+		return fmt.Errorf("cpus: %g is more than %d cores", l.CPUs, maxCPUs)
 	}
 	return nil
 }
@@ -57,6 +65,10 @@ func ParseSize(s string) (int64, error) {
 	b := v * mult
 	if b >= math.MaxInt64 {
 		return 0, errors.New(s + " is too large")
+	}
+	if b > 0 && b < 1 {
+		// It would truncate to 0, which means "no limit".
+		return 0, fmt.Errorf("%q is less than one byte", s)
 	}
 	return int64(b), nil
 }
