@@ -174,6 +174,10 @@ func ParseSize(s string) (int64, error) {
 	if b >= math.MaxInt64 {
 		return 0, errors.New(s + " is too large")
 	}
+	if b > 0 && b < 1 {
+		// It would truncate to 0, which means "no limit".
+		return 0, fmt.Errorf("%q is less than one byte", s)
+	}
 	return int64(b), nil
 }
 

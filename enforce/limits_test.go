@@ -1,6 +1,8 @@
 package enforce
 
 import (
+	"math"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,6 +28,10 @@ func TestParseSize(t *testing.T) {
 		{"12Q", 0, true},
 		{"1e30G", 0, true},
 		{"NaN", 0, true},
+		{"0", 0, false},
+		{"0.5", 0, true},    // would be 0 bytes: no limit
+		{"1e-300", 0, true}, // the same
+		{"0.5K", 512, false},
 	} {
 		got, err := ParseSize(c.in)
 		if (err != nil) != c.err || got != c.want {
@@ -100,4 +106,57 @@ func TestCheckTimeout(t *testing.T) {
 			t.Errorf("CheckTimeout(%v) = %v, want error %t", c.d, err, c.err)
 		}
 	}
+}
+
+// FuzzParseSize: a size parses to a non-negative byte count or fails, never
+// panics; a size that is not zero never becomes 0 (which means "no limit"),
+// and the byte count, written out, parses back to itself.
+func FuzzParseSize(f *testing.F) {
+	for _, s := range []string{"64M", "1.5G", "0", "0.5", "0.0001K", "1e-300", "9223372036854775807", "8E", "1e30G", "NaN", "-0", " 2t ", "0x1p4", "1_000"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseSize(s)
+		if err != nil {
+			return
+		}
+		if n < 0 {
+			t.Fatalf("ParseSize(%q) = %d", s, n)
+		}
+		if zero, _ := ParseSize("0"); n == zero && !isZeroSize(s) {
+			t.Fatalf("ParseSize(%q) = 0, which means no limit", s)
+		}
+		if back, err := ParseSize(strconv.FormatInt(n, 10)); err != nil || back != n {
+			t.Fatalf("ParseSize(%q) = %d, which parses back as %d, %v", s, n, back, err)
+		}
+	})
+}
+
+// isZeroSize reports whether s, without its suffix, is a zero number.
+func isZeroSize(s string) bool {
+	t := strings.TrimRight(strings.ToUpper(strings.TrimSpace(s)), "KMGTIB")
+	v, err := strconv.ParseFloat(t, 64)
+	return err == nil && v == 0
+}
+
+// FuzzLimitsValidate: limits that Validate accepts are ones the kernel can
+// be given: a CPU quota (cores times the CFS period in µs, as the cgroup
+// backend writes it) is a positive int64.
+func FuzzLimitsValidate(f *testing.F) {
+	for _, c := range []float64{0, 0.01, 0.5, 4, 1e300, 1e14, -1, 0.001} {
+		f.Add(int64(64<<20), 10, c)
+	}
+	f.Fuzz(func(t *testing.T, mem int64, pids int, cpus float64) {
+		l := Limits{MemoryBytes: mem, Pids: pids, CPUs: cpus}
+		if l.Validate() != nil {
+			return
+		}
+		if mem < 0 || pids < 0 || cpus < 0 {
+			t.Fatalf("%+v accepted", l)
+		}
+		const period = 100000
+		if q := cpus * period; cpus > 0 && (q < 1 || q >= math.MaxInt64 || int64(q) <= 0) {
+			t.Fatalf("cpus %g accepted, but its quota %g µs is not a positive int64", cpus, q)
+		}
+	})
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -42,6 +43,8 @@ func TestCommandApproverDenials(t *testing.T) {
 		{"unknown field", `echo '{"outcome":"allowed-once","scope":"session"}'`, ErrMalformedAnswer},
 		{"trailing data", `echo '{"outcome":"allowed-once"} {"outcome":"allowed-once"}'`, ErrMalformedAnswer},
 		{"missing outcome", `echo '{}'`, ErrMalformedAnswer},
+		{"duplicate outcome, allowed last", `echo '{"outcome":"denied","outcome":"allowed-once"}'`, ErrMalformedAnswer},
+		{"case variant of outcome", `echo '{"OUTCOME":"allowed-once"}'`, ErrMalformedAnswer},
 		{"outcome not a string", `echo '{"outcome":true}'`, ErrMalformedAnswer},
 		{"non-zero exit even with allowed", `echo '{"outcome":"allowed-once"}'; exit 3`, ErrApproverFailed},
 		{"crash", `kill -9 $$`, ErrApproverFailed},
@@ -72,6 +75,34 @@ func TestCommandApproverDenials(t *testing.T) {
 			t.Fatalf("err = %v", err)
 		}
 	})
+}
+
+// TestParseAnswerExact: an answer is exact JSON (DESIGN.md invariant 4);
+// encoding/json alone took the last duplicate and folded the case, so both
+// of these approved.
+func TestParseAnswerExact(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{"duplicate outcome", `{"outcome":"denied","outcome":"allowed-once"}`, "outcome: duplicate key"},
+		{"duplicate of the same value", `{"outcome":"allowed-once","outcome":"allowed-once"}`, "outcome: duplicate key"},
+		{"upper case", `{"OUTCOME":"allowed-once"}`, "OUTCOME: unknown field (did you mean outcome?)"},
+		{"mixed case", `{"Outcome":"allowed-once"}`, "Outcome: unknown field (did you mean outcome?)"},
+		{"array", `[{"outcome":"allowed-once"}]`, "expected a JSON object, got JSON array"},
+		{"null outcome", `{"outcome":null}`, "outcome: missing"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseAnswer([]byte(tt.in))
+			if !errors.Is(err, ErrMalformedAnswer) || !errors.Is(err, ErrDenied) {
+				t.Fatalf("parseAnswer(%s) = %q, %v; want ErrMalformedAnswer", tt.in, o, err)
+			}
+			if got := err.Error(); !strings.HasSuffix(got, tt.want) {
+				t.Errorf("err = %q, want it to end in %q", got, tt.want)
+			}
+		})
+	}
+	if o, err := parseAnswer([]byte(`{"outcome":"allowed-once"}`)); err != nil || o != AllowedOnce {
+		t.Errorf("exact answer = %q, %v; want allowed-once", o, err)
+	}
 }
 
 func TestCommandApproverOutcomes(t *testing.T) {

@@ -31,8 +31,14 @@ func TestLoadGuardRefusals(t *testing.T) {
 		{"unknown field", write("u.json", `{"deny_writes":["/etc"]}`), "deny_writes: unknown field"},
 		{"relative path", write("r.json", `{"deny_write":["/etc","etc"]}`), `deny_write[1]: "etc" is not an absolute path`},
 		{"relative read path", write("rr.json", `{"deny_read":["~/.ssh"]}`), `deny_read[0]: "~/.ssh" is not an absolute path`},
-		{"wrong type", write("t.json", `{"deny_network":"yes"}`), "deny_network: expected bool"},
+		{"wrong type", write("t.json", `{"deny_network":"yes"}`), "deny_network: expected a boolean, got JSON string"},
 		{"garbage", write("g.json", `deny everything`), "malformed JSON"},
+		// A guard only takes away: the last duplicate or a case variant
+		// would silently drop the first list (DESIGN.md invariant 4).
+		{"duplicate list, empty last", write("d.json", `{"deny_write":["/etc"],"deny_write":[]}`), "deny_write: duplicate key"},
+		{"duplicate deny_network", write("dn.json", `{"deny_network":true,"deny_network":false}`), "deny_network: duplicate key"},
+		{"case variant", write("c.json", `{"DENY_WRITE":["/etc"]}`), "DENY_WRITE: unknown field (did you mean deny_write?)"},
+		{"array", write("a.json", `[{"deny_write":["/etc"]}]`), "expected a JSON object, got JSON array"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -82,7 +82,9 @@ var badInputs = []struct {
 	{name: "explain-extra", args: []string{"explain", "touch", "@M"}, msg: `unexpected argument "touch"`},
 
 	// E2BIG is the input's fault, not a command that cannot be executed.
-	{name: "exec-env-50MB", args: []string{"exec"}, stdin: execReq(`"env": {"X": "` + strings.Repeat("x", 50<<20) + `"}`), msg: "exceed the kernel's limit (E2BIG)"},
+	{name: "exec-env-1MB", args: []string{"exec"}, stdin: execReq(`"env": {"X": "` + strings.Repeat("x", 1<<20) + `"}`), msg: "exceed the kernel's limit (E2BIG)"},
+	// A request past sbx exec's limit is refused before it is all read.
+	{name: "exec-request-50MB", args: []string{"exec"}, stdin: execReq(`"env": {"X": "` + strings.Repeat("x", 50<<20) + `"}`), msg: "longer than 16777216 bytes"},
 	{name: "exec-arg-200KB", args: []string{"exec"}, stdin: `{"command": ["sh", "-c", "touch @M", "` + strings.Repeat("x", 200<<10) + `"], "cwd": "@W"}`, msg: "exceed the kernel's limit (E2BIG)"},
 }
 

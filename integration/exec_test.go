@@ -206,3 +206,66 @@ func TestExecRetryRequest(t *testing.T) {
 	}
 	wantContent(out, "x\n")(t)
 }
+
+// TestExecExactKeys: the escapes of encoding/json's case folding and
+// last-duplicate-wins (DESIGN.md invariant 4), sent to the real binary. The
+// command creates a file, which read-only (the default mode) forbids: read
+// as encoding/json alone reads them, most of these requests widen the
+// sandbox so that it would. Each is refused with exit 125 naming the field,
+// and the file is never made.
+func TestExecExactKeys(t *testing.T) {
+	ws := workspace(t)
+	// RUN in a request is the command and cwd, with a marker of its own.
+	const run = "RUN"
+	answer := func(body string) string {
+		return `, "sandbox_permissions": "require_escalated", "escalate_to": "danger-full-access", "justification": "x",
+			"approval_policy": "on-request", "approver": ["sh", "-c", ` + jsonString("echo '"+body+"'") + `]`
+	}
+	cases := []struct {
+		name, req, field string
+	}{
+		{"case-variant", `{` + run + `, "SANDBOX_MODE": "danger-full-access"}`, "SANDBOX_MODE: unknown field"},
+		{"duplicate", `{` + run + `, "sandbox_mode": "read-only", "sandbox_mode": "danger-full-access"}`, "sandbox_mode: duplicate key"},
+		{"nested-duplicate", `{` + run + `, "additional_permissions": {"file_system": {"write": [], "write": ["/"]}}}`,
+			"additional_permissions.file_system.write: duplicate key"},
+		{"network-without-enabled", `{` + run + `, "additional_permissions": {"network": {}}}`, "additional_permissions.network.enabled: required"},
+		{"top-level-array", `[{` + run + `, "sandbox_mode": "danger-full-access"}]`, "expected a JSON object"},
+		{"approver-duplicate-outcome", `{` + run + answer(`{"outcome":"denied","outcome":"allowed-once"}`) + `}`, "outcome: duplicate key"},
+		{"approver-case-variant", `{` + run + answer(`{"OUTCOME":"allowed-once"}`) + `}`, "OUTCOME: unknown field"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			marker := filepath.Join(ws, c.name)
+			req := strings.Replace(c.req, run, `"command": ["touch", `+jsonString(marker)+`], "cwd": `+jsonString(ws), 1)
+			out, res := execJSON(t, ws, req)
+			if out.code != 125 {
+				t.Errorf("exit %d, want 125", out.code)
+			}
+			oneLine(t, "stderr", out.stderr)
+			if !strings.Contains(out.stderr, c.field) {
+				t.Errorf("stderr does not name %q: %q", c.field, out.stderr)
+			}
+			if res == nil || !strings.Contains(res.Error, c.field) {
+				t.Errorf("stdout: want {\"error\": ...} naming %q, got %.200q", c.field, out.stdout)
+			}
+			wantAbsent(marker)(t)
+		})
+	}
+}
+
+// TestExecRequestTooLarge: stdin past the request limit is refused when the
+// limit is reached, not after reading it all.
+func TestExecRequestTooLarge(t *testing.T) {
+	ws := workspace(t)
+	marker := filepath.Join(ws, "marker")
+	req := `{"command": ["touch", ` + jsonString(marker) + `], "cwd": ` + jsonString(ws) + `, "sandbox_mode": "danger-full-access", "stdin": "` +
+		strings.Repeat("x", 17<<20) + `"}`
+	out, res := execJSON(t, ws, req)
+	if out.code != 125 || !strings.Contains(out.stderr, "16777216 bytes") {
+		t.Errorf("exit %d stderr %q, want 125 naming the limit of 16777216 bytes", out.code, out.stderr)
+	}
+	if res == nil || res.Error == "" {
+		t.Errorf("stdout: want a refusal, got %q", out.stdout)
+	}
+	wantAbsent(marker)(t)
+}

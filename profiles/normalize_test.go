@@ -14,8 +14,14 @@ func TestDecodeNormalizeRequestRefusals(t *testing.T) {
 		{"unknown top-level field", `{"cwd":"/x","scopes":"turn"}`, "scopes: unknown field"},
 		{"unknown nested field", `{"cwd":"/x","granted":{"file_system":{"wirte":["a"]}}}`, "granted.file_system.wirte: unknown field"},
 		{"unknown scope", `{"cwd":"/x","scope":"forever"}`, `scope: unknown grant scope "forever"`},
-		{"strict not a bool", `{"cwd":"/x","strict_auto_review":"yes"}`, "strict_auto_review: expected bool"},
+		{"strict not a bool", `{"cwd":"/x","strict_auto_review":"yes"}`, "strict_auto_review: expected a boolean, got JSON string"},
 		{"trailing data", `{"cwd":"/x"} {}`, "trailing data"},
+		{"duplicate scope", `{"cwd":"/x","scope":"turn","scope":"session"}`, "scope: duplicate key"},
+		{"duplicate strict", `{"cwd":"/x","strict_auto_review":false,"strict_auto_review":true}`, "strict_auto_review: duplicate key"},
+		{"case variant", `{"cwd":"/x","Granted":{"network":{"enabled":true}}}`, "Granted: unknown field"},
+		{"nested duplicate", `{"cwd":"/x","granted":{"file_system":{"read":["a"],"read":["/"]}}}`, "granted.file_system.read: duplicate key"},
+		{"network without enabled", `{"cwd":"/x","requested":{"network":{}}}`, "requested.network.enabled: required"},
+		{"top-level array", `[]`, "expected a JSON object, got JSON array"},
 		{"empty input", ``, "empty input"},
 	}
 	for _, tt := range tests {

@@ -16,9 +16,11 @@ type Profile struct {
 	FileSystem *FileSystem `json:"file_system,omitempty"`
 }
 
-// Network is the network part of a profile.
+// Network is the network part of a profile. On the wire "enabled" is
+// required (DecodeStrict refuses {"network": {}}), as the schemas say: an
+// empty object asking for nothing is more likely a mistake than a choice.
 type Network struct {
-	Enabled bool `json:"enabled"`
+	Enabled bool `json:"enabled" strict:"required"`
 }
 
 // FileSystem lists extra readable and writable paths. Write implies read.

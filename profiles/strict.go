@@ -15,19 +15,28 @@ import (
 // DecodeStrict decodes exactly one JSON value from data into v, rejecting
 // unknown fields and trailing data. The error names the offending field, so a
 // caller can show "additional_permissions.file_system.wirte: unknown field".
+//
+// Keys are exact (DESIGN.md invariant 4): encoding/json alone matches keys
+// case-insensitively and keeps the last of duplicated keys, so a filter that
+// checks "sandbox_mode" would be bypassed by "SANDBOX_MODE" or by a second
+// "sandbox_mode". checkKeys refuses both, at every depth (map keys too),
+// before the typed decode sees the input; with every key exact and unique,
+// encoding/json's folding has nothing left to match. A struct field tagged
+// `strict:"required"` must be present and not null.
 func DecodeStrict(data []byte, v any) error {
+	null, keysErr := checkKeys(data, reflect.TypeOf(v))
+	var fe *FieldError
+	if errors.As(keysErr, &fe) {
+		return keysErr
+	}
+	if t := decodeTarget(reflect.TypeOf(v)); null && keysErr == nil && t != nil && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map) {
+		// encoding/json reads a top-level null as "set nothing": a request
+		// of null is a mistake, not an empty request.
+		return errors.New("expected a JSON object, got JSON null")
+	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		if strings.HasPrefix(err.Error(), "json: unknown field ") {
-			// encoding/json names the key but not where it is; find the path.
-			var generic any
-			if json.Unmarshal(data, &generic) == nil {
-				if path := unknownFieldPath(generic, reflect.TypeOf(v), ""); path != "" {
-					return fmt.Errorf("%s: unknown field", path)
-				}
-			}
-		}
 		var generic any
 		if json.Unmarshal(data, &generic) == nil {
 			// A value's own UnmarshalText error (an unknown mode) comes
@@ -37,6 +46,10 @@ func DecodeStrict(data []byte, v any) error {
 			}
 		}
 		return describeJSONError(err)
+	}
+	if keysErr != nil {
+		// The key check could not read what the decoder took: fail closed.
+		return describeJSONError(keysErr)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return errors.New("trailing data after the JSON value")
@@ -49,11 +62,12 @@ func describeJSONError(err error) error {
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = "(top level)"
+		// The Go type (main.execRequest) means nothing to a caller: say
+		// which JSON type the field takes.
+		if typeErr.Field == "" {
+			return fmt.Errorf("expected %s, got JSON %s", jsonKind(typeErr.Type), typeErr.Value)
 		}
-		return fmt.Errorf("%s: expected %s, got JSON %s", field, typeErr.Type, typeErr.Value)
+		return fmt.Errorf("%s: expected %s, got JSON %s", typeErr.Field, jsonKind(typeErr.Type), typeErr.Value)
 	case errors.As(err, &syntaxErr):
 		return fmt.Errorf("malformed JSON at byte %d: %v", syntaxErr.Offset, err)
 	case errors.Is(err, io.EOF):
@@ -70,6 +84,196 @@ func describeJSONError(err error) error {
 		return fieldErr
 	}
 	return err
+}
+
+var jsonUnmarshaler = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
+// jsonKind names the JSON a Go type decodes from: "a JSON object", "an
+// array of strings", "a string" (for a type that parses text, such as Mode).
+func jsonKind(t reflect.Type) string {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == nil, reflect.PointerTo(t).Implements(jsonUnmarshaler):
+		return "a JSON value"
+	case reflect.PointerTo(t).Implements(textUnmarshaler):
+		return "a string"
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		return "a JSON object"
+	case reflect.Map:
+		return "an object of " + plural(t.Elem())
+	case reflect.Slice, reflect.Array:
+		return "an array of " + plural(t.Elem())
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a JSON value"
+}
+
+// plural is jsonKind for the elements of an array or object.
+func plural(t reflect.Type) string {
+	k := jsonKind(t)
+	switch k {
+	case "a JSON object":
+		return "objects"
+	case "a JSON value":
+		return "JSON values"
+	}
+	k = strings.TrimPrefix(strings.TrimPrefix(k, "an "), "a ")
+	if strings.HasPrefix(k, "array of ") || strings.HasPrefix(k, "object of ") {
+		return k[:strings.Index(k, " ")] + "s" + k[strings.Index(k, " "):]
+	}
+	return k + "s"
+}
+
+// ErrUnknownField and ErrDuplicateKey are the Err of the *FieldError that
+// DecodeStrict returns for a key the type lacks (a case variant of a known
+// field included) and for a key given twice in one object.
+var (
+	ErrUnknownField = errors.New("unknown field")
+	ErrDuplicateKey = errors.New("duplicate key")
+	ErrRequired     = errors.New("required")
+)
+
+// maxKeyDepth bounds the nesting checkKeys follows, as encoding/json bounds
+// its own (10000): deeper input is malformed for both.
+const maxKeyDepth = 10000
+
+var errTooDeep = fmt.Errorf("malformed JSON: nested deeper than %d", maxKeyDepth)
+
+// checkKeys reads the first JSON value of data token by token, beside the Go
+// type t it decodes into, and returns a *FieldError for the first key that is
+// not exactly a field of its struct, is given twice in its object (struct or
+// map), or for a required field that is absent or null. Any other error means
+// the tokens could not be read (malformed JSON); the typed decode then
+// reports it in its own words. null reports a top-level JSON null.
+func checkKeys(data []byte, t reflect.Type) (null bool, err error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers are skipped, not parsed
+	return keysOfValue(dec, t, "", 0)
+}
+
+// keysOfValue checks one value; null reports whether it was JSON null.
+func keysOfValue(dec *json.Decoder, t reflect.Type, path string, depth int) (null bool, err error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return false, err
+	}
+	switch tok {
+	case json.Delim('{'):
+		return false, keysOfObject(dec, decodeTarget(t), path, depth+1)
+	case json.Delim('['):
+		if depth+1 > maxKeyDepth {
+			return false, errTooDeep
+		}
+		var elem reflect.Type
+		if t = decodeTarget(t); t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		for i := 0; dec.More(); i++ {
+			if _, err := keysOfValue(dec, elem, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
+				return false, err
+			}
+		}
+		_, err = dec.Token() // ']'
+		return false, err
+	}
+	return tok == nil, nil
+}
+
+// decodeTarget is the type whose keys an object must have: t without
+// pointers, or nil when the keys are not known here (an interface, a type
+// with its own UnmarshalJSON, or a type the value does not fit, which the
+// typed decode refuses). Duplicates are refused under a nil type too.
+func decodeTarget(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || reflect.PointerTo(t).Implements(jsonUnmarshaler) || reflect.PointerTo(t).Implements(textUnmarshaler) {
+		return nil
+	}
+	return t
+}
+
+func keysOfObject(dec *json.Decoder, t reflect.Type, path string, depth int) error {
+	if depth > maxKeyDepth {
+		return errTooDeep
+	}
+	var fields map[string]jsonField
+	var elem reflect.Type
+	switch {
+	case t == nil:
+	case t.Kind() == reflect.Struct:
+		fields = jsonFields(t)
+	case t.Kind() == reflect.Map:
+		elem = t.Elem()
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string) // Token guarantees a string key here
+		p := join(path, key)
+		if seen[key] {
+			return &FieldError{Field: p, Err: ErrDuplicateKey}
+		}
+		seen[key] = true
+		et := elem
+		if fields != nil {
+			f, ok := fields[key]
+			if !ok {
+				return &FieldError{Field: p, Err: unknownField(key, fields)}
+			}
+			et = f.Type
+		}
+		null, err := keysOfValue(dec, et, p, depth)
+		if err != nil {
+			return err
+		}
+		if null && fields[key].Required {
+			// sbx reads null as absent; a required field must have a value.
+			return &FieldError{Field: p, Err: ErrRequired}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // '}'
+		return err
+	}
+	// Report missing required fields in a stable order.
+	names := make([]string, 0, len(fields))
+	for name, f := range fields {
+		if f.Required && !seen[name] {
+			names = append(names, name)
+		}
+	}
+	if len(names) > 0 {
+		sort.Strings(names)
+		return &FieldError{Field: join(path, names[0]), Err: ErrRequired}
+	}
+	return nil
+}
+
+// unknownField is ErrUnknownField, with a hint when the key is a case
+// variant of a field ("did you mean sandbox_mode?").
+func unknownField(key string, fields map[string]jsonField) error {
+	for name := range fields {
+		if strings.EqualFold(name, key) {
+			return fmt.Errorf("%w (did you mean %s?)", ErrUnknownField, name)
+		}
+	}
+	return ErrUnknownField
 }
 
 // FieldError is an invalid value in a named field of a request.
@@ -93,7 +297,7 @@ func walkJSON(v any, t reflect.Type, path string, visit func(v any, t reflect.Ty
 	}
 	switch val := v.(type) {
 	case map[string]any:
-		var fields map[string]reflect.Type
+		var fields map[string]jsonField
 		switch t.Kind() {
 		case reflect.Struct:
 			fields = jsonFields(t)
@@ -109,11 +313,11 @@ func walkJSON(v any, t reflect.Type, path string, visit func(v any, t reflect.Ty
 		for _, k := range keys {
 			var et reflect.Type
 			if fields != nil {
-				ft, ok := fields[k]
+				f, ok := fields[k]
 				if !ok {
 					continue
 				}
-				et = ft
+				et = f.Type
 			} else {
 				et = t.Elem()
 			}
@@ -134,29 +338,6 @@ func walkJSON(v any, t reflect.Type, path string, visit func(v any, t reflect.Ty
 	return "", nil
 }
 
-// unknownFieldPath returns the path of the first key the Go type lacks.
-func unknownFieldPath(v any, t reflect.Type, prefix string) string {
-	p, _ := walkJSON(v, t, prefix, func(v any, t reflect.Type, path string) (string, error) {
-		m, ok := v.(map[string]any)
-		if !ok || t.Kind() != reflect.Struct {
-			return "", nil
-		}
-		fields := jsonFields(t)
-		keys := make([]string, 0, len(m))
-		for k := range m {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			if _, ok := fields[k]; !ok {
-				return join(path, k), nil
-			}
-		}
-		return "", nil
-	})
-	return p
-}
-
 var textUnmarshaler = reflect.TypeOf((*interface{ UnmarshalText([]byte) error })(nil)).Elem()
 
 // badTextField finds the first string whose Go type rejects it in
@@ -175,21 +356,49 @@ func badTextField(v any, t reflect.Type, prefix string) (string, error) {
 	})
 }
 
-func jsonFields(t reflect.Type) map[string]reflect.Type {
-	out := map[string]reflect.Type{}
+// jsonField is one JSON key of a struct: the Go type of its value, and
+// whether the field is tagged `strict:"required"`.
+type jsonField struct {
+	Type     reflect.Type
+	Required bool
+}
+
+// jsonFields lists the JSON keys of struct type t as encoding/json names
+// them, the fields of embedded structs included (an outer field wins). Where
+// it and encoding/json might differ (same-depth conflicts), the typed decode
+// still refuses a key it does not know: the difference fails closed.
+func jsonFields(t reflect.Type) map[string]jsonField {
+	out := map[string]jsonField{}
+	var embedded []reflect.Type
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)
-		if !f.IsExported() {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
 			continue
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
-		if name == "-" {
+		name, _, _ := strings.Cut(tag, ",")
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer {
+			ft = ft.Elem()
+		}
+		if f.Anonymous && name == "" && ft.Kind() == reflect.Struct {
+			embedded = append(embedded, ft)
+			continue
+		}
+		if !f.IsExported() {
 			continue
 		}
 		if name == "" {
 			name = f.Name
 		}
-		out[name] = f.Type
+		out[name] = jsonField{Type: f.Type, Required: f.Tag.Get("strict") == "required"}
+	}
+	for _, et := range embedded {
+		for name, f := range jsonFields(et) {
+			if _, ok := out[name]; !ok {
+				out[name] = f
+			}
+		}
 	}
 	return out
 }

@@ -166,14 +166,24 @@ sbx killed with SIGKILL writes no result (the command tree dies with it, but
 on macOS: degraded parent-death-kill).
 `
 
+// maxExecRequest bounds the request read from stdin. A request is a few
+// kilobytes; the largest fields are "stdin" (at most maxStdinBytes, up to
+// six times that once escaped) and an fs change's content.
+const maxExecRequest = 16 << 20
+
 func execCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("exec", execUsage, stdio)
 	if code, ok := fs.parse(args); !ok {
 		return code
 	}
-	data, err := io.ReadAll(stdio.In)
+	// Read one byte past the limit, so that an oversized request is refused
+	// without being held in memory whole.
+	data, err := io.ReadAll(io.LimitReader(stdio.In, maxExecRequest+1))
 	if err != nil {
 		return execRefuse(stdio, internalError{fmt.Errorf("read request: %w", err)})
+	}
+	if len(data) > maxExecRequest {
+		return execRefuse(stdio, fmt.Errorf("request: longer than %d bytes (16 MiB), the limit of sbx exec; give large inputs as files", maxExecRequest))
 	}
 	var req execRequest
 	if err := profiles.DecodeStrict(data, &req); err != nil {

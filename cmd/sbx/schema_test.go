@@ -394,6 +394,13 @@ func TestSchemaRejects(t *testing.T) {
 		{"stdin over the cap", `{"command":["/bin/true"],"cwd":"` + cwd + `","stdin":"` + strings.Repeat("x", maxStdinBytes+1) + `"}`, "stdin"},
 		{"stdin not a string", `{"command":["/bin/true"],"cwd":"` + cwd + `","stdin":["x"]}`, "stdin"},
 		{"unknown grants field", `{"command":["/bin/true"],"cwd":"` + cwd + `","grants":{"session":{"network":{"enabled":true}},"forever":{}}}`, "grants.forever"},
+		{"case variant of a field", `{"command":["/bin/true"],"cwd":"` + cwd + `","SANDBOX_MODE":"danger-full-access"}`, "SANDBOX_MODE: unknown field"},
+		{"case variant of a nested field", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"Network":{"enabled":true}}}`, "additional_permissions.Network: unknown field"},
+		{"network without enabled", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"network":{}}}`, "additional_permissions.network.enabled: required"},
+		{"grant network without enabled", `{"command":["/bin/true"],"cwd":"` + cwd + `","grants":{"turn":{"network":{}}}}`, "grants.turn.network.enabled: required"},
+		{"top-level array", `[{"command":["/bin/true"],"cwd":"` + cwd + `"}]`, "expected a JSON object, got JSON array"},
+		{"shell without kind", `{"shell":{"script":"true"},"cwd":"` + cwd + `"}`, "shell"},
+		{"fs without op", `{"fs":{"path":"x"},"cwd":"` + cwd + `"}`, "fs.op"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { wantRefusal(t, request, result, tt.req, tt.wantField) })
@@ -788,4 +795,89 @@ func TestSchemaExecStream(t *testing.T) {
 			}
 		})
 	}
+}
+
+// requiredNames lists the JSON fields of struct type t that are always
+// printed (no omitempty), embedded structs flattened; and, for request
+// types, the fields DecodeStrict requires (`strict:"required"`).
+func requiredNames(t reflect.Type, input bool) []string {
+	var out []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case f.Anonymous && name == "":
+			out = append(out, requiredNames(f.Type, input)...)
+		case !f.IsExported() || name == "-":
+		case input && f.Tag.Get("strict") == "required", !input && !slices.Contains(strings.Split(opts, ","), "omitempty"):
+			if name == "" {
+				name = f.Name
+			}
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestSchemaRequiredMatchesGo keeps the schemas' "required" lists true: an
+// output field is required exactly when sbx always prints it (no
+// omitempty), and a request field exactly when sbx refuses its absence.
+func TestSchemaRequiredMatchesGo(t *testing.T) {
+	req, res, rep := loadSchemaDoc(t, requestSchema), loadSchemaDoc(t, resultSchema), loadSchemaDoc(t, reportSchema)
+	required := func(d schemaDoc, path string) []string {
+		obj := map[string]any(d)
+		if path != "" {
+			obj = d.at(t, path)
+		}
+		var out []string
+		for _, v := range asSlice(obj["required"]) {
+			out = append(out, v.(string))
+		}
+		sort.Strings(out)
+		return out
+	}
+	reportNames := requiredNames(reflect.TypeFor[callReport](), false)
+	resultOwn := slices.DeleteFunc(requiredNames(reflect.TypeFor[execResult](), false), func(n string) bool { return slices.Contains(reportNames, n) })
+	tests := []struct {
+		name string
+		got  []string
+		want []string
+	}{
+		// cwd is refused when absent by sbx exec itself ("cwd: required").
+		{"execRequest", required(req, ""), append(requiredNames(reflect.TypeFor[execRequest](), true), "cwd")},
+		{"profiles.Network", required(req, "$defs/profile/properties/network"), requiredNames(reflect.TypeFor[profiles.Network](), true)},
+		{"profiles.Profile", required(req, "$defs/profile"), requiredNames(reflect.TypeFor[profiles.Profile](), true)},
+		{"profiles.FileSystem", required(req, "$defs/profile/properties/file_system"), requiredNames(reflect.TypeFor[profiles.FileSystem](), true)},
+		{"profiles.Grants", required(req, "$defs/grants"), requiredNames(reflect.TypeFor[profiles.Grants](), true)},
+		// kind and op are refused when absent by shells.ParseKind and
+		// fsop.Op.Validate (TestSchemaRejects).
+		{"shells.Spec", required(req, "$defs/shell"), append(requiredNames(reflect.TypeFor[shells.Spec](), true), "kind")},
+		{"execResult (own fields)", required(res, "$defs/result"), resultOwn},
+		{"callReport", required(rep, "$defs/report"), reportNames},
+		{"permissionsReport", required(rep, "$defs/permissions"), requiredNames(reflect.TypeFor[permissionsReport](), false)},
+		{"escalate.Removal", required(rep, "$defs/removal"), requiredNames(reflect.TypeFor[escalate.Removal](), false)},
+		{"profiles.EnvReport", required(rep, "$defs/env"), requiredNames(reflect.TypeFor[profiles.EnvReport](), false)},
+		{"escalate.Unresolved", required(rep, "$defs/unresolved"), requiredNames(reflect.TypeFor[escalate.Unresolved](), false)},
+		{"enforce.Enforcement", required(rep, "$defs/enforcement"), requiredNames(reflect.TypeFor[enforce.Enforcement](), false)},
+		{"enforce.LandlockInfo", required(rep, "$defs/landlock"), requiredNames(reflect.TypeFor[enforce.LandlockInfo](), false)},
+		{"enforce.SeccompInfo", required(rep, "$defs/seccomp"), requiredNames(reflect.TypeFor[enforce.SeccompInfo](), false)},
+		{"enforce.Downgrade", required(rep, "$defs/downgrade"), requiredNames(reflect.TypeFor[enforce.Downgrade](), false)},
+		{"enforce.Denial", required(rep, "$defs/denial"), requiredNames(reflect.TypeFor[enforce.Denial](), false)},
+		{"enforce.Address", required(rep, "$defs/address"), requiredNames(reflect.TypeFor[enforce.Address](), false)},
+		{"enforce.Resources", required(rep, "$defs/resources"), requiredNames(reflect.TypeFor[enforce.Resources](), false)},
+		{"fsResult (own fields)", required(res, "$defs/fs_result"), slices.DeleteFunc(requiredNames(reflect.TypeFor[fsResult](), false), func(n string) bool { return slices.Contains(reportNames, n) })},
+		{"errorObject", required(res, "$defs/error"), requiredNames(reflect.TypeFor[errorObject](), false)},
+	}
+	for _, tt := range tests {
+		got, want := slices.Sorted(slices.Values(tt.got)), slices.Sorted(slices.Values(tt.want))
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: schema requires %v, Go %v", tt.name, got, want)
+		}
+	}
+}
+
+func asSlice(v any) []any {
+	s, _ := v.([]any)
+	return s
 }
