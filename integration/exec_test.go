@@ -269,3 +269,36 @@ func TestExecRequestTooLarge(t *testing.T) {
 	}
 	wantAbsent(marker)(t)
 }
+
+// TestExecFailedBothLaunches: a command that cannot be executed gives the
+// same result whichever launch ran it (root's thread, the unprivileged
+// stage, which finds out inside the sandbox and hands the errno back):
+// exit 126, error_detail exec_failed with EACCES, nothing on stderr.
+func TestExecFailedBothLaunches(t *testing.T) {
+	ws := workspace(t)
+	notExec := writeFile(t, filepath.Join(ws, "data.txt"), "not a program\n")
+	for _, mode := range []string{"read-only", "workspace-write"} {
+		t.Run(mode, func(t *testing.T) {
+			req := map[string]any{"command": []string{notExec}, "cwd": ws, "sandbox_mode": mode}
+			o := sbx(t, opts{args: []string{"exec"}, dir: ws, stdin: strings.NewReader(mustJSON(t, req))})
+			var res struct {
+				ExitCode    int    `json:"exit_code"`
+				Stderr      string `json:"stderr"`
+				Error       string `json:"error"`
+				ErrorDetail struct {
+					Kind, Errno string
+				} `json:"error_detail"`
+				Enforcement struct {
+					Launch string `json:"launch"`
+				} `json:"enforcement"`
+			}
+			if err := json.Unmarshal([]byte(o.stdout), &res); err != nil {
+				t.Fatalf("exit %d: %v\n%s\n%s", o.code, err, o.stdout, o.stderr)
+			}
+			t.Logf("launch %s: exit_code %d error %q", res.Enforcement.Launch, res.ExitCode, res.Error)
+			if o.code != 0 || res.ExitCode != 126 || res.ErrorDetail.Kind != "exec_failed" || res.ErrorDetail.Errno != "EACCES" || res.Stderr != "" {
+				t.Errorf("exit %d, exit_code %d, error_detail %+v, stderr %q; want 0, 126, exec_failed EACCES, empty", o.code, res.ExitCode, res.ErrorDetail, res.Stderr)
+			}
+		})
+	}
+}

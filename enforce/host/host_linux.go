@@ -97,6 +97,10 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	}
 	rep.DurationMS = time.Since(start).Milliseconds()
 	if waitErr != nil {
+		if errors.Is(waitErr, linux.ErrStart) {
+			// A stage launch finds out only now that the exec failed.
+			rep.ExitCode = linux.ExecFailureStatus(waitErr)
+		}
 		return rep, waitErr
 	}
 	setExit(&rep, ws)

@@ -1033,16 +1033,13 @@ func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) 
 		}
 		pr.lifeline = os.NewFile(uintptr(dup), "stage-lifeline")
 	}
-	pid, status, reaped := st.pid, st.status, st.reaped
+	pid, status, reaped, argv0 := st.pid, st.status, st.reaped, spec.Argv[0]
 	st.status = nil
 	go func() {
 		res := wait(pid)
 		close(reaped)
 		if status != nil {
-			var b [4]byte
-			if n, _ := io.ReadFull(status, b[:]); n == 4 {
-				res.status = syscall.WaitStatus(binary.LittleEndian.Uint32(b[:]))
-			}
+			stageStatus(status, &res, argv0)
 			status.Close()
 		}
 		pr.done <- res
@@ -1056,6 +1053,30 @@ func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) 
 		pr.sup = sup
 	}
 	return pr, nil
+}
+
+// stageExecFailed on the status pipe says the stage could not execute the
+// command; the errno follows. It is no wait status: those fit in 16 bits.
+const stageExecFailed = 0xFFFFFFFF
+
+// stageStatus reads what a stage that is PID 1 reports on its status pipe:
+// the command's raw wait status, or stageExecFailed and the errno of the
+// exec, which becomes res.err as a thread launch's ForkExec error would
+// (wrapping ErrStart, so the exit status is 126 or 127 and the result has
+// the errno).
+func stageStatus(status *os.File, res *exitResult, argv0 string) {
+	var b [8]byte
+	if n, _ := io.ReadFull(status, b[:4]); n != 4 {
+		return
+	}
+	v := binary.LittleEndian.Uint32(b[:4])
+	if v != stageExecFailed {
+		res.status = syscall.WaitStatus(v)
+		return
+	}
+	if n, _ := io.ReadFull(status, b[4:]); n == 4 {
+		res.err = fmt.Errorf("%w: %s: %w", ErrStart, argv0, syscall.Errno(binary.LittleEndian.Uint32(b[4:])))
+	}
 }
 
 // kill ends a stage that will not run a command, and reaps it in the
@@ -1181,7 +1202,16 @@ func stageInit(pl stagePayload) int {
 	pid, err := syscall.ForkExec(path, argv, &syscall.ProcAttr{Env: pl.Env,
 		Files: []uintptr{0, 1, 2}, Sys: &syscall.SysProcAttr{Setsid: true, Setctty: pl.Terminal}})
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "sbx: %s: %v\n", pl.Argv[0], err)
+		// sbx reports it, as it reports a thread launch's: the errno
+		// after the marker (see stageStatus).
+		var errno syscall.Errno
+		if !errors.As(err, &errno) {
+			errno = syscall.EINVAL
+		}
+		var b [8]byte
+		binary.LittleEndian.PutUint32(b[:4], stageExecFailed)
+		binary.LittleEndian.PutUint32(b[4:], uint32(errno))
+		status.Write(b[:])
 		return ExecFailureStatus(err)
 	}
 	for {
