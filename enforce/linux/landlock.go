@@ -128,10 +128,14 @@ func (lp *LandlockPlan) apply() error {
 	return nil
 }
 
+// addPathRule adds r to the ruleset. A path that cannot be opened fails
+// the launch: Compile left out only device files that are not there, so
+// this is a root that vanished or changed since (a grant the call would
+// silently lose, or a rule the plan, and the report, claim).
 func addPathRule(ruleset int, r LandlockRule, handled uint64) error {
 	fd, err := unix.Open(r.Path, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil
+		return fmt.Errorf("landlock rule %s: open: %w", r.Path, err)
 	}
 	defer unix.Close(fd)
 	access := r.Access & handled

@@ -480,6 +480,12 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 		lp.Rules = append(lp.Rules, LandlockRule{Path: r, Access: llRead})
 	}
 	for _, d := range p.Devices {
+		if !pathOpens(d) {
+			// A device file that is not there (no /dev/tty without a
+			// terminal in some containers) cannot be opened by the command
+			// either: no rule, nothing lost.
+			continue
+		}
 		lp.Rules = append(lp.Rules, LandlockRule{Path: d, Access: llDevice})
 	}
 	for _, w := range pol.WriteRoots {
@@ -656,6 +662,17 @@ func (p *Plan) String() string {
 // private mount namespace.
 func (p *Plan) needsMountNS() bool {
 	return p.ReadOnlyRoot || p.PrivateProc || len(p.ReadOnlyMounts) > 0 || len(p.Placeholders) > 0 || len(p.MaskedMounts) > 0
+}
+
+// pathOpens reports whether path can be opened as Landlock's rules open
+// it (O_PATH: no read permission needed).
+func pathOpens(path string) bool {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 func isDir(path string) bool {

@@ -3,8 +3,12 @@
 package linux
 
 import (
+	"fmt"
+	"os"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"sbx/policy"
 	"sbx/profiles"
@@ -18,7 +22,17 @@ func TestPlanTerminal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pol.Terminal = "/dev/pts/4242"
+	// A real pty slave: Compile leaves out device files that are not there.
+	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
+	if err != nil {
+		t.Skipf("no pseudo-terminals: %v", err)
+	}
+	defer ptmx.Close()
+	n, err := unix.IoctlGetUint32(int(ptmx.Fd()), unix.TIOCGPTN)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol.Terminal = fmt.Sprintf("/dev/pts/%d", n)
 	plan, err := Compile(pol, System{LandlockABI: 7, Privileged: true})
 	if err != nil {
 		t.Fatal(err)
