@@ -145,6 +145,9 @@ var Features = []string{
 	"file-attributes",
 	// Linux: a /proc of the call's own PID namespace (else the host's).
 	"procfs",
+	// Linux: the masked files have no other names (hard links) than the
+	// masked paths; a mount covers a path, not a file.
+	"mask-links",
 	// Windows: paths whose ACL lets Everyone write stay writable.
 	"everyone-writable",
 	// macOS: no parent-death signal, so the tree outlives a killed sbx.

@@ -26,6 +26,13 @@ var defaultGuardPath = DefaultGuardPath
 //	{"deny_read": ["/etc/shadow"], "deny_write": ["/etc"], "deny_network": true}
 //
 // A deny_read path is never written either.
+//
+// IMPORTANT: backends hide a deny_read path by path (a mount on Linux), and
+// paths name files, not inodes (DESIGN.md invariant 5): a hard link made
+// earlier names the same content where no mask covers it. Deny-read of a
+// file with several links is best effort: Linux reports it as a "mask-links"
+// downgrade and its supervisor refuses opens of the other names; a deny_read
+// directory that holds every name of the file covers them all.
 type Guard struct {
 	DenyRead    []string `json:"deny_read,omitempty"`
 	DenyWrite   []string `json:"deny_write,omitempty"`

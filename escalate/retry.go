@@ -66,6 +66,11 @@ type Unresolved struct {
 	Reason    string           `json:"reason"`
 }
 
+// guardReason starts the reason of a denial that only the guard explains;
+// a backend that finds the guard at fault by other means than the path (a
+// hard link of a masked file, found by inode) says so with it.
+const guardReason = "forbidden by guard: "
+
 // SmallestRetry returns the smallest escalation that lets every denial of
 // in through, in the ladder's order of size:
 //
@@ -111,6 +116,12 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		}
 		if m := covering(d.Path, in.Policy.Masked); m != "" {
 			unresolved(d, "forbidden by guard: "+m+" is hidden")
+			continue
+		}
+		if strings.HasPrefix(d.Reason, guardReason) {
+			// The backend saw the guard at fault where the path does not
+			// say it: another name (a hard link) of a masked file.
+			unresolved(d, d.Reason)
 			continue
 		}
 		if c := carveOutAt(d, in.Policy.ReadOnly); c != "" {

@@ -15,6 +15,7 @@ import (
 var requireFeatures = []string{
 	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope", "landlock-resolve-unix",
 	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "file-attributes", "procfs",
+	"mask-links",
 }
 
 // shapedCall prepares a workspace (and guard) for a call of shape s and

@@ -219,6 +219,9 @@ func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolve
 		// ENOENT, EEXIST, EISDIR, ELOOP: the call fails by itself.
 		return cont
 	}
+	if d, ok := s.linkOfMasked(c, "write", r); ok {
+		return d // O_RDWR reads it too, and deny_read forbids writing
+	}
 	return s.object(c, "write", denial.WriteObject, r)
 }
 
@@ -241,6 +244,9 @@ func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) 
 	}
 	verdict := s.check.Path(denial.Read, r.path)
 	if verdict.Allowed || !slices.Contains(s.plan.MaskedMounts, verdict.At) {
+		if d, ok := s.linkOfMasked(c, "read", r); ok {
+			return d
+		}
 		return cont
 	}
 	return s.refuseAll(decision{denials: []enforce.Denial{{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid,

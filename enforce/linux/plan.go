@@ -205,6 +205,11 @@ type Plan struct {
 	// MaskedMounts are existing paths the guard forbids reading, hidden under
 	// an empty read-only tmpfs (directories) or /dev/null (files).
 	MaskedMounts []string
+	// MaskedLinks are the files under MaskedMounts that have names no mask
+	// covers (hard links made earlier), which only the supervisor refuses,
+	// best effort (maskinode.go); maskedInodes indexes them by inode.
+	MaskedLinks  []MaskedLink `json:",omitempty"`
+	maskedInodes map[devIno]int
 	// Devices are the device files the command may write: the policy's and
 	// the terminals behind sbx's standard streams, resolved.
 	Devices []string
@@ -306,6 +311,7 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	}
 	p.ReadOnlyMounts = existing(pol.ReadOnly)
 	p.MaskedMounts = existing(pol.Masked)
+	masked := p.MaskedMounts
 	// Every sandboxed call gets a PID namespace, so that the whole tree dies
 	// with sbx; hence namespaces are always needed.
 	needNS := sys.Privileged || sys.UserNS
@@ -368,6 +374,7 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 				Reason: "no user namespaces (" + sys.UserNSReason + "): network isolated by seccomp (AF_UNIX only) and Landlock TCP rules instead"})
 		}
 	}
+	p.compileMaskLinks(masked)
 	p.NewNetNS = needNS && pol.Network == policy.NetworkIsolated
 	p.NewUTSNS, p.NewIPCNS = needNS, needNS
 	p.compileProc(sys, needNS)
@@ -635,6 +642,9 @@ func (p *Plan) String() string {
 	}
 	for _, m := range p.MaskedMounts {
 		fmt.Fprintf(&b, "mount: mask %s\n", m)
+	}
+	for _, l := range p.MaskedLinks {
+		fmt.Fprintf(&b, "mask: %s (inode %d:%d) has %d name(s) no mask covers\n", l.Path, l.Dev, l.Ino, l.Uncovered)
 	}
 	if lp := p.Landlock; lp != nil {
 		fmt.Fprintf(&b, "landlock: abi=%d handled_fs=%s\n", lp.ABI, accessString(lp.HandledFS))
