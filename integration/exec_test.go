@@ -90,16 +90,7 @@ func TestExecBadInput(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			out, res := execJSON(t, ws, c.req)
-			if out.code != 125 {
-				t.Errorf("exit %d, want 125", out.code)
-			}
-			oneLine(t, "stderr", out.stderr)
-			if !strings.Contains(out.stderr, c.field) {
-				t.Errorf("stderr does not name %q: %q", c.field, out.stderr)
-			}
-			if res == nil || !strings.Contains(res.Error, c.field) {
-				t.Errorf("stdout: want {\"error\": ...} naming %q, got %q", c.field, out.stdout)
-			}
+			wantExecRefused(t, out, res, c.field)
 			wantAbsent(marker)(t)
 		})
 	}
@@ -131,6 +122,22 @@ func deniedExec(t *testing.T) (req map[string]any, res map[string]any, out strin
 	}
 	wantAbsent(out)(t)
 	return req, res, out
+}
+
+// wantExecRefused asserts an sbx exec refusal: exit 125, one line on
+// stderr and the {"error": ...} on stdout, both naming field.
+func wantExecRefused(t *testing.T, out outcome, res *report, field string) {
+	t.Helper()
+	if out.code != 125 {
+		t.Errorf("exit %d, want 125", out.code)
+	}
+	oneLine(t, "stderr", out.stderr)
+	if !strings.Contains(out.stderr, field) {
+		t.Errorf("stderr does not name %q: %q", field, out.stderr)
+	}
+	if res == nil || !strings.Contains(res.Error, field) {
+		t.Errorf("stdout: want {\"error\": ...} naming %q, got %.200q", field, out.stdout)
+	}
 }
 
 func mustJSON(t *testing.T, v any) string {
@@ -238,16 +245,7 @@ func TestExecExactKeys(t *testing.T) {
 			marker := filepath.Join(ws, c.name)
 			req := strings.Replace(c.req, run, `"command": ["touch", `+jsonString(marker)+`], "cwd": `+jsonString(ws), 1)
 			out, res := execJSON(t, ws, req)
-			if out.code != 125 {
-				t.Errorf("exit %d, want 125", out.code)
-			}
-			oneLine(t, "stderr", out.stderr)
-			if !strings.Contains(out.stderr, c.field) {
-				t.Errorf("stderr does not name %q: %q", c.field, out.stderr)
-			}
-			if res == nil || !strings.Contains(res.Error, c.field) {
-				t.Errorf("stdout: want {\"error\": ...} naming %q, got %.200q", c.field, out.stdout)
-			}
+			wantExecRefused(t, out, res, c.field)
 			wantAbsent(marker)(t)
 		})
 	}

@@ -341,21 +341,11 @@ func TestUDPSendNetworkOff(t *testing.T) {
 // hostLoopbackReason is the reason of a denial of a host loopback service.
 const hostLoopbackReason = "host loopback is not reachable with the network off"
 
-// netDenial is a network denial of a report, with its confidence.
-type netDenial struct {
-	Operation  string `json:"operation"`
-	Syscall    string `json:"syscall"`
-	Source     string `json:"source"`
-	Confidence string `json:"confidence"`
-	Reason     string `json:"reason"`
-	Address    *struct {
-		Family  string `json:"family"`
-		Address string `json:"address"`
-		Port    int    `json:"port"`
-	} `json:"address"`
-}
+// netDenial is a network denial of a report: a denial whose Address is
+// set.
+type netDenial = denial
 
-func (d netDenial) String() string {
+func (d denial) String() string {
 	if d.Address == nil {
 		return fmt.Sprintf("%s %s (%s, %s) %q", d.Operation, d.Syscall, d.Source, d.Confidence, d.Reason)
 	}

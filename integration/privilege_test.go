@@ -11,15 +11,11 @@ import (
 )
 
 // outsideDir is a directory outside every writable root of the tests'
-// calls (t.TempDir is under /tmp, a writable root of workspace-write).
+// calls (t.TempDir is under /tmp, a writable root of workspace-write),
+// symlinks resolved.
 func outsideDir(t *testing.T) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("/var/tmp", "sbx-it-outside-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	dir, err = filepath.EvalSymlinks(dir)
+	dir, err := filepath.EvalSymlinks(varTmpDir(t))
 	if err != nil {
 		t.Fatal(err)
 	}
