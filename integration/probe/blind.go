@@ -97,6 +97,20 @@ func chmodOp(path string, mode uint32) result {
 // of such a file reads "/dir/#N (deleted)".
 func tmpfileLink(form, dir, newName string) result {
 	op := "tmpfile-link-" + form
+	if form == "empty-nocaps" {
+		// As a sandboxed command does it: without CAP_DAC_READ_SEARCH,
+		// which linkat AT_EMPTY_PATH needs before Linux 6.10 (from 6.10
+		// the opener's own credentials suffice, so they change first).
+		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		var data [2]unix.CapUserData
+		if err := unix.Capget(&hdr, &data[0]); err != nil {
+			return failErr(op, err, "capget")
+		}
+		data[0].Effective, data[1].Effective = 0, 0
+		if err := unix.Capset(&hdr, &data[0]); err != nil {
+			return failErr(op, err, "capset")
+		}
+	}
 	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
 	if err != nil {
 		return failErr(op, err, "open O_TMPFILE "+dir)
@@ -107,7 +121,7 @@ func tmpfileLink(form, dir, newName string) result {
 	}
 	step := "linkat " + newName
 	switch form {
-	case "empty":
+	case "empty", "empty-nocaps":
 		err = unix.Linkat(fd, "", unix.AT_FDCWD, newName, unix.AT_EMPTY_PATH)
 	case "proc":
 		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+itoa(fd), unix.AT_FDCWD, newName, unix.AT_SYMLINK_FOLLOW)
