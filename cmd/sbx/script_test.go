@@ -20,8 +20,11 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// TestScripts runs every script in testdata/script. An unknown condition
-// such as [foo] fails the script rather than skipping it.
+// TestScripts runs every script in testdata/script. Beyond testscript's
+// own conditions there are [landlock:N], [userns] and [root]
+// (scriptCondition); an unknown condition such as [foo] fails the script
+// rather than skipping it.
 func TestScripts(t *testing.T) {
-	testscript.Run(t, testscript.Params{Dir: "testdata/script", UpdateScripts: *update})
+	testscript.Run(t, testscript.Params{Dir: "testdata/script", UpdateScripts: *update,
+		Condition: func(cond string) (bool, error) { return scriptCondition(cond) }})
 }
