@@ -155,7 +155,6 @@ func givenPaths(access string, kept, resolved, given []string) []GivenPath {
 	return out
 }
 
-
 // normalizeGrant is the response rule shared by NormalizeResponse and
 // GrantStore.Respond. Both profiles must be normalised.
 func normalizeGrant(requested, granted Profile, scope Scope, strict bool) NormalizeResult {
