@@ -31,7 +31,11 @@ func (d *denial) Is(target error) bool { return target == ErrDenied }
 
 // The denials. Each matches ErrDenied.
 var (
-	ErrNeverAsks       error = &denial{"approval policy never: the call needs approval, so it is denied without asking"}
+	ErrNeverAsks error = &denial{"approval policy never: the call needs approval, so it is denied without asking"}
+	// ErrOnlyOnRequest: under on-failure and untrusted a call may not ask
+	// for more (Codex: "you should not ask for escalated permissions if the
+	// approval policy is ..."); it is refused without asking anyone.
+	ErrOnlyOnRequest   error = &denial{"only approval policy on-request lets a call ask for more than its standing policy and grants; denied without asking"}
 	ErrNoApprover      error = &denial{"no approver is configured"}
 	ErrRejected        error = &denial{"the approver rejected the call"}
 	ErrCancelled       error = &denial{"the approval was cancelled"}
@@ -108,6 +112,8 @@ type askRule int
 const (
 	denyWithoutAsking askRule = iota
 	askApprover
+	// refuseAsking: the policy asks, but not about a call's own request.
+	refuseAsking
 )
 
 // askRules says what each approval policy does with a call that needs
@@ -116,15 +122,16 @@ const (
 var askRules = map[profiles.ApprovalPolicy]askRule{
 	// DESIGN.md: never ask, and deny whatever would need asking.
 	profiles.ApprovalNever: denyWithoutAsking,
-	// The call requested more: ask.
+	// The call requested more: ask. Only this policy lets a call ask.
 	profiles.ApprovalOnRequest: askApprover,
-	// Asks at least as often as on-request. sbx has no trusted-command list,
-	// so asking before non-escalating commands is the runtime's business.
-	profiles.ApprovalUntrusted: askApprover,
-	// An escalation under on-failure is the retry after a sandbox denial
-	// (the exact-retry hint): that retry is what on-failure asks about. sbx
-	// does not rerun a failed call by itself.
-	profiles.ApprovalOnFailure: askApprover,
+	// As Codex defines them: untrusted asks before commands outside a
+	// trusted list, on-failure asks whether to rerun a command the sandbox
+	// failed without the sandbox. Neither lets the call itself ask for more
+	// (with_additional_permissions, require_escalated): that is refused
+	// without asking, unless grants already cover it. Asking before a
+	// non-escalating command or rerunning a failed one is the runtime's.
+	profiles.ApprovalUntrusted: refuseAsking,
+	profiles.ApprovalOnFailure: refuseAsking,
 }
 
 // Decide validates the call, and when it asks for something the standing
@@ -156,8 +163,11 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 	if !ok {
 		return Decision{}, fmt.Errorf("approval policy %v: %w", ap, ErrDenied)
 	}
-	if rule == denyWithoutAsking {
+	switch rule {
+	case denyWithoutAsking:
 		return Decision{}, fmt.Errorf("approval denied: %w", ErrNeverAsks)
+	case refuseAsking:
+		return Decision{}, fmt.Errorf("approval denied: approval policy %s: %w", ap, ErrOnlyOnRequest)
 	}
 	if err := ask(ctx, approver, requestFor(c)); err != nil {
 		return Decision{}, fmt.Errorf("approval denied: %w", err)
