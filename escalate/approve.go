@@ -2,8 +2,11 @@ package escalate
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"sbx/profiles"
 )
@@ -50,12 +53,26 @@ var (
 // (require_escalated) and AdditionalPermissions (with_additional_permissions)
 // is set.
 type ApprovalRequest struct {
-	CallID                string            `json:"call_id"`
+	// ApprovalID identifies this one question (random, fresh per ask), so
+	// that an approver program can log it and match its answer.
+	ApprovalID string `json:"approval_id"`
+	CallID     string `json:"call_id"`
+	// EnvironmentID is the session the call belongs to ("" when the caller
+	// gave none).
+	EnvironmentID         string            `json:"environment_id"`
 	Tool                  string            `json:"tool"`
 	TargetMode            *profiles.Mode    `json:"target_mode,omitempty"`
 	AdditionalPermissions *profiles.Profile `json:"additional_permissions,omitempty"`
 	Justification         string            `json:"justification"`
 	Cwd                   string            `json:"cwd"`
+	// StandingMode is the mode the call has without approval.
+	StandingMode profiles.Mode `json:"standing_mode"`
+	// MergedPermissions is what the call would run with beyond its mode,
+	// if allowed: the caller's own permissions, the sticky grants and the
+	// request (Call.Merged); NewPermissions is the part of it that neither
+	// the standing policy nor the grants already allow, the part asked about.
+	MergedPermissions *profiles.Profile `json:"merged_permissions,omitempty"`
+	NewPermissions    *profiles.Profile `json:"new_permissions,omitempty"`
 }
 
 // Approver answers approval requests. An implementation should honour ctx,
@@ -147,12 +164,12 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 	case UseDefault:
 		// Under strict review a call that rides on sticky grants is shown to
 		// the approver too; otherwise nothing was asked for.
-		if !c.StrictAutoReview || missing(c.Standing, profiles.Profile{}, c.Granted).IsEmpty() {
+		if !c.StrictAutoReview || Missing(c.Standing, profiles.Profile{}, c.Granted).IsEmpty() {
 			return dec, nil
 		}
 	case WithAdditionalPermissions:
 		dec.Additional = c.Additional
-		if missing(c.Standing, c.Granted, c.Additional).IsEmpty() && !c.StrictAutoReview {
+		if Missing(c.Standing, c.Granted, c.Additional).IsEmpty() && !c.StrictAutoReview {
 			dec.Via = ViaGrant
 			return dec, nil
 		}
@@ -177,7 +194,21 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 }
 
 func requestFor(c Call) ApprovalRequest {
-	req := ApprovalRequest{CallID: c.CallID, Tool: c.Tool, Justification: c.Justification, Cwd: c.Cwd}
+	req := ApprovalRequest{ApprovalID: newApprovalID(), CallID: c.CallID, EnvironmentID: c.EnvironmentID, Tool: c.Tool,
+		Justification: c.Justification, Cwd: c.Cwd, StandingMode: c.Standing.Mode}
+	if c.SandboxPermissions != RequireEscalated {
+		merged := profiles.Merge(c.Merged, c.Granted, c.Additional)
+		asked := c.Additional
+		if c.SandboxPermissions == UseDefault {
+			asked = c.Granted
+		}
+		fresh := Missing(c.Standing, c.Granted, asked)
+		if c.StrictAutoReview {
+			// Under strict review the grants themselves are reviewed.
+			fresh = Missing(c.Standing, profiles.Profile{}, asked)
+		}
+		req.MergedPermissions, req.NewPermissions = &merged, &fresh
+	}
 	if c.SandboxPermissions == RequireEscalated {
 		t := c.Target
 		req.TargetMode = &t
@@ -189,6 +220,16 @@ func requestFor(c Call) ApprovalRequest {
 		req.AdditionalPermissions = &p
 	}
 	return req
+}
+
+// newApprovalID returns 16 random bytes in hex; should the system's random
+// source fail, a time-based id (an id for logs, not a secret).
+func newApprovalID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("t%x", time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b[:])
 }
 
 type answer struct {

@@ -132,3 +132,96 @@ func TestRunNetworkThroughApproval(t *testing.T) {
 		t.Errorf("the approver was shown %+v, want the network", asked[0])
 	}
 }
+
+// Nothing is asked that would then be refused: each of these requests is
+// refused before the approver is called.
+func TestExecFailsBeforeThePrompt(t *testing.T) {
+	ws := t.TempDir()
+	out := t.TempDir()
+	if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	guard := filepath.Join(t.TempDir(), "guard.json")
+	if err := os.WriteFile(guard, []byte(`{"deny_write":["`+out+`"],"deny_network":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ask := func(add, extra string) string {
+		return `{"command":["/bin/true"],"cwd":"` + ws + `","sandbox_mode":"workspace-write","exclude_tmp":true,"exclude_tmpdir":true,"sandbox_permissions":"with_additional_permissions",` +
+			`"justification":"j","approval_policy":"on-request","additional_permissions":` + add + extra
+	}
+	for _, tt := range []struct{ name, req, want string }{
+		{"missing path", ask(`{"file_system":{"write":["`+out+`/missing"]}}`, ""), "additional_permissions.file_system.write[0]: " + out + "/missing does not exist"},
+		{"inside a carve-out", ask(`{"file_system":{"write":[".git/hooks"]}}`, ""), "is inside the read-only carve-out " + ws + "/.git, which no request can widen"},
+		{"stripped by the guard", ask(`{"file_system":{"write":["`+out+`"]}}`, `,"guard":"`+guard+`"`), "nothing of the request would survive the guard: the guard would remove all of it (write_root " + out + ": inside " + out + ", denied by the guard"},
+		{"network stripped by the guard", ask(`{"network":{"enabled":true}}`, `,"guard":"`+guard+`"`), "deny_network in the guard"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.name == "inside a carve-out" {
+				os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755)
+			}
+			a := newApprover(t, "allowed-once")
+			code, _, stderr := execMain(t, tt.req+`,"approver":["`+a.prog+`"]}`)
+			if code != ExitRefused || !strings.Contains(stderr, tt.want) {
+				t.Errorf("exit %d, stderr %q; want a refusal containing %q", code, stderr, tt.want)
+			}
+			if n := len(a.asked(t)); n != 0 {
+				t.Errorf("the approver was asked %d times", n)
+			}
+		})
+	}
+}
+
+// The approver sees what the call would run with, marking what is new, with
+// an approval id and the environment.
+func TestExecApproverSeesMergedProfile(t *testing.T) {
+	ws, granted, asked := t.TempDir(), t.TempDir(), t.TempDir()
+	a := newApprover(t, "rejected")
+	req := `{"command":["/bin/true"],"cwd":"` + ws + `","call_id":"c9","environment_id":"env7","sandbox_permissions":"with_additional_permissions",` +
+		`"justification":"j","approval_policy":"on-request","approver":["` + a.prog + `"],` +
+		`"grants":{"session":{"file_system":{"write":["` + granted + `"]}}},"additional_permissions":{"file_system":{"write":["` + asked + `"]}}}`
+	if code, _, stderr := execMain(t, req); code != ExitRefused {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := a.asked(t)
+	if len(got) != 1 {
+		t.Fatalf("asked %d times", len(got))
+	}
+	r := got[0]
+	if r.ApprovalID == "" || r.EnvironmentID != "env7" || r.CallID != "c9" || r.Tool != "shell" {
+		t.Errorf("request %+v: want an approval_id, environment_id env7, call_id c9, tool shell", r)
+	}
+	if r.MergedPermissions == nil || len(r.MergedPermissions.WritePaths()) != 2 {
+		t.Errorf("merged_permissions %+v, want the grant and the request", r.MergedPermissions)
+	}
+	if r.NewPermissions == nil || len(r.NewPermissions.WritePaths()) != 1 || r.NewPermissions.WritePaths()[0] != asked {
+		t.Errorf("new_permissions %+v, want only %s", r.NewPermissions, asked)
+	}
+}
+
+func TestExecStickyGrantsReportedViaGrant(t *testing.T) {
+	ws, granted := t.TempDir(), t.TempDir()
+	code, out, stderr := execMain(t, `{"command":["/bin/true"],"cwd":"`+ws+`","grants":{"turn":{"file_system":{"write":["`+granted+`"]}}}}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Permissions struct {
+			Via string `json:"via"`
+		} `json:"permissions"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.Permissions.Via != "grant" {
+		t.Errorf("via %q (%v), want grant", res.Permissions.Via, err)
+	}
+}
+
+func TestFSApprovalToolIsFS(t *testing.T) {
+	ws, out := t.TempDir(), t.TempDir()
+	a := newApprover(t, "rejected")
+	var o, e bytes.Buffer
+	code := Main([]string{"fs", "--cwd", ws, "--sandbox-permissions", "with_additional_permissions", "--allow-write", out,
+		"--justification", "j", "--approver", a.prog, "--", "remove", out + "/x"}, Stdio{In: strings.NewReader(""), Out: &o, Err: &e})
+	got := a.asked(t)
+	if code != ExitRefused || len(got) != 1 || got[0].Tool != "fs" {
+		t.Errorf("exit %d, asked %+v, stderr %q; want one question with tool fs", code, got, e.String())
+	}
+}
