@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"os/signal"
 	"strings"
+	"syscall"
 
 	"sbx/escalate"
 	"sbx/policy"
@@ -97,7 +100,11 @@ func resolvePermissions(ctx context.Context, base policy.Request, explicit profi
 	if err := checkRequest(call, final, applied); err != nil {
 		return policy.Policy{}, rep, err
 	}
-	dec, err := escalate.Decide(ctx, call, e.ApprovalPolicy, e.Approver)
+	// SIGINT or SIGTERM while the approver is asked settles the approval
+	// cancelled (Decide drops a late answer); the call never starts.
+	askCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	dec, err := escalate.Decide(askCtx, call, e.ApprovalPolicy, e.Approver)
+	stop()
 	if err != nil {
 		return policy.Policy{}, rep, err
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -223,5 +224,26 @@ func TestFSApprovalToolIsFS(t *testing.T) {
 	got := a.asked(t)
 	if code != ExitRefused || len(got) != 1 || got[0].Tool != "fs" {
 		t.Errorf("exit %d, asked %+v, stderr %q; want one question with tool fs", code, got, e.String())
+	}
+}
+
+// Codex: a turn granted with strict_auto_review sends every later call of
+// the turn to approval, even one its grants cover.
+func TestExecTurnStrictSendsToApproval(t *testing.T) {
+	ws, granted := t.TempDir(), t.TempDir()
+	for _, strict := range []bool{false, true} {
+		a := newApprover(t, "rejected")
+		req := `{"command":["/bin/true"],"cwd":"` + ws + `","approval_policy":"on-request","approver":["` + a.prog + `"],` +
+			`"grants":{"turn":{"file_system":{"write":["` + granted + `"]}},"turn_strict":` + strconv.FormatBool(strict) + `}}`
+		code, _, stderr := execMain(t, req)
+		asked := a.asked(t)
+		switch {
+		case !strict && (code != 0 || len(asked) != 0):
+			t.Errorf("not strict: exit %d, asked %d (%s); want a run on the grant", code, len(asked), stderr)
+		case strict && (code != ExitRefused || len(asked) != 1):
+			t.Errorf("strict: exit %d, asked %d (%s); want one question, rejected", code, len(asked), stderr)
+		case strict && (asked[0].NewPermissions == nil || len(asked[0].NewPermissions.WritePaths()) != 1):
+			t.Errorf("strict: shown %+v, want the grant under review", asked[0])
+		}
 	}
 }
