@@ -2,8 +2,11 @@ package escalate
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"time"
 
 	"sbx/profiles"
 )
@@ -31,7 +34,11 @@ func (d *denial) Is(target error) bool { return target == ErrDenied }
 
 // The denials. Each matches ErrDenied.
 var (
-	ErrNeverAsks       error = &denial{"approval policy never: the call needs approval, so it is denied without asking"}
+	ErrNeverAsks error = &denial{"approval policy never: the call needs approval, so it is denied without asking"}
+	// ErrOnlyOnRequest: under on-failure and untrusted a call may not ask
+	// for more (Codex: "you should not ask for escalated permissions if the
+	// approval policy is ..."); it is refused without asking anyone.
+	ErrOnlyOnRequest   error = &denial{"only approval policy on-request lets a call ask for more than its standing policy and grants; denied without asking"}
 	ErrNoApprover      error = &denial{"no approver is configured"}
 	ErrRejected        error = &denial{"the approver rejected the call"}
 	ErrCancelled       error = &denial{"the approval was cancelled"}
@@ -46,12 +53,26 @@ var (
 // (require_escalated) and AdditionalPermissions (with_additional_permissions)
 // is set.
 type ApprovalRequest struct {
-	CallID                string            `json:"call_id"`
+	// ApprovalID identifies this one question (random, fresh per ask), so
+	// that an approver program can log it and match its answer.
+	ApprovalID string `json:"approval_id"`
+	CallID     string `json:"call_id"`
+	// EnvironmentID is the session the call belongs to ("" when the caller
+	// gave none).
+	EnvironmentID         string            `json:"environment_id"`
 	Tool                  string            `json:"tool"`
 	TargetMode            *profiles.Mode    `json:"target_mode,omitempty"`
 	AdditionalPermissions *profiles.Profile `json:"additional_permissions,omitempty"`
 	Justification         string            `json:"justification"`
 	Cwd                   string            `json:"cwd"`
+	// StandingMode is the mode the call has without approval.
+	StandingMode profiles.Mode `json:"standing_mode"`
+	// MergedPermissions is what the call would run with beyond its mode,
+	// if allowed: the caller's own permissions, the sticky grants and the
+	// request (Call.Merged); NewPermissions is the part of it that neither
+	// the standing policy nor the grants already allow, the part asked about.
+	MergedPermissions *profiles.Profile `json:"merged_permissions,omitempty"`
+	NewPermissions    *profiles.Profile `json:"new_permissions,omitempty"`
 }
 
 // Approver answers approval requests. An implementation should honour ctx,
@@ -108,6 +129,8 @@ type askRule int
 const (
 	denyWithoutAsking askRule = iota
 	askApprover
+	// refuseAsking: the policy asks, but not about a call's own request.
+	refuseAsking
 )
 
 // askRules says what each approval policy does with a call that needs
@@ -116,15 +139,16 @@ const (
 var askRules = map[profiles.ApprovalPolicy]askRule{
 	// DESIGN.md: never ask, and deny whatever would need asking.
 	profiles.ApprovalNever: denyWithoutAsking,
-	// The call requested more: ask.
+	// The call requested more: ask. Only this policy lets a call ask.
 	profiles.ApprovalOnRequest: askApprover,
-	// Asks at least as often as on-request. sbx has no trusted-command list,
-	// so asking before non-escalating commands is the runtime's business.
-	profiles.ApprovalUntrusted: askApprover,
-	// An escalation under on-failure is the retry after a sandbox denial
-	// (the exact-retry hint): that retry is what on-failure asks about. sbx
-	// does not rerun a failed call by itself.
-	profiles.ApprovalOnFailure: askApprover,
+	// As Codex defines them: untrusted asks before commands outside a
+	// trusted list, on-failure asks whether to rerun a command the sandbox
+	// failed without the sandbox. Neither lets the call itself ask for more
+	// (with_additional_permissions, require_escalated): that is refused
+	// without asking, unless grants already cover it. Asking before a
+	// non-escalating command or rerunning a failed one is the runtime's.
+	profiles.ApprovalUntrusted: refuseAsking,
+	profiles.ApprovalOnFailure: refuseAsking,
 }
 
 // Decide validates the call, and when it asks for something the standing
@@ -140,12 +164,12 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 	case UseDefault:
 		// Under strict review a call that rides on sticky grants is shown to
 		// the approver too; otherwise nothing was asked for.
-		if !c.StrictAutoReview || missing(c.Standing, profiles.Profile{}, c.Granted).IsEmpty() {
+		if !c.StrictAutoReview || Missing(c.Standing, profiles.Profile{}, c.Granted).IsEmpty() {
 			return dec, nil
 		}
 	case WithAdditionalPermissions:
 		dec.Additional = c.Additional
-		if missing(c.Standing, c.Granted, c.Additional).IsEmpty() && !c.StrictAutoReview {
+		if Missing(c.Standing, c.Granted, c.Additional).IsEmpty() && !c.StrictAutoReview {
 			dec.Via = ViaGrant
 			return dec, nil
 		}
@@ -156,8 +180,11 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 	if !ok {
 		return Decision{}, fmt.Errorf("approval policy %v: %w", ap, ErrDenied)
 	}
-	if rule == denyWithoutAsking {
+	switch rule {
+	case denyWithoutAsking:
 		return Decision{}, fmt.Errorf("approval denied: %w", ErrNeverAsks)
+	case refuseAsking:
+		return Decision{}, fmt.Errorf("approval denied: approval policy %s: %w", ap, ErrOnlyOnRequest)
 	}
 	if err := ask(ctx, approver, requestFor(c)); err != nil {
 		return Decision{}, fmt.Errorf("approval denied: %w", err)
@@ -167,7 +194,21 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 }
 
 func requestFor(c Call) ApprovalRequest {
-	req := ApprovalRequest{CallID: c.CallID, Tool: c.Tool, Justification: c.Justification, Cwd: c.Cwd}
+	req := ApprovalRequest{ApprovalID: newApprovalID(), CallID: c.CallID, EnvironmentID: c.EnvironmentID, Tool: c.Tool,
+		Justification: c.Justification, Cwd: c.Cwd, StandingMode: c.Standing.Mode}
+	if c.SandboxPermissions != RequireEscalated {
+		merged := profiles.Merge(c.Merged, c.Granted, c.Additional)
+		asked := c.Additional
+		if c.SandboxPermissions == UseDefault {
+			asked = c.Granted
+		}
+		fresh := Missing(c.Standing, c.Granted, asked)
+		if c.StrictAutoReview {
+			// Under strict review the grants themselves are reviewed.
+			fresh = Missing(c.Standing, profiles.Profile{}, asked)
+		}
+		req.MergedPermissions, req.NewPermissions = &merged, &fresh
+	}
 	if c.SandboxPermissions == RequireEscalated {
 		t := c.Target
 		req.TargetMode = &t
@@ -179,6 +220,16 @@ func requestFor(c Call) ApprovalRequest {
 		req.AdditionalPermissions = &p
 	}
 	return req
+}
+
+// newApprovalID returns 16 random bytes in hex; should the system's random
+// source fail, a time-based id (an id for logs, not a secret).
+func newApprovalID() string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("t%x", time.Now().UnixNano())
+	}
+	return hex.EncodeToString(b[:])
 }
 
 type answer struct {

@@ -3,6 +3,7 @@ package escalate
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -97,8 +98,36 @@ func TestDecideOutcomes(t *testing.T) {
 	}
 }
 
+// Codex: only on-request lets a call ask for more; under on-failure and
+// untrusted the call's own escalation is refused without asking, with the
+// reason, unless its grants already cover it.
+func TestDecideOnlyOnRequestAsks(t *testing.T) {
+	strict := additional()
+	strict.SandboxPermissions, strict.Additional, strict.Justification = UseDefault, profiles.Profile{}, ""
+	strict.Granted, strict.StrictAutoReview = prof(false, nil, []string{"/sbx-test/out"}), true
+	for _, ap := range []profiles.ApprovalPolicy{profiles.ApprovalOnFailure, profiles.ApprovalUntrusted} {
+		for name, c := range map[string]Call{"escalation": escalation(), "additional": additional(), "strict review": strict} {
+			r := &recorder{outcome: AllowedOnce}
+			_, err := Decide(context.Background(), c, ap, r)
+			if !errors.Is(err, ErrOnlyOnRequest) || !errors.Is(err, ErrDenied) || len(r.asked) != 0 ||
+				!strings.Contains(err.Error(), "approval policy "+ap.String()) {
+				t.Errorf("%s, %s: err = %v, asked %d; want ErrOnlyOnRequest naming the policy, without asking", ap, name, err, len(r.asked))
+			}
+			if o, _ := DenialOutcome(err); o != OutcomeNever {
+				t.Errorf("%s, %s: outcome %q, want never (nobody was asked)", ap, name, o)
+			}
+		}
+		c := additional()
+		c.Granted = prof(false, nil, []string{"/sbx-test"})
+		r := &recorder{outcome: AllowedOnce}
+		if dec, err := Decide(context.Background(), c, ap, r); err != nil || dec.Via != ViaGrant || len(r.asked) != 0 {
+			t.Errorf("%s: covered by grants: %+v, %v; want via grant", ap, dec, err)
+		}
+	}
+}
+
 func TestDecideAllowedOnce(t *testing.T) {
-	for _, ap := range []profiles.ApprovalPolicy{profiles.ApprovalOnRequest, profiles.ApprovalOnFailure, profiles.ApprovalUntrusted} {
+	for _, ap := range []profiles.ApprovalPolicy{profiles.ApprovalOnRequest} {
 		r := &recorder{outcome: AllowedOnce}
 		dec, err := Decide(context.Background(), escalation(), ap, r)
 		if err != nil || dec.Mode != profiles.DangerFullAccess || dec.Via != ViaApproval || len(r.asked) != 1 {

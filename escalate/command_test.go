@@ -126,7 +126,9 @@ func TestCommandApproverRequestOnStdin(t *testing.T) {
 	dir := t.TempDir()
 	saved := filepath.Join(dir, "request.json")
 	a := CommandApprover{Argv: []string{script(t, `cat > "$1"; echo '{"outcome":"allowed-once"}'`), saved}}
-	dec, err := Decide(context.Background(), additional(), profiles.ApprovalOnRequest, a)
+	c := additional()
+	c.EnvironmentID = "e1"
+	dec, err := Decide(context.Background(), c, profiles.ApprovalOnRequest, a)
 	if err != nil || dec.Via != ViaApproval {
 		t.Fatalf("%+v, %v", dec, err)
 	}
@@ -138,9 +140,16 @@ func TestCommandApproverRequestOnStdin(t *testing.T) {
 	if err := json.Unmarshal(data, &got); err != nil {
 		t.Fatal(err)
 	}
+	// approval_id is fresh per question: 32 hex digits.
+	if id, _ := got["approval_id"].(string); len(id) != 32 {
+		t.Errorf("approval_id %q, want 32 hex digits", id)
+	}
+	delete(got, "approval_id")
+	out := map[string]any{"file_system": map[string]any{"write": []any{"/sbx-test/out"}}}
 	want := map[string]any{
-		"call_id": "c2", "tool": "apply_patch", "justification": "write the output", "cwd": repo,
-		"additional_permissions": map[string]any{"file_system": map[string]any{"write": []any{"/sbx-test/out"}}},
+		"call_id": "c2", "environment_id": "e1", "tool": "apply_patch", "justification": "write the output", "cwd": repo,
+		"standing_mode":          "workspace-write",
+		"additional_permissions": out, "merged_permissions": out, "new_permissions": out,
 	}
 	if g, w := mustJSON(t, got), mustJSON(t, want); g != w {
 		t.Fatalf("request\n got %s\nwant %s", g, w)

@@ -80,6 +80,12 @@ type Call struct {
 	// StrictAutoReview, set when the turn asked for it, makes even a call
 	// its grants cover go to the approver.
 	StrictAutoReview bool
+	// EnvironmentID is the session the call belongs to, shown to the approver.
+	EnvironmentID string
+	// Merged are the caller's own additional permissions (preauthorised),
+	// shown to the approver with the grants and the request as what the call
+	// would run with.
+	Merged profiles.Profile
 }
 
 // Validate checks the call's escalation fields, before anyone is asked:
@@ -149,16 +155,16 @@ func checkAdds(s Standing, p profiles.Profile) error {
 	if p.IsEmpty() {
 		return &profiles.FieldError{Field: "additional_permissions", Err: fmt.Errorf("%w: the profile is empty", ErrAddsNothing)}
 	}
-	if missing(s, profiles.Profile{}, p).IsEmpty() {
+	if Missing(s, profiles.Profile{}, p).IsEmpty() {
 		return &profiles.FieldError{Field: "additional_permissions", Err: ErrAddsNothing}
 	}
 	return nil
 }
 
-// missing returns the part of p that neither the standing policy nor the
-// grants allow. Reads are always allowed (every mode reads everything). A
+// Missing returns the part of p that neither the standing policy nor the
+// grants allow: what an approval would add. Reads are always allowed (every mode reads everything). A
 // write inside a read-only carve-out is missing even under a write root.
-func missing(s Standing, granted, p profiles.Profile) profiles.Profile {
+func Missing(s Standing, granted, p profiles.Profile) profiles.Profile {
 	if s.Mode == profiles.DangerFullAccess {
 		return profiles.Profile{}
 	}

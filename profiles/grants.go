@@ -45,6 +45,9 @@ type Grant struct {
 type Grants struct {
 	Session Profile `json:"session"`
 	Turn    Profile `json:"turn"`
+	// TurnStrict is the turn grant's strict_auto_review: every call of the
+	// turn goes to approval, even one the grants cover (as in Codex).
+	TurnStrict bool `json:"turn_strict"`
 }
 
 // Normalize normalises both profiles against cwd; errors name the field
@@ -58,7 +61,7 @@ func (g Grants) Normalize(cwd string) (Grants, error) {
 	if err != nil {
 		return Grants{}, prefixField("grants.turn", err)
 	}
-	return Grants{Session: s, Turn: t}, nil
+	return Grants{Session: s, Turn: t, TurnStrict: g.TurnStrict}, nil
 }
 
 // GrantStore keeps granted profiles by environment id and scope, and the
@@ -176,7 +179,7 @@ func (s *GrantStore) EndTurn(turnID string) {
 func (s *GrantStore) Grants(envID, turnID string) Grants {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return Grants{Session: s.session[envID], Turn: s.turn[turnKey{envID, turnID}]}
+	return Grants{Session: s.session[envID], Turn: s.turn[turnKey{envID, turnID}], TurnStrict: s.strict[turnID]}
 }
 
 // StrictAutoReview reports whether a turn-scoped grant of turnID asked for
@@ -232,13 +235,14 @@ type EffectivePermissions struct {
 //     request never slips through on the implicit path.
 func (g Grants) Effective(explicit Profile, sp SandboxPermissions) EffectivePermissions {
 	if sp == RequireEscalated {
-		return EffectivePermissions{Permissions: explicit, Sources: Sources{Call: explicit}}
+		return EffectivePermissions{Permissions: explicit, Sources: Sources{Call: explicit}, StrictAutoReview: g.TurnStrict}
 	}
 	sticky := Merge(g.Session, g.Turn)
 	e := EffectivePermissions{
-		Permissions: Merge(sticky, explicit),
-		Sources:     Sources{Session: g.Session, Turn: g.Turn, Call: explicit},
-		Preapproved: sticky.Covers(explicit),
+		Permissions:      Merge(sticky, explicit),
+		Sources:          Sources{Session: g.Session, Turn: g.Turn, Call: explicit},
+		Preapproved:      sticky.Covers(explicit),
+		StrictAutoReview: g.TurnStrict,
 	}
 	e.Implicit = sp == UseDefault && explicit.IsEmpty() && !sticky.IsEmpty()
 	return e

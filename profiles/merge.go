@@ -16,15 +16,18 @@ func Merge(ps ...Profile) Profile {
 }
 
 // Intersect returns what granted grants within what requested asked for: a
-// client may grant less than asked, never more.
+// client may grant less than asked, never more, and never outside the
+// request. Each granted entry survives whole or not at all:
 //
 //   - Network survives only if both requested and granted.
-//   - A granted write survives where it lies within a requested write.
-//   - A granted read survives where it lies within a requested read or write
-//     (write implies read). A granted write within a requested read, but no
-//     requested write, survives as a read: that is what both sides allow.
-//   - A granted path wider than a requested one (granted /a, requested /a/b)
-//     is clamped to the requested path, which is what both sides allow.
+//   - A granted write survives when it lies within a requested write.
+//   - A granted read survives when it lies within a requested read or write
+//     (write implies read).
+//   - A granted write within a requested read only is dropped, not turned
+//     into a read: the client answered something that was not asked.
+//   - A granted path wider than the requested one (granted /a, requested
+//     /a/b) is dropped, not clamped: a client cannot grant outside the
+//     request, and a wider answer is not an answer to it.
 //   - Anything else granted is dropped silently: extra paths are not errors.
 //
 // Both inputs must be normalised (absolute, clean paths, as Normalize or Build
@@ -33,30 +36,18 @@ func Merge(ps ...Profile) Profile {
 func Intersect(requested, granted Profile) Profile {
 	reqWrite := requested.WritePaths()
 	reqRead := append(append([]string(nil), requested.ReadPaths()...), reqWrite...)
-	grantWrite := granted.WritePaths()
-	grantRead := append(append([]string(nil), granted.ReadPaths()...), grantWrite...)
-	return Build(
-		requested.NetworkEnabled() && granted.NetworkEnabled(),
-		intersectTrees(grantRead, reqRead),
-		intersectTrees(grantWrite, reqWrite),
-	)
-}
-
-// intersectTrees returns the paths whose trees lie in both a tree of a and a
-// tree of b: for each overlapping pair, the deeper of the two.
-func intersectTrees(a, b []string) []string {
-	var out []string
-	for _, x := range a {
-		for _, y := range b {
-			switch {
-			case Within(x, y):
-				out = append(out, x)
-			case Within(y, x):
-				out = append(out, y)
-			}
+	var read, write []string
+	for _, w := range granted.WritePaths() {
+		if CoveredBy(w, reqWrite) {
+			write = append(write, w)
 		}
 	}
-	return out
+	for _, rd := range granted.ReadPaths() {
+		if CoveredBy(rd, reqRead) {
+			read = append(read, rd)
+		}
+	}
+	return Build(requested.NetworkEnabled() && granted.NetworkEnabled(), read, write)
 }
 
 // Covers reports whether everything p asks for is already in q: network, and

@@ -25,9 +25,13 @@ func TestIntersect(t *testing.T) {
 		{"extra path ignored", p(false, nil, paths(r+"/a")), p(false, nil, paths(r+"/a", "/etc")), p(false, nil, paths(r+"/a"))},
 		{"only extra paths", p(false, paths(r), nil), p(false, paths("/etc"), paths("/usr")), Profile{}},
 		{"sibling with common prefix is not under", p(false, nil, paths(r)), p(false, nil, paths(r+"2")), Profile{}},
-		{"write granted where only read requested becomes read", p(false, paths(r), nil), p(false, nil, paths(r+"/a")), p(false, paths(r+"/a"), nil)},
-		{"wider grant clamped to request", p(false, nil, paths(r+"/a/b")), p(false, nil, paths(r)), p(false, nil, paths(r+"/a/b"))},
-		{"granting / clamps to request", p(true, paths(r+"/doc"), paths(r+"/out")), p(true, nil, paths("/")), p(true, paths(r+"/doc"), paths(r+"/out"))},
+		// Codex: a write granted where only a read was asked is dropped.
+		{"write granted where only read requested is dropped", p(false, paths(r), nil), p(false, nil, paths(r+"/a")), Profile{}},
+		// Codex: a granted path broader than the requested one gives nothing.
+		{"wider grant gives nothing", p(false, nil, paths(r+"/a/b")), p(false, nil, paths(r)), Profile{}},
+		{"wider grant beside a valid one", p(false, nil, paths(r+"/child", r+"/out")), Profile{FileSystem: &FileSystem{Write: paths(r, r+"/out/x")}}, p(false, nil, paths(r+"/out/x"))},
+		{"granting / gives no path", p(true, paths(r+"/doc"), paths(r+"/out")), p(true, nil, paths("/")), p(true, nil, nil)},
+		{"wider read gives nothing", p(false, paths(r+"/doc"), nil), p(false, paths(r), nil), Profile{}},
 		{"relative granted path never matches", p(false, nil, paths(r)), Profile{FileSystem: &FileSystem{Write: paths("repo")}}, Profile{}},
 		{"empty grant", p(true, paths(r), paths(r+"/a")), Profile{}, Profile{}},
 		{"empty request", Profile{}, p(true, paths(r), paths(r)), Profile{}},

@@ -1,8 +1,11 @@
 package profiles
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 )
 
 // NormalizeRequest is the input of NormalizeResponse: a request_permissions
@@ -17,35 +20,71 @@ type NormalizeRequest struct {
 	// Scope defaults to turn when absent, the narrower scope.
 	Scope            Scope `json:"scope"`
 	StrictAutoReview bool  `json:"strict_auto_review"`
+	// Ignored are the fields of granted that sbx does not know, as dotted
+	// paths ("granted.macos"); DecodeNormalizeRequest fills it.
+	Ignored []string `json:"-"`
 }
 
-// NormalizeResult is a normalised grant, as JSON
-// {"permissions", "scope", "strict_auto_review"}.
+// NormalizeResult is a normalised grant, as JSON {"permissions", "scope",
+// "strict_auto_review", "ignored", "given_paths"}.
 type NormalizeResult struct {
 	Permissions      Profile `json:"permissions"`
 	Scope            Scope   `json:"scope"`
 	StrictAutoReview bool    `json:"strict_auto_review"`
+	// Ignored lists the response's fields that sbx does not know and did
+	// not read ("granted.macos"): they can only have narrowed nothing sbx
+	// grants, but the runtime should know they were not honoured.
+	Ignored []string `json:"ignored,omitempty"`
+	// GivenPaths pairs each path of Permissions with the spelling the
+	// granted profile used for it (before cwd and symlinks were resolved),
+	// so that a runtime can match the grant against its own paths.
+	GivenPaths []GivenPath `json:"given_paths,omitempty"`
+}
+
+// GivenPath is one granted path as sbx resolved it and as the caller spelt it.
+type GivenPath struct {
+	// Access is "read" or "write".
+	Access string `json:"access"`
+	// Path is the resolved path, as in permissions.
+	Path string `json:"path"`
+	// Given is the caller's spelling.
+	Given string `json:"given"`
 }
 
 // normalizeWire is NormalizeRequest as it arrives: the scope as a string, so
 // that a bad scope is reported with its field name (encoding/json does not
 // name the field when UnmarshalText fails).
 type normalizeWire struct {
-	Cwd              string  `json:"cwd"`
-	Requested        Profile `json:"requested"`
-	Granted          Profile `json:"granted"`
-	Scope            *string `json:"scope"`
-	StrictAutoReview bool    `json:"strict_auto_review"`
+	Cwd       string  `json:"cwd"`
+	Requested Profile `json:"requested"`
+	// Granted is decoded leniently, on its own (DecodeLenient): the
+	// strict decode of the envelope checks only its keys for duplicates.
+	Granted          json.RawMessage `json:"granted"`
+	Scope            *string         `json:"scope"`
+	StrictAutoReview bool            `json:"strict_auto_review"`
 }
 
-// DecodeNormalizeRequest decodes strict JSON: unknown fields are errors that
-// name the field, and so is a scope other than "turn" or "session".
+// DecodeNormalizeRequest decodes the input of `sbx normalize-grant`. The
+// envelope and requested are strict: unknown fields are errors that name the
+// field, and so is a scope other than "turn" or "session". granted is the
+// client's answer and is lenient (DecodeLenient): a field sbx does not know
+// is skipped and listed in Ignored, as Codex ignores one; duplicate keys and
+// case variants of known fields are still refused.
 func DecodeNormalizeRequest(data []byte) (NormalizeRequest, error) {
 	var w normalizeWire
 	if err := DecodeStrict(data, &w); err != nil {
 		return NormalizeRequest{}, err
 	}
-	req := NormalizeRequest{Cwd: w.Cwd, Requested: w.Requested, Granted: w.Granted, StrictAutoReview: w.StrictAutoReview}
+	req := NormalizeRequest{Cwd: w.Cwd, Requested: w.Requested, StrictAutoReview: w.StrictAutoReview}
+	if raw := bytes.TrimSpace(w.Granted); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+		ignored, err := DecodeLenient(raw, &req.Granted)
+		if err != nil {
+			return NormalizeRequest{}, prefixField("granted", err)
+		}
+		for _, f := range ignored {
+			req.Ignored = append(req.Ignored, "granted."+f)
+		}
+	}
 	if w.Scope != nil {
 		s, err := ParseScope(*w.Scope)
 		if err != nil {
@@ -60,6 +99,8 @@ func DecodeNormalizeRequest(data []byte) (NormalizeRequest, error) {
 // not written in Go (`sbx normalize-grant`). Both profiles are normalised
 // against req.Cwd (required, absolute), then:
 //
+//   - an empty requested profile is refused, as GrantStore.Request refuses
+//     one: a request for nothing has nothing to answer;
 //   - strict_auto_review with session scope yields an empty grant with turn
 //     scope and strict false (DESIGN.md rule 4);
 //   - otherwise the grant is Intersect(requested, granted), scope and strict
@@ -80,11 +121,38 @@ func NormalizeResponse(req NormalizeRequest) (NormalizeResult, error) {
 	if err != nil {
 		return NormalizeResult{}, prefixField("requested", err)
 	}
-	granted, err := req.Granted.Normalize(req.Cwd)
+	if requested.IsEmpty() {
+		return NormalizeResult{}, &FieldError{Field: "requested", Err: errors.New("requests nothing")}
+	}
+	// The granted entries are resolved one by one and not folded: each is
+	// kept or dropped whole by Intersect, and one wider entry must not
+	// swallow a narrower one that is within the request.
+	gRead, err := resolveAll(req.Granted.ReadPaths(), req.Cwd, "file_system.read")
 	if err != nil {
 		return NormalizeResult{}, prefixField("granted", err)
 	}
-	return normalizeGrant(requested, granted, req.Scope, req.StrictAutoReview), nil
+	gWrite, err := resolveAll(req.Granted.WritePaths(), req.Cwd, "file_system.write")
+	if err != nil {
+		return NormalizeResult{}, prefixField("granted", err)
+	}
+	granted := Profile{Network: req.Granted.Network, FileSystem: &FileSystem{Read: gRead, Write: gWrite}}
+	res := normalizeGrant(requested, granted, req.Scope, req.StrictAutoReview)
+	res.Ignored = req.Ignored
+	res.GivenPaths = append(givenPaths("read", res.Permissions.ReadPaths(), gRead, req.Granted.ReadPaths()),
+		givenPaths("write", res.Permissions.WritePaths(), gWrite, req.Granted.WritePaths())...)
+	return res, nil
+}
+
+// givenPaths pairs each kept path with the granted spellings that resolved
+// to it.
+func givenPaths(access string, kept, resolved, given []string) []GivenPath {
+	var out []GivenPath
+	for i, r := range resolved {
+		if slices.Contains(kept, r) && !slices.Contains(out, GivenPath{access, r, given[i]}) {
+			out = append(out, GivenPath{Access: access, Path: r, Given: given[i]})
+		}
+	}
+	return out
 }
 
 // normalizeGrant is the response rule shared by NormalizeResponse and

@@ -24,37 +24,62 @@ import (
 // encoding/json's folding has nothing left to match. A struct field tagged
 // `strict:"required"` must be present and not null.
 func DecodeStrict(data []byte, v any) error {
-	null, keysErr := checkKeys(data, reflect.TypeOf(v))
+	_, err := decodeChecked(data, v, &keyCheck{})
+	return err
+}
+
+// DecodeLenient decodes one JSON value like DecodeStrict, except that a key
+// the type does not know is skipped, with its value, and listed in ignored
+// (dotted paths, in input order). It is for answers from outside sbx whose
+// newer fields can only narrow what sbx reads (a request_permissions
+// response carrying a "macos" section): requests stay strict. Keys are still
+// exact: a case variant of a known field and a duplicate key, at any depth
+// (under ignored keys too), are refused, because encoding/json would
+// otherwise fold the one and keep the last of the other.
+func DecodeLenient(data []byte, v any) (ignored []string, err error) {
+	return decodeChecked(data, v, &keyCheck{lenient: true})
+}
+
+// keyCheck is the state of one checkKeys walk.
+type keyCheck struct {
+	lenient bool
+	ignored []string
+}
+
+func decodeChecked(data []byte, v any, kc *keyCheck) ([]string, error) {
+	null, keysErr := kc.checkKeys(data, reflect.TypeOf(v))
 	var fe *FieldError
 	if errors.As(keysErr, &fe) {
-		return keysErr
+		return nil, keysErr
 	}
 	if t := decodeTarget(reflect.TypeOf(v)); null && keysErr == nil && t != nil && (t.Kind() == reflect.Struct || t.Kind() == reflect.Map) {
 		// encoding/json reads a top-level null as "set nothing": a request
 		// of null is a mistake, not an empty request.
-		return errors.New("expected a JSON object, got JSON null")
+		return nil, errors.New("expected a JSON object, got JSON null")
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
+	if !kc.lenient {
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(v); err != nil {
 		var generic any
 		if json.Unmarshal(data, &generic) == nil {
 			// A value's own UnmarshalText error (an unknown mode) comes
 			// without the field name; find the field by re-decoding leaves.
 			if path, ferr := badTextField(generic, reflect.TypeOf(v), ""); ferr != nil {
-				return &FieldError{Field: path, Err: ferr}
+				return nil, &FieldError{Field: path, Err: ferr}
 			}
 		}
-		return describeJSONError(err)
+		return nil, describeJSONError(err)
 	}
 	if keysErr != nil {
 		// The key check could not read what the decoder took: fail closed.
-		return describeJSONError(keysErr)
+		return nil, describeJSONError(keysErr)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return errors.New("trailing data after the JSON value")
+		return nil, errors.New("trailing data after the JSON value")
 	}
-	return nil
+	return kc.ignored, nil
 }
 
 func describeJSONError(err error) error {
@@ -158,21 +183,21 @@ var errTooDeep = fmt.Errorf("malformed JSON: nested deeper than %d", maxKeyDepth
 // map), or for a required field that is absent or null. Any other error means
 // the tokens could not be read (malformed JSON); the typed decode then
 // reports it in its own words. null reports a top-level JSON null.
-func checkKeys(data []byte, t reflect.Type) (null bool, err error) {
+func (kc *keyCheck) checkKeys(data []byte, t reflect.Type) (null bool, err error) {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber() // numbers are skipped, not parsed
-	return keysOfValue(dec, t, "", 0)
+	return kc.keysOfValue(dec, t, "", 0)
 }
 
 // keysOfValue checks one value; null reports whether it was JSON null.
-func keysOfValue(dec *json.Decoder, t reflect.Type, path string, depth int) (null bool, err error) {
+func (kc *keyCheck) keysOfValue(dec *json.Decoder, t reflect.Type, path string, depth int) (null bool, err error) {
 	tok, err := dec.Token()
 	if err != nil {
 		return false, err
 	}
 	switch tok {
 	case json.Delim('{'):
-		return false, keysOfObject(dec, decodeTarget(t), path, depth+1)
+		return false, kc.keysOfObject(dec, decodeTarget(t), path, depth+1)
 	case json.Delim('['):
 		if depth+1 > maxKeyDepth {
 			return false, errTooDeep
@@ -182,7 +207,7 @@ func keysOfValue(dec *json.Decoder, t reflect.Type, path string, depth int) (nul
 			elem = t.Elem()
 		}
 		for i := 0; dec.More(); i++ {
-			if _, err := keysOfValue(dec, elem, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
+			if _, err := kc.keysOfValue(dec, elem, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
 				return false, err
 			}
 		}
@@ -206,7 +231,7 @@ func decodeTarget(t reflect.Type) reflect.Type {
 	return t
 }
 
-func keysOfObject(dec *json.Decoder, t reflect.Type, path string, depth int) error {
+func (kc *keyCheck) keysOfObject(dec *json.Decoder, t reflect.Type, path string, depth int) error {
 	if depth > maxKeyDepth {
 		return errTooDeep
 	}
@@ -234,12 +259,17 @@ func keysOfObject(dec *json.Decoder, t reflect.Type, path string, depth int) err
 		et := elem
 		if fields != nil {
 			f, ok := fields[key]
-			if !ok {
+			switch {
+			case !ok && kc.lenient && !caseVariant(key, fields):
+				// Skipped by the typed decode; its value is still read
+				// for duplicate keys, under no type.
+				kc.ignored = append(kc.ignored, p)
+			case !ok:
 				return &FieldError{Field: p, Err: unknownField(key, fields)}
 			}
 			et = f.Type
 		}
-		null, err := keysOfValue(dec, et, p, depth)
+		null, err := kc.keysOfValue(dec, et, p, depth)
 		if err != nil {
 			return err
 		}
@@ -263,6 +293,17 @@ func keysOfObject(dec *json.Decoder, t reflect.Type, path string, depth int) err
 		return &FieldError{Field: join(path, names[0]), Err: ErrRequired}
 	}
 	return nil
+}
+
+// caseVariant reports whether key differs from a field only in case, which
+// encoding/json would match to the field.
+func caseVariant(key string, fields map[string]jsonField) bool {
+	for name := range fields {
+		if strings.EqualFold(name, key) {
+			return true
+		}
+	}
+	return false
 }
 
 // unknownField is ErrUnknownField, with a hint when the key is a case

@@ -14,6 +14,7 @@ import (
 
 	"sbx/enforce"
 	"sbx/enforce/host"
+	"sbx/escalate"
 	"sbx/policy"
 	"sbx/profiles"
 	"sbx/shells"
@@ -32,6 +33,12 @@ type request struct {
 	ReadOnly      []string
 	Network       bool
 	Additional    profiles.Profile
+	// Preauthorized marks Additional as the caller's own configuration
+	// (sbx run's --allow-* flags, sbx exec's "preauthorized": true), which
+	// needs no approval under use_default. Without it, additional
+	// permissions under use_default are refused: a runtime that forwards a
+	// model's arguments verbatim must not get unapproved permissions.
+	Preauthorized bool
 	// Env is sbx's own environment; EnvPolicy makes the command's from it.
 	Env       []string
 	EnvPolicy profiles.EnvPolicy
@@ -89,14 +96,21 @@ func prepare(r request) (host.Call, callReport, error) {
 	if err != nil {
 		return host.Call{}, callReport{}, &profiles.FieldError{Field: "additional_permissions", Err: err}
 	}
-	// Without sandbox_permissions, additional permissions are the caller's
-	// own configuration, not a request that needs approval.
+	// Under use_default, additional permissions marked preauthorized are
+	// the caller's own configuration, not a request that needs approval;
+	// unmarked, they are refused (Codex: they require
+	// with_additional_permissions).
 	var preauth profiles.Profile
 	if r.Network {
 		preauth = profiles.Build(true, nil, nil)
 	}
-	if r.Escalation.SandboxPermissions == profiles.UseDefault {
+	switch {
+	case r.Escalation.SandboxPermissions == profiles.UseDefault && !explicit.IsEmpty() && !r.Preauthorized:
+		return host.Call{}, callReport{}, &profiles.FieldError{Field: "additional_permissions", Err: fmt.Errorf(`%w (sandbox_permissions is use_default; mark them "preauthorized": true if they are the caller's own, not a model's)`, escalate.ErrStrayProfile)}
+	case r.Escalation.SandboxPermissions == profiles.UseDefault:
 		preauth, explicit = profiles.Merge(preauth, explicit), profiles.Profile{}
+	case r.Preauthorized && !explicit.IsEmpty():
+		return host.Call{}, callReport{}, &profiles.FieldError{Field: "preauthorized", Err: fmt.Errorf("only with sandbox_permissions use_default (sandbox_permissions is %s: its additional_permissions are a request)", r.Escalation.SandboxPermissions)}
 	}
 	caps, err := capabilities(r.CapAdd, r.CapAddField)
 	if err != nil {

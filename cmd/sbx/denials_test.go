@@ -464,7 +464,7 @@ func TestDenialRetryExec(t *testing.T) {
 	code, out, stderr := execMain(t, mustJSON(map[string]any{
 		"command": []string{"/bin/sh", "-c", "echo y > " + e.out + "/new"}, "cwd": e.ws, "sandbox_mode": "workspace-write",
 		"exclude_tmp": true, "exclude_tmpdir": true, "call_id": "c1",
-		"additional_permissions": map[string]any{"file_system": map[string]any{"write": []string{"sub"}}},
+		"additional_permissions": map[string]any{"file_system": map[string]any{"write": []string{"sub"}}}, "preauthorized": true,
 	}))
 	if code != 0 {
 		t.Fatalf("exec: %d %s", code, stderr)

@@ -23,19 +23,22 @@ func init() {
 
 // execRequest is the wire shape of `sbx exec` (docs/schema/exec-request.schema.json).
 type execRequest struct {
-	Command               []string            `json:"command"`
-	Cwd                   string              `json:"cwd"`
-	SandboxMode           *profiles.Mode      `json:"sandbox_mode"`
-	WritableRoots         []string            `json:"writable_roots"`
-	ExcludeTmp            bool                `json:"exclude_tmp"`
-	ExcludeTmpdir         bool                `json:"exclude_tmpdir"`
-	ReadOnly              []string            `json:"read_only"`
-	NetworkAccess         bool                `json:"network_access"`
-	AdditionalPermissions *profiles.Profile   `json:"additional_permissions"`
-	Env                   map[string]string   `json:"env"`
-	EnvPolicy             *profiles.EnvPolicy `json:"env_policy"`
-	Shell                 *shells.Spec        `json:"shell"`
-	TimeoutMS             int64               `json:"timeout_ms"`
+	Command               []string          `json:"command"`
+	Cwd                   string            `json:"cwd"`
+	SandboxMode           *profiles.Mode    `json:"sandbox_mode"`
+	WritableRoots         []string          `json:"writable_roots"`
+	ExcludeTmp            bool              `json:"exclude_tmp"`
+	ExcludeTmpdir         bool              `json:"exclude_tmpdir"`
+	ReadOnly              []string          `json:"read_only"`
+	NetworkAccess         bool              `json:"network_access"`
+	AdditionalPermissions *profiles.Profile `json:"additional_permissions"`
+	// Preauthorized marks additional_permissions as the caller's own
+	// under use_default (otherwise they are refused there).
+	Preauthorized bool                `json:"preauthorized"`
+	Env           map[string]string   `json:"env"`
+	EnvPolicy     *profiles.EnvPolicy `json:"env_policy"`
+	Shell         *shells.Spec        `json:"shell"`
+	TimeoutMS     int64               `json:"timeout_ms"`
 	// Limits are validated as sbx run's limit flags are (0 is refused).
 	Limits         *enforce.LimitsRequest `json:"limits"`
 	MaxOutputBytes int                    `json:"max_output_bytes"`
@@ -236,6 +239,7 @@ func execCmd(args []string, stdio Stdio) int {
 	if req.AdditionalPermissions != nil {
 		r.Additional = *req.AdditionalPermissions
 	}
+	r.Preauthorized = req.Preauthorized
 	if req.EnvPolicy != nil {
 		r.EnvPolicy = *req.EnvPolicy
 		if len(r.EnvPolicy.Set) > 0 {

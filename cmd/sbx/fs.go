@@ -130,6 +130,7 @@ func fsCmd(args []string, stdio Stdio) int {
 	if err != nil {
 		return refuse(err)
 	}
+	req.Escalation.Tool = "fs"
 	var content string
 	if op.Kind.TakesInput() {
 		b, err := io.ReadAll(stdio.In)

@@ -84,6 +84,7 @@ func execFS(stdio Stdio, req execRequest, r request, raw []byte) int {
 	if err != nil {
 		return execRefuse(stdio, err)
 	}
+	r.Escalation.Tool = "fs"
 	res, err := runFS(r, op, input)
 	if err != nil {
 		return execRefuse(stdio, err)

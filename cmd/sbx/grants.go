@@ -22,10 +22,15 @@ const normalizeGrantUsage = `Usage: sbx normalize-grant < response.json
 
 Normalises a request_permissions response for runtimes not written in Go.
 Reads {"cwd", "requested", "granted", "scope", "strict_auto_review"} on stdin
-and prints {"permissions", "scope", "strict_auto_review"} on stdout: the grant
-intersected with the request, relative paths resolved against cwd, and
-strict_auto_review with session scope turned into an empty turn grant.
-Unknown fields are errors. Exit status 125 on bad input.
+and prints {"permissions", "scope", "strict_auto_review", "ignored",
+"given_paths"} on stdout: the grant intersected with the request (a granted
+entry wider than the request, or a write where only a read was asked, gives
+nothing), relative paths resolved against cwd, symlinks resolved with the
+caller's spelling kept in given_paths, and strict_auto_review with session
+scope turned into an empty turn grant. An empty request is refused. Unknown
+fields are errors, except inside granted, the client's answer: there they are
+skipped and listed in "ignored" (case variants and duplicate keys are still
+errors). Exit status 125 on bad input.
 `
 
 // maxNormalizeInput bounds stdin: a request is a few kilobytes.

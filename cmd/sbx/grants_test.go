@@ -17,7 +17,7 @@ func TestNormalizeGrantExitStatus(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	if code := Main([]string{"normalize-grant"}, Stdio{In: strings.NewReader(`{"cwd":"/x"}`), Out: &out, Err: &out}); code != 0 {
+	if code := Main([]string{"normalize-grant"}, Stdio{In: strings.NewReader(`{"cwd":"/x","requested":{"network":{"enabled":true}}}`), Out: &out, Err: &out}); code != 0 {
 		t.Fatalf("valid input: exit %d: %s", code, out.String())
 	}
 }

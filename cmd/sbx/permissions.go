@@ -2,6 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
 
 	"sbx/escalate"
 	"sbx/policy"
@@ -21,6 +27,8 @@ type escalation struct {
 	ApprovalPolicy profiles.ApprovalPolicy
 	Approver       escalate.Approver
 	GuardPath      string
+	// Tool names the tool to the approver: "shell" (the default) or "fs".
+	Tool string
 }
 
 // permissionsReport says which permissions came from where.
@@ -61,27 +69,96 @@ func resolvePermissions(ctx context.Context, base policy.Request, explicit profi
 	}
 	eff := grants.Effective(explicit, e.SandboxPermissions)
 	rep.Session, rep.Turn, rep.Call = eff.Sources.Session, eff.Sources.Turn, eff.Sources.Call
-	dec, err := escalate.Decide(ctx, escalate.Call{
-		CallID: e.CallID, Tool: "shell", Cwd: base.Cwd,
+	tool := e.Tool
+	if tool == "" {
+		tool = "shell"
+	}
+	call := escalate.Call{
+		CallID: e.CallID, EnvironmentID: e.EnvironmentID, Tool: tool, Cwd: base.Cwd,
 		Standing:           escalate.StandingFrom(standing),
 		SandboxPermissions: e.SandboxPermissions, Justification: e.Justification,
-		Target: e.Target, Additional: explicit,
+		Target: e.Target, Additional: explicit, Merged: preauth,
 		Granted:          profiles.Merge(grants.Session, grants.Turn),
 		StrictAutoReview: eff.StrictAutoReview,
-	}, e.ApprovalPolicy, e.Approver)
-	if err != nil {
+	}
+	// Nothing is asked that would then be refused: the policy the call
+	// would run with, if approved, is built and guarded first.
+	if err := escalate.Validate(call); err != nil {
 		return policy.Policy{}, rep, err
 	}
-	rep.Mode, rep.Via = dec.Mode, dec.Via
 	finalReq := base
-	finalReq.Mode = dec.Mode
+	finalReq.Mode = base.Mode
+	if e.SandboxPermissions == profiles.RequireEscalated {
+		finalReq.Mode = e.Target
+	}
 	finalReq.Additional = profiles.Merge(preauth, eff.Permissions)
 	final, err := policy.Build(finalReq)
 	if err != nil {
 		return policy.Policy{}, rep, err
 	}
 	applied := guard.Apply(final)
+	if err := checkRequest(call, final, applied); err != nil {
+		return policy.Policy{}, rep, err
+	}
+	// SIGINT or SIGTERM while the approver is asked settles the approval
+	// cancelled (Decide drops a late answer); the call never starts.
+	askCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	dec, err := escalate.Decide(askCtx, call, e.ApprovalPolicy, e.Approver)
+	stop()
+	if err != nil {
+		return policy.Policy{}, rep, err
+	}
+	rep.Mode, rep.Via = dec.Mode, dec.Via
+	if rep.Via == escalate.ViaStanding && eff.Implicit && !escalate.Missing(call.Standing, profiles.Profile{}, call.Granted).IsEmpty() {
+		// Sticky grants applied implicitly and add to the standing
+		// policy: the call runs on them.
+		rep.Via = escalate.ViaGrant
+	}
 	applied.Policy.Masked = applied.MaskRead
 	rep.GuardRemoved = append(rep.GuardRemoved, applied.Removed...)
 	return applied.Policy, rep, nil
 }
+
+// checkRequest refuses, before anyone is asked, a with_additional_permissions
+// request that could not be honoured: a write inside a read-only carve-out
+// of the policy the call would run with (no request widens a carve-out), or
+// a request the guard would strip entirely (refused with the guard's
+// reasons). final is that policy, applied the guard's result on it.
+func checkRequest(c escalate.Call, final policy.Policy, applied escalate.Applied) error {
+	if c.SandboxPermissions != profiles.WithAdditionalPermissions {
+		return nil
+	}
+	for i, w := range c.Additional.WritePaths() {
+		for _, ro := range final.ReadOnly {
+			if profiles.Within(w, ro) {
+				return &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i),
+					Err: fmt.Errorf("%s is inside the read-only carve-out %s, which no request can widen", w, ro)}
+			}
+		}
+	}
+	asked := escalate.Missing(c.Standing, c.Granted, c.Additional)
+	if c.StrictAutoReview {
+		asked = escalate.Missing(c.Standing, profiles.Profile{}, c.Additional)
+	}
+	if asked.IsEmpty() {
+		return nil
+	}
+	p := applied.Policy
+	survives := asked.NetworkEnabled() && p.Network == policy.NetworkFull
+	for _, w := range asked.WritePaths() {
+		if p.Unrestricted || profiles.CoveredBy(w, p.WriteRoots) && !profiles.CoveredBy(w, p.ReadOnly) {
+			survives = true
+		}
+	}
+	if survives {
+		return nil
+	}
+	var reasons []string
+	for _, r := range applied.Removed {
+		reasons = append(reasons, strings.TrimSpace(r.What+" "+r.Path)+": "+r.Reason)
+	}
+	return &profiles.FieldError{Field: "additional_permissions", Err: fmt.Errorf("%w: the guard would remove all of it (%s)", errGuardStrips, strings.Join(reasons, "; "))}
+}
+
+// errGuardStrips is a request the deployment guard takes away whole.
+var errGuardStrips = errors.New("nothing of the request would survive the guard")

@@ -154,6 +154,9 @@ func execRetryRequest(raw []byte, r escalate.Retry) map[string]any {
 	}
 	m["sandbox_permissions"] = r.SandboxPermissions.String()
 	m["justification"] = ""
+	// The retry asks for what it needs: preauthorized is for use_default
+	// only, and the call's own permissions are now part of the request.
+	delete(m, "preauthorized")
 	if *r.SandboxPermissions == profiles.RequireEscalated {
 		m["escalate_to"] = r.EscalateTo.String()
 		delete(m, "additional_permissions")

@@ -159,7 +159,7 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.sandboxPermissions, "sandbox-permissions", "", "per-call escalation: use_default, with_additional_permissions (the --allow-* flags become a request needing approval) or require_escalated")
 	fs.StringVar(&rf.escalateTo, "escalate", "", "ask to run this call in a wider `MODE` (implies --sandbox-permissions require_escalated)")
 	fs.StringVar(&rf.justification, "justification", "", "why the call needs more than its standing mode (required with an escalation)")
-	fs.StringVar(&rf.approvalPolicy, "approval-policy", "", "never, on-request, on-failure or untrusted (default on-request; never denies anything that needs asking)")
+	fs.StringVar(&rf.approvalPolicy, "approval-policy", "", "never, on-request, on-failure or untrusted (default on-request; only on-request asks: the others deny an escalation no grant covers without asking)")
 	fs.StringVar(&rf.approver, "approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout); default: ask on the terminal")
 	fs.StringVar(&rf.guard, "guard", "", "deployment guard `FILE` (default "+escalate.DefaultGuardPath+" when it exists)")
 	fs.StringVar(&rf.preset, "preset", "", "preset `KEY` setting mode and approval policy (see sbx presets)")
@@ -272,6 +272,17 @@ func (rf *runFlags) request(command []string, set map[string]bool) (request, err
 			return r, &profiles.FieldError{Field: "--escalate", Err: err}
 		}
 		e.SandboxPermissions, e.Target = profiles.RequireEscalated, target
+	} else if e.SandboxPermissions == profiles.RequireEscalated {
+		return r, &profiles.FieldError{Field: "--escalate", Err: errors.New("required with --sandbox-permissions require_escalated: the target mode is missing")}
+	}
+	// Under use_default the flags are the person's (or program's) own
+	// configuration and need no approval.
+	r.Preauthorized = e.SandboxPermissions == profiles.UseDefault
+	if e.SandboxPermissions == profiles.WithAdditionalPermissions && r.Network {
+		// --network is then part of the request the approver sees, not
+		// the caller's own setting: a request for the network alone is
+		// valid.
+		r.Network, r.Additional.Network = false, &profiles.Network{Enabled: true}
 	}
 	if rf.approver != "" {
 		e.Approver = escalate.CommandApprover{Argv: strings.Fields(rf.approver)}

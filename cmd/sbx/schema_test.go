@@ -223,7 +223,7 @@ func TestSchemaExecOutput(t *testing.T) {
 			}},
 		{name: "workspace-write without .git", req: map[string]any{"command": []string{"/bin/true"}, "cwd": t.TempDir(), "sandbox_mode": "workspace-write"}},
 		{name: "network on", req: map[string]any{"command": []string{"/bin/true"}, "cwd": tmp, "network_access": true,
-			"additional_permissions": map[string]any{"file_system": map[string]any{"read": []string{"/usr"}}}}},
+			"additional_permissions": map[string]any{"file_system": map[string]any{"read": []string{"/usr"}}}, "preauthorized": true}},
 		{name: "danger-full-access", req: map[string]any{"command": []string{"/bin/true"}, "cwd": tmp, "sandbox_mode": "danger-full-access"}},
 		{name: "exit status and stderr", req: map[string]any{"command": []string{"/bin/sh", "-c", "echo oops >&2; exit 3"}, "cwd": tmp, "env": map[string]string{"X": "1"}},
 			wantCode: 3},
