@@ -56,10 +56,31 @@ func limitMechanism(t *testing.T, ctl string) string {
 	// RLIMIT_NPROC counts per user namespace from Linux 5.14; before, it
 	// would count the user's processes host-wide, and sbx does not use it.
 	major, minor := kernelVersion(t)
-	if caps(t).namespaces && (ctl == "memory" || ctl == "pids" && (major > 5 || major == 5 && minor >= 14)) {
+	// The kernel exempts the host's uid 0 from RLIMIT_NPROC (root in a
+	// rootful container, whose uid map is the identity).
+	nproc := (major > 5 || major == 5 && minor >= 14) && !hostRootUID(t)
+	if caps(t).namespaces && (ctl == "memory" || ctl == "pids" && nproc) {
 		return "rlimit"
 	}
 	return "none"
+}
+
+// hostRootUID reports whether the test's uid is uid 0 in the user
+// namespace above its own, read from /proc/self/uid_map.
+func hostRootUID(t *testing.T) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := os.Getuid()
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var in, out, n int
+		if _, err := fmt.Sscan(line, &in, &out, &n); err == nil && uid >= in && uid < in+n {
+			return out+uid-in == 0
+		}
+	}
+	return false
 }
 
 func memTotal(t *testing.T) int64 {
@@ -174,6 +195,11 @@ func TestPidsLimit(t *testing.T) {
 		_, rep := run(t, ws, []string{"--pids", "16"}, "true")
 		if rep.degraded("limits") == "" {
 			t.Errorf("nothing enforces --pids here, but degraded does not say so: %+v", rep.Degraded)
+		}
+		if rep.Resources.Mechanism != "none" {
+			// Root in a rootful container: an RLIMIT_NPROC the kernel
+			// does not apply to the host's uid 0 is no mechanism.
+			t.Errorf("nothing enforces --pids here, but the report says mechanism %q: %+v", rep.Resources.Mechanism, rep.Degraded)
 		}
 		out, _ := run(t, ws, []string{"--pids", "16", "--require", "limits"}, "true")
 		if out.code != 125 {
