@@ -192,7 +192,7 @@ func userNSOff() string {
 // outside a container), inside a new user namespace otherwise (root in a
 // container's default capability set lacks it).
 func checkNamespaces(kind uintptr) (string, error) {
-	_, err := namespaced(kind, "read", "/proc/self/uid_map")
+	_, err := namespaced(kind, os.Getuid(), "read", "/proc/self/uid_map")
 	var off *userNSOffError
 	if errors.As(err, &off) {
 		return off.Error(), nil
@@ -202,16 +202,22 @@ func checkNamespaces(kind uintptr) (string, error) {
 
 // namespaced runs the probe in new namespaces of kind, made as
 // checkNamespaces says, and returns its output; the sysctls that forbid a
-// user namespace are an error naming them.
-func namespaced(kind uintptr, probeArgs ...string) ([]byte, error) {
+// user namespace are an error naming them. In a new user namespace the
+// probe's uid is inside (0: it keeps its capabilities there across exec,
+// as sbx's stage has them).
+func namespaced(kind uintptr, inside int, probeArgs ...string) ([]byte, error) {
 	attr := &syscall.SysProcAttr{Cloneflags: kind}
 	if kind == 0 || !privileged() {
 		if off := userNSOff(); off != "" {
 			return nil, &userNSOffError{off}
 		}
 		attr.Cloneflags |= unix.CLONE_NEWUSER
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		gid := os.Getgid()
+		if inside == 0 {
+			gid = 0
+		}
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: inside, HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: os.Getgid(), Size: 1}}
 	}
 	cmd := exec.Command(probeBin, probeArgs...)
 	cmd.SysProcAttr = attr
@@ -233,7 +239,7 @@ func (e *userNSOffError) Error() string { return "unprivileged user namespaces: 
 // container runtime's masked paths, mount_too_revealing): that is a reason,
 // found in /proc's mounts; any other failure is an error.
 func checkPrivateProc() (string, error) {
-	b, err := namespaced(unix.CLONE_NEWNS|unix.CLONE_NEWPID, "mount-proc")
+	b, err := namespaced(unix.CLONE_NEWNS|unix.CLONE_NEWPID, 0, "mount-proc")
 	var off *userNSOffError
 	if errors.As(err, &off) {
 		return off.Error(), nil
@@ -244,7 +250,7 @@ func checkPrivateProc() (string, error) {
 	if strings.Contains(string(b), `"ok":true`) {
 		return "", nil
 	}
-	if hidden := procOvermounts(); strings.Contains(string(b), `"errno":"EPERM"`) && len(hidden) > 0 {
+	if hidden := procOvermounts(); strings.Contains(string(b), `"errno":"EPERM","detail":"mount proc /proc"`) && len(hidden) > 0 {
 		return fmt.Sprintf("the kernel refuses a new procfs in a user namespace while paths of /proc are hidden under other mounts (%s): %s",
 			strings.Join(hidden, " "), strings.TrimSpace(string(b))), nil
 	}

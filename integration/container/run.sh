@@ -17,8 +17,8 @@
 #
 # Environment (all optional):
 #   SBX_CT_PASSES  a subset of "rootful-root rootful-user rootless-root"
-#   SBX_CT_RUN     a -test.run pattern (default: the core cases below; "all"
-#                  for the whole suite)
+#   SBX_CT_RUN     a -test.run pattern (default: the whole suite; "core" for
+#                  the core cases below)
 #   SBX_CT_LOGDIR  keep each pass's full -test.v log here
 #   SBX_CT_USER    the host user for the rootless pass (default sbxtest)
 set -euo pipefail
@@ -33,8 +33,8 @@ done
 # host's environments, the degradation report and --require, the process
 # tree's death.
 core='^(TestFileSystem|TestGitCarveOuts|TestCarveOutCreate|TestHostLoopbackNetworkOff|TestLocalServerInsideNetworkOff|TestSocketFamilies|TestCapabilitiesDropped|TestHostEscapes|TestHostEnvironUnreadable|TestDegradedReport|TestRequire|TestDeathOfTreeWithSbx|TestTimeoutKillsTree)$'
-run=${SBX_CT_RUN:-$core}
-[ "$run" = all ] && run=
+run=${SBX_CT_RUN:-}
+[ "$run" = core ] && run=$core
 ctuser=${SBX_CT_USER:-sbxtest}
 
 [ "$(id -u)" = 0 ] || { echo "run.sh: must run as root (rootful podman, apt-get, useradd)" >&2; exit 2; }
