@@ -23,6 +23,11 @@ type sandboxCaps struct {
 	// supervised: the seccomp supervisor runs (user notification), refusing
 	// what the policy forbids and reporting it as a denial.
 	supervised bool
+	// privateProc: with its namespaces, the command gets a procfs of its
+	// own PID namespace. Inside a user namespace the kernel refuses one
+	// while a container runtime hides parts of /proc under other mounts;
+	// sbx then reports procfs.
+	privateProc bool
 }
 
 // caps fails the test (through expect) when the kernel is new enough for a
@@ -30,6 +35,7 @@ type sandboxCaps struct {
 func caps(t *testing.T) sandboxCaps {
 	t.Helper()
 	c := sandboxCaps{namespaces: expect(t, "netns"), supervised: expect(t, "user-notif")}
+	c.privateProc = c.namespaces && expect(t, "private-procfs")
 	for _, f := range []string{"landlock", "landlock-refer", "landlock-truncate", "landlock-net", "landlock-scope", "landlock-resolve-unix"} {
 		if !expect(t, f) {
 			break
@@ -62,6 +68,9 @@ func (c sandboxCaps) degraded(s callShape) []string {
 	var d []string
 	if !c.supervised {
 		d = append(d, "denial-reports")
+	}
+	if c.namespaces && !c.privateProc {
+		d = append(d, "procfs")
 	}
 	if !c.namespaces {
 		// Without a mount namespace: no placeholder protects a missing

@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // resources is the report's resources object.
@@ -36,7 +38,10 @@ type resources struct {
 func limitMechanism(t *testing.T, ctl string) string {
 	t.Helper()
 	v2, v1 := cgroupMounts(t)
-	if isRoot() {
+	// Root with CAP_SYS_ADMIN gets the thread launch and a call cgroup;
+	// root in a container's default capability set gets a stage in a user
+	// namespace, as an unprivileged user does.
+	if privileged() {
 		if v2 != "" {
 			b, _ := os.ReadFile(filepath.Join(v2, "cgroup.controllers"))
 			if slices.Contains(strings.Fields(string(b)), ctl) {
@@ -51,10 +56,31 @@ func limitMechanism(t *testing.T, ctl string) string {
 	// RLIMIT_NPROC counts per user namespace from Linux 5.14; before, it
 	// would count the user's processes host-wide, and sbx does not use it.
 	major, minor := kernelVersion(t)
-	if caps(t).namespaces && (ctl == "memory" || ctl == "pids" && (major > 5 || major == 5 && minor >= 14)) {
+	// The kernel exempts the host's uid 0 from RLIMIT_NPROC (root in a
+	// rootful container, whose uid map is the identity).
+	nproc := (major > 5 || major == 5 && minor >= 14) && !hostRootUID(t)
+	if caps(t).namespaces && (ctl == "memory" || ctl == "pids" && nproc) {
 		return "rlimit"
 	}
 	return "none"
+}
+
+// hostRootUID reports whether the test's uid is uid 0 in the user
+// namespace above its own, read from /proc/self/uid_map.
+func hostRootUID(t *testing.T) bool {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid := os.Getuid()
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		var in, out, n int
+		if _, err := fmt.Sscan(line, &in, &out, &n); err == nil && uid >= in && uid < in+n {
+			return out+uid-in == 0
+		}
+	}
+	return false
 }
 
 func memTotal(t *testing.T) int64 {
@@ -87,6 +113,11 @@ func cgroupMounts(t *testing.T) (string, map[string]bool) {
 		pre, post, _ := strings.Cut(s.Text(), " - ")
 		fields, tail := strings.Fields(pre), strings.Fields(post)
 		if len(fields) < 5 || len(tail) < 3 {
+			continue
+		}
+		if slices.Contains(strings.Split(fields[5], ","), "ro") {
+			// A container's cgroup mounts are read-only: sbx makes no
+			// call group there.
 			continue
 		}
 		switch tail[0] {
@@ -164,6 +195,11 @@ func TestPidsLimit(t *testing.T) {
 		_, rep := run(t, ws, []string{"--pids", "16"}, "true")
 		if rep.degraded("limits") == "" {
 			t.Errorf("nothing enforces --pids here, but degraded does not say so: %+v", rep.Degraded)
+		}
+		if rep.Resources.Mechanism != "none" {
+			// Root in a rootful container: an RLIMIT_NPROC the kernel
+			// does not apply to the host's uid 0 is no mechanism.
+			t.Errorf("nothing enforces --pids here, but the report says mechanism %q: %+v", rep.Resources.Mechanism, rep.Degraded)
 		}
 		out, _ := run(t, ws, []string{"--pids", "16", "--require", "limits"}, "true")
 		if out.code != 125 {
@@ -290,8 +326,12 @@ func TestTimeoutKillsTree(t *testing.T) {
 				}
 			}
 			// What can end an escapee: a PID namespace (sandboxed modes with
-			// namespaces), or a call cgroup (root: cgroup.kill).
-			canKill := isRoot() || c.namespaces && modeName(mode) != modeName(danger)
+			// namespaces), or a call cgroup (cgroup.kill), which sbx makes
+			// where it can write the cgroup2 mount (root, not in a
+			// container's read-only cgroup mount).
+			v2, _ := cgroupMounts(t)
+			callGroup := v2 != "" && unix.Access(v2, unix.W_OK) == nil
+			canKill := callGroup || c.namespaces && modeName(mode) != modeName(danger)
 			if pid != 0 {
 				syscall.Kill(pid, syscall.SIGKILL)
 				if canKill {

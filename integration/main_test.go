@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // sbxBin and probeBin are absolute paths of the binaries under test.
@@ -434,6 +436,21 @@ func tmpPath(t *testing.T) string {
 }
 
 func isRoot() bool { return os.Geteuid() == 0 }
+
+// privileged reports whether the test holds CAP_SYS_ADMIN, as sbx decides
+// whether it makes its namespaces without a user namespace: root outside a
+// container does, root in a container's default capability set does not.
+func privileged() bool { return hasCap(unix.CAP_SYS_ADMIN) }
+
+// hasCap reports whether capability c is in the test's effective set.
+func hasCap(c int) bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[c/32].Effective&(1<<(c%32)) != 0
+}
 
 // oneLine asserts that s is exactly one non-empty line.
 func oneLine(t *testing.T, what, s string) {

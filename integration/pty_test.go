@@ -97,6 +97,12 @@ func TestPTYDevices(t *testing.T) {
 			r, _ := probe(t, ws, args, "tiocsti")
 			want(t, r, "EPERM")
 			for _, dev := range []string{"/dev/ptmx", otherPath, "/dev/kmsg"} {
+				if _, err := os.Stat(dev); err != nil {
+					// A container's /dev has no /dev/kmsg: a write
+					// would create a file, not open a device.
+					t.Logf("%s not checked: %v", dev, err)
+					continue
+				}
 				if r, _ := probe(t, ws, args, "write", dev); r.OK || r.Errno != "EACCES" {
 					t.Errorf("write %s under --pty: %s, want EACCES", dev, r)
 				}

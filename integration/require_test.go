@@ -41,6 +41,8 @@ var features = map[string]feature{
 	"netns":                 {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWNET) }},
 	"mountns":               {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWNS) }},
 	"pidns":                 {minKernel: [2]int{3, 8}, check: func() (string, error) { return checkNamespaces(unix.CLONE_NEWPID) }},
+	// A procfs of a new PID namespace, mounted as sbx mounts it.
+	"private-procfs": {minKernel: [2]int{3, 8}, check: checkPrivateProc},
 	// The supervisor needs SECCOMP_USER_NOTIF_FLAG_CONTINUE (5.5).
 	"user-notif":    {minKernel: [2]int{5, 5}, check: checkUserNotif},
 	"ipv6-loopback": {check: checkIPv6Loopback},
@@ -186,24 +188,90 @@ func userNSOff() string {
 }
 
 // checkNamespaces starts the probe in new namespaces of kind (0: only a
-// user namespace) the way sbx would: directly as root, inside a new user
-// namespace otherwise.
+// user namespace) the way sbx would: directly with CAP_SYS_ADMIN (root
+// outside a container), inside a new user namespace otherwise (root in a
+// container's default capability set lacks it).
 func checkNamespaces(kind uintptr) (string, error) {
+	_, err := namespaced(kind, os.Getuid(), "read", "/proc/self/uid_map")
+	var off *userNSOffError
+	if errors.As(err, &off) {
+		return off.Error(), nil
+	}
+	return "", err
+}
+
+// namespaced runs the probe in new namespaces of kind, made as
+// checkNamespaces says, and returns its output; the sysctls that forbid a
+// user namespace are an error naming them. In a new user namespace the
+// probe's uid is inside (0: it keeps its capabilities there across exec,
+// as sbx's stage has them).
+func namespaced(kind uintptr, inside int, probeArgs ...string) ([]byte, error) {
 	attr := &syscall.SysProcAttr{Cloneflags: kind}
-	if kind == 0 || !isRoot() {
+	if kind == 0 || !privileged() {
 		if off := userNSOff(); off != "" {
-			return "unprivileged user namespaces: " + off, nil
+			return nil, &userNSOffError{off}
 		}
 		attr.Cloneflags |= unix.CLONE_NEWUSER
-		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getuid(), HostID: os.Getuid(), Size: 1}}
-		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: os.Getgid(), HostID: os.Getgid(), Size: 1}}
+		gid := os.Getgid()
+		if inside == 0 {
+			gid = 0
+		}
+		attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: inside, HostID: os.Getuid(), Size: 1}}
+		attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: os.Getgid(), Size: 1}}
 	}
-	cmd := exec.Command(probeBin, "read", "/proc/self/uid_map")
+	cmd := exec.Command(probeBin, probeArgs...)
 	cmd.SysProcAttr = attr
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("start a process with clone flags %#x: %v %s", attr.Cloneflags, err, b)
+	b, err := cmd.CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("start a process with clone flags %#x: %v %s", attr.Cloneflags, err, b)
 	}
-	return "", nil
+	return b, nil
+}
+
+// userNSOffError: a sysctl forbids unprivileged user namespaces.
+type userNSOffError struct{ sysctl string }
+
+func (e *userNSOffError) Error() string { return "unprivileged user namespaces: " + e.sysctl }
+
+// checkPrivateProc mounts a new procfs in new mount and PID namespaces, as
+// sbx does for a call. The kernel refuses it (EPERM) inside a user namespace
+// when part of the /proc it would cover is hidden under other mounts (a
+// container runtime's masked paths, mount_too_revealing): that is a reason,
+// found in /proc's mounts; any other failure is an error.
+func checkPrivateProc() (string, error) {
+	b, err := namespaced(unix.CLONE_NEWNS|unix.CLONE_NEWPID, 0, "mount-proc")
+	var off *userNSOffError
+	if errors.As(err, &off) {
+		return off.Error(), nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if strings.Contains(string(b), `"ok":true`) {
+		return "", nil
+	}
+	if hidden := procOvermounts(); strings.Contains(string(b), `"errno":"EPERM","detail":"mount proc /proc"`) && len(hidden) > 0 {
+		return fmt.Sprintf("the kernel refuses a new procfs in a user namespace while paths of /proc are hidden under other mounts (%s): %s",
+			strings.Join(hidden, " "), strings.TrimSpace(string(b))), nil
+	}
+	return "", fmt.Errorf("probe mount-proc: %s", b)
+}
+
+// procOvermounts are the mount points below /proc (but binfmt_misc's, which
+// procfs keeps an empty directory for).
+func procOvermounts() []string {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && strings.HasPrefix(f[4], "/proc/") && f[4] != "/proc/sys/fs/binfmt_misc" {
+			out = append(out, f[4])
+		}
+	}
+	return out
 }
 
 func checkIPv6Loopback() (string, error) {

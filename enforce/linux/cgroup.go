@@ -175,8 +175,11 @@ func (p *Plan) SetLimits(l enforce.Limits) {
 		// Before Linux 5.14 RLIMIT_NPROC counts every process of the user
 		// on the host, not of the call: it would cap unrelated work, so it
 		// is not used there.
+		// The kernel never applies RLIMIT_NPROC to the host's uid 0
+		// (copy_process exempts INIT_USER): root in a rootful container
+		// runs its stage as that uid, so the rlimit would bind nothing.
 		var rl *Rlimit
-		if kernelAtLeast(5, 14) {
+		if kernelAtLeast(5, 14) && !uidIsHostRoot() {
 			rl = &Rlimit{Resource: unix.RLIMIT_NPROC, Name: "RLIMIT_NPROC", Value: uint64(l.Pids)}
 		}
 		use(ctlPids, rl, "no writable pids cgroup: processes are capped by RLIMIT_NPROC, counted per user in the call's user namespace (the stage's own threads included)")
@@ -281,6 +284,24 @@ func ensureV2Parent(cp *CgroupPlan) error {
 		return nil
 	}
 	return writeFile(filepath.Join(cp.V2Parent, "cgroup.subtree_control"), strings.Join(enable, " "))
+}
+
+// uidIsHostRoot reports whether sbx's uid is uid 0 of the user namespace
+// above its own (/proc/self/uid_map), which is the host's uid 0 in a rootful
+// container. Unreadable, it says yes: the rlimit is then not counted on.
+func uidIsHostRoot() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	if err != nil {
+		return true
+	}
+	uid := uint64(os.Getuid())
+	for _, line := range strings.Split(string(b), "\n") {
+		var inside, outside, n uint64
+		if _, err := fmt.Sscan(line, &inside, &outside, &n); err == nil && uid >= inside && uid-inside < n {
+			return outside+uid-inside == 0
+		}
+	}
+	return false
 }
 
 // kernelAtLeast reports whether the running kernel is at least major.minor.

@@ -296,7 +296,9 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		if !sys.Privileged {
 			// The stage's capabilities would be its user namespace's, and
 			// it gets only those it needs: keeping one is for root alone.
-			return nil, fmt.Errorf("keeping %s needs sbx run as root", name)
+			// The CLI let root through (cap_add, --cap-add); root in a
+			// container's default capability set lacks CAP_SYS_ADMIN.
+			return nil, fmt.Errorf("--cap-add/cap_add %s: keeping a capability needs sbx run as root with CAP_SYS_ADMIN (root without it, as in a container, gets a user namespace, whose capabilities are not the host's)", name)
 		}
 		if !slices.Contains(p.Capabilities, c) {
 			p.Capabilities = append(p.Capabilities, c)

@@ -35,6 +35,7 @@ const usage = `usage: probe ACTION [ARG...]
   unix-connect PATH | unix-serve PATH   (pathname unix sockets)
   sendto udp4|udp6 HOST:PORT            (one datagram, unconnected socket)
   tiocsti | ptrace-parent | int80 | fd N | signal PID
+  mount-proc                            (a new procfs on /proc: run it in new mount and PID namespaces)
   setxattr-cap PATH | setxattr-acl PATH | chattr PATH | scan-environ NEEDLE
   sethostname | setdomainname | clock-settime | syslog | capeff   (what capabilities allow)
   chmod PATH MODE | secret-chmod PATH MODE | secret-mkdir PATH
@@ -121,11 +122,11 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return sendTo(args[0], args[1])
-	case "tiocsti", "ptrace-parent", "int80", "setns":
+	case "tiocsti", "ptrace-parent", "int80", "setns", "mount-proc":
 		if err := need(0); err != nil {
 			return result{}, err
 		}
-		return map[string]func() result{"tiocsti": tiocsti, "ptrace-parent": ptraceParent, "int80": int80, "setns": setnsSelf}[op](), nil
+		return map[string]func() result{"tiocsti": tiocsti, "ptrace-parent": ptraceParent, "int80": int80, "setns": setnsSelf, "mount-proc": mountProc}[op](), nil
 	case "setxattr-cap", "setxattr-acl", "chattr", "scan-environ", "sethostname", "setdomainname", "clock-settime", "syslog", "capeff":
 		return privOp(op, args)
 	case "chmod", "secret-chmod", "unreadable-chmod":
@@ -572,4 +573,20 @@ func fdWrite(n int) result {
 		return failErr("fd", err, "write fd "+itoa(n))
 	}
 	return result{Op: "fd", OK: true, Detail: "wrote fd " + itoa(n)}
+}
+
+// mountProc mounts a new procfs on /proc, as sbx does for a call with its
+// own PID namespace; the caller starts the probe in new mount and PID
+// namespaces (and a user namespace where sbx would make one). Inside a user
+// namespace the kernel refuses it (EPERM) when the /proc it would cover has
+// paths hidden under other mounts (a container's masked paths).
+func mountProc() result {
+	const op = "mount-proc"
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
+		return failErr(op, err, "make / private")
+	}
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return failErr(op, err, "mount proc /proc")
+	}
+	return result{Op: op, OK: true, Detail: "mounted a new procfs on /proc"}
 }
