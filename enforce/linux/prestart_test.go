@@ -30,7 +30,10 @@ func TestPrestart(t *testing.T) {
 	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
 		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
 	}
-	own := nsLinks(t, "self")
+	own := testProcessNS
+	if own[0] == "" {
+		t.Fatal("the test process's namespaces were not read at start")
+	}
 	run := func(t *testing.T, prestartNetns, network bool) (net, pid, prestartedPid string) {
 		ws := t.TempDir()
 		pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
@@ -100,6 +103,18 @@ func TestPrestart(t *testing.T) {
 		waitInits(t, false)
 	})
 }
+
+// testProcessNS are the network and PID namespaces the test process
+// started in, read before any test runs: /proc/self names the main
+// thread, and a test whose locked, unshared goroutine ran on it and ended
+// leaves it wedged in that goroutine's namespaces (the runtime cannot end
+// the main thread), so reading it later can name another namespace.
+var testProcessNS = func() (out [2]string) {
+	for i, ns := range []string{"net", "pid"} {
+		out[i], _ = os.Readlink(filepath.Join("/proc/self/ns", ns))
+	}
+	return out
+}()
 
 func nsLinks(t *testing.T, pid string) [2]string {
 	t.Helper()
