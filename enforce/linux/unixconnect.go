@@ -549,7 +549,9 @@ func readIovecs(tid int, p, n uint64) ([]remoteIovec, bool) {
 // runPerformed carries out op on a thread of its own. Where sbx is root,
 // the thread first lowers its effective capabilities to the command's, so
 // that file permissions on the way to a socket apply as they would to the
-// command; the thread then dies with the goroutine. It returns the outcome
+// command, and raises them again before it is unlocked: it is not left to
+// die with the goroutine, because a child sbx forked from that thread
+// (a stage) would die with it (PR_SET_PDEATHSIG). It returns the outcome
 // when prepare ended the operation (the caller answers it); otherwise the
 // goroutine acts and answers the notification id on listener, which it
 // closes, by itself, since acting can block.
@@ -557,13 +559,22 @@ func (s *supervisor) runPerformed(listener int, id uint64, op *performed) *outco
 	decided := make(chan *outcome, 1)
 	go func() {
 		if s.euid == 0 {
-			runtime.LockOSThread() // never unlocked: the thread exits with this goroutine
-			if err := lowerCapabilities(s.plan.Capabilities); err != nil {
+			runtime.LockOSThread()
+			restore, err := lowerCapabilities(s.plan.Capabilities)
+			if err != nil {
+				runtime.UnlockOSThread()
 				op.close()
 				decided <- &outcome{errno: unix.EACCES, denials: []enforce.Denial{{Operation: "connect", Source: SupervisorSource,
 					Confidence: Inferred, Count: 1, Reason: "the supervisor could not take the command's capabilities: " + err.Error()}}}
 				return
 			}
+			defer func() {
+				// A thread whose capabilities could not be restored stays
+				// locked, and so ends with the goroutine.
+				if restore() == nil {
+					runtime.UnlockOSThread()
+				}
+			}()
 		}
 		if out := op.prepare(); out != nil {
 			op.close()
@@ -596,13 +607,15 @@ func (s *supervisor) runPerformed(listener int, id uint64, op *performed) *outco
 }
 
 // lowerCapabilities sets the calling thread's effective capabilities to
-// keep (the permitted set stays: the thread is discarded after one use).
-func lowerCapabilities(keep []int) error {
+// keep, and returns what sets them back (the permitted set stays, so they
+// can be raised again).
+func lowerCapabilities(keep []int) (restore func() error, err error) {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
+	var orig, data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &orig[0]); err != nil {
+		return nil, fmt.Errorf("capget: %w", err)
 	}
+	data = orig
 	data[0].Effective, data[1].Effective = 0, 0
 	for _, c := range keep {
 		data[c/32].Effective |= 1 << (c % 32)
@@ -610,7 +623,10 @@ func lowerCapabilities(keep []int) error {
 	data[0].Effective &= data[0].Permitted
 	data[1].Effective &= data[1].Permitted
 	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
+		return nil, fmt.Errorf("capset: %w", err)
 	}
-	return nil
+	return func() error {
+		h := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+		return unix.Capset(&h, &orig[0])
+	}, nil
 }
