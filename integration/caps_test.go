@@ -96,7 +96,9 @@ func (c sandboxCaps) degraded(s callShape) []string {
 		// Without Landlock its parts are listed too, so --require of any
 		// of them refuses.
 		d = append(d, "landlock", "landlock-refer", "landlock-truncate", "landlock-scope")
-		if !s.network {
+		if !s.network && !c.supervised {
+			// The supervisor keeps pathname unix sockets outside the
+			// roots out of reach instead, race-free (unixconnect.go).
 			d = append(d, "landlock-resolve-unix")
 		}
 	default:
@@ -109,8 +111,10 @@ func (c sandboxCaps) degraded(s callShape) []string {
 		if c.abi < 6 {
 			d = append(d, "landlock-scope")
 		}
-		if c.abi < 9 && !s.network {
-			// With the network on, unix sockets are meant to be reachable.
+		if c.abi < 9 && !s.network && !c.supervised {
+			// With the network on, unix sockets are meant to be
+			// reachable; with the supervisor, it keeps those outside the
+			// roots out of reach.
 			d = append(d, "landlock-resolve-unix")
 		}
 	}

@@ -176,7 +176,7 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err != nil {
 		return probeReport{}, err
 	}
-	enf, _, err := host.Describe(call)
+	enf, degraded, err := host.Describe(call)
 	if err != nil {
 		return probeReport{}, err
 	}
@@ -191,7 +191,8 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err := json.Unmarshal([]byte(res.Stdout), &outcomes); err != nil {
 		return probeReport{}, fmt.Errorf("probe stage output: %w", err)
 	}
-	exp := probeExpectations{pol: call.Policy, enf: enf, chk: denial.NewChecker(call.Policy, denial.Extra{}), host: map[string]string{}}
+	exp := probeExpectations{pol: call.Policy, enf: enf, chk: denial.NewChecker(call.Policy, denial.Extra{}), host: map[string]string{},
+		unixConfined: !slices.ContainsFunc(degraded, func(d enforce.Downgrade) bool { return d.Feature == "landlock-resolve-unix" })}
 	// The same file probes outside the sandbox tell what the file
 	// permissions alone allow, so a file sbx's user may not write either is
 	// not counted against the sandbox.
@@ -277,6 +278,11 @@ type probeExpectations struct {
 	// host is the result of each file probe run outside the sandbox, by
 	// "probe target".
 	host map[string]string
+	// unixConfined: with the network off, pathname unix sockets are
+	// reachable only under the writable roots (Landlock ABI 9, or the
+	// seccomp supervisor below it); false when landlock-resolve-unix is
+	// degraded.
+	unixConfined bool
 }
 
 func (e probeExpectations) allowed(o probeOutcome) bool {
@@ -302,9 +308,10 @@ func (e probeExpectations) allowed(o probeOutcome) bool {
 		if strings.HasPrefix(o.Target, "@") {
 			return !e.enf.NetworkNamespace && !scoped("abstract_unix_socket")
 		}
-		// With RESOLVE_UNIX handled (ABI 9, network off), only the sockets
-		// under the writable roots are reachable; otherwise every one is.
-		if full || e.enf.Landlock == nil || !slices.Contains(e.enf.Landlock.Features, "resolve_unix") {
+		// With the network off, where Landlock (ABI 9) or the supervisor
+		// confines them, only the sockets under the writable roots are
+		// reachable; otherwise every one is.
+		if full || !e.unixConfined {
 			return true
 		}
 		return profiles.CoveredBy(resolved(o.Target), e.pol.WriteRoots)

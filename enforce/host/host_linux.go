@@ -41,6 +41,7 @@ func compileFor(c Call, sys linux.System) (*linux.Plan, error) {
 	if slices.Contains(c.Require, "denial-reports") && plan.Supervise != linux.SuperviseOff {
 		plan.Supervise = linux.SuperviseRequired
 	}
+	plan.RequireSupervisorFor(c.Require)
 	return plan, nil
 }
 

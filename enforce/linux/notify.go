@@ -52,7 +52,7 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 	case unix.SYS_BIND:
 		return s.bind(c)
 	case unix.SYS_CONNECT:
-		return s.network(c)
+		return s.unixConnect(c)
 	case unix.SYS_SENDTO, unix.SYS_SENDMSG:
 		return s.send(c)
 	}
@@ -624,41 +624,60 @@ func (s *supervisor) network(c call) decision {
 	return s.refuse(errno, enforce.Denial{Operation: op, Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
 }
 
-// send decides sendto and sendmsg with the network off: a datagram to an
+// send decides sendto and sendmsg with the network off. A datagram to an
 // address outside loopback fails in the private namespace with ENETUNREACH
 // (no route), so it is refused with that and reported; one to a loopback
-// port only the host has bound is reported (hostLoopback). Only UDP sockets are:
-// a stream socket ignores the address, and an unconnected UDP socket is the
-// only way to reach an address without connect, which network sees.
+// port only the host has bound is reported (hostLoopback). Only UDP sockets
+// are: a stream socket ignores the address, and an unconnected UDP socket
+// is the only way to reach an address without connect, which network sees.
+// A pathname unix address is unixSend's: the send is carried out by the
+// supervisor, for a socket outside the writable roots refused (see
+// unixconnect.go); so is every send that names an address, for the same
+// race (a racing dup2 or a rewritten address).
 //
 // IMPORTANT: sendmmsg is not supervised; a program that sends datagrams
 // with it on an unconnected socket is refused by the namespace (ENETUNREACH)
-// without a report.
+// without a report, and one on an AF_UNIX socket reaches any path.
 func (s *supervisor) send(c call) decision {
 	addr, n := c.args[4], c.args[5]
+	flags := int(c.u32(3))
+	iov := []remoteIovec{{c.args[1], c.args[2]}}
+	control := false
 	if c.nr == unix.SYS_SENDMSG {
-		var hdr [12]byte // struct msghdr: msg_name (pointer), msg_namelen (u32)
+		var hdr [48]byte // struct msghdr: name, namelen (+pad), iov, iovlen, control, controllen
 		if !readFull(c.tid, c.args[1], hdr[:]) {
-			// The private namespace refuses the outside by itself (its only
-			// interface is lo): the report misses it, nothing gets out.
-			return cont
+			return s.blind(c, "send", "", "cannot read struct msghdr from the task's memory")
 		}
 		addr, n = binary.LittleEndian.Uint64(hdr[0:]), uint64(binary.LittleEndian.Uint32(hdr[8:]))
+		flags = int(c.u32(2))
+		control = binary.LittleEndian.Uint64(hdr[32:]) != 0 && binary.LittleEndian.Uint64(hdr[40:]) != 0
+		var ok bool
+		if iov, ok = readIovecs(c.tid, binary.LittleEndian.Uint64(hdr[16:]), binary.LittleEndian.Uint64(hdr[24:])); !ok && addr != 0 && n != 0 {
+			return s.blind(c, "send", "", "cannot read the message's iovecs from the task's memory")
+		}
 	}
-	if addr == 0 {
+	if addr == 0 || n == 0 {
+		// IMPORTANT: a sendmsg without an address continues: a racing
+		// thread can add one after this read.
 		return cont // connected, or EDESTADDRREQ
 	}
-	a, ok := inetSockaddr(c.tid, addr, n)
+	sa, ok := readSockaddr(c.tid, addr, n)
 	if !ok {
-		return cont
+		return s.blind(c, "send", "", "cannot read the socket address from the task's memory")
 	}
-	if denial.IsolatedNetworkAllows(a.addr) {
-		return s.hostLoopback(c, a, "send")
+	pre := cont
+	if a, ok := inetSockaddr(c.tid, addr, n); ok && s.plan.Sockets == SocketsLoopbackNetns {
+		switch {
+		case denial.IsolatedNetworkAllows(a.addr):
+			pre = s.hostLoopback(c, a, "send")
+		case isUDPSocket(c.tid, c.fd(0)):
+			return s.refuse(unix.ENETUNREACH, enforce.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
+		}
+		if pre.errno != 0 {
+			return pre
+		}
 	}
-	if !isUDPSocket(c.tid, c.fd(0)) {
-		return cont
-	}
-	return s.refuse(unix.ENETUNREACH, enforce.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
+	return s.unixSend(c, sa, iov, flags, control, pre)
 }
 
 // sockAddr is an inet or inet6 socket address read from a task.

@@ -230,6 +230,25 @@ type Plan struct {
 	// unsupervised holds, by index into Downgrades, what a downgrade that
 	// counts on the supervisor says without it.
 	unsupervised map[int]enforce.Downgrade
+	// unsupervisedOnly are downgrades that only a plan without the
+	// supervisor has: what it enforces by itself, race-free.
+	unsupervisedOnly []enforce.Downgrade
+	// supervisorFeatures name those downgrades' features.
+	supervisorFeatures []string
+}
+
+// RequireSupervisorFor makes the supervisor required (the launch fails
+// without it) when required names a feature only the supervisor gives this
+// plan, so that --require of it holds at launch too.
+func (p *Plan) RequireSupervisorFor(required []string) {
+	if p.Supervise == SuperviseOff {
+		return
+	}
+	for _, f := range required {
+		if slices.Contains(p.supervisorFeatures, f) {
+			p.Supervise = SuperviseRequired
+		}
+	}
 }
 
 // addSupervised records a downgrade whose reason counts on the supervisor,
@@ -264,7 +283,7 @@ func (p *Plan) UnsupervisedDowngrades() []enforce.Downgrade {
 	for i, d := range p.unsupervised {
 		out[i] = d
 	}
-	return out
+	return append(out, p.unsupervisedOnly...)
 }
 
 // Supervise is whether the seccomp supervisor runs for a plan.
@@ -474,12 +493,11 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 				"file-system writes are refused only by the seccomp supervisor, best effort: a racing thread can change a path after the check")
 		}
 		// What later ABIs add is missing too, so --require of any part refuses.
-		missing := []string{"landlock-refer", "landlock-truncate", "landlock-scope"}
-		if p.Policy.Network == policy.NetworkIsolated {
-			missing = append(missing, "landlock-resolve-unix")
-		}
-		for _, f := range missing {
+		for _, f := range []string{"landlock-refer", "landlock-truncate", "landlock-scope"} {
 			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: f, Reason: "Landlock is not available on this kernel"})
+		}
+		if p.Policy.Network == policy.NetworkIsolated {
+			p.restrictUnixSockets(nil)
 		}
 		return
 	}
@@ -542,10 +560,28 @@ func (p *Plan) Degraded() []enforce.Downgrade { return p.Downgrades }
 //
 // With the network on, RESOLVE_UNIX is not handled: every unix socket stays
 // reachable, as every address does.
+//
+// Below ABI 9 (lp nil: no Landlock) the seccomp supervisor keeps them out of
+// reach instead, race-free: it carries out every connect and every
+// datagram sent to an address itself, on the command's own socket, after
+// resolving the path once inside the command's root (unixconnect.go). So
+// with the supervisor there is no downgrade; without it (none can be had,
+// or --no-denial-reports) there is, and --require landlock-resolve-unix
+// makes the supervisor required (RequireSupervisorFor).
 func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
-	if lp.ABI < resolveUnixABI {
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "landlock-resolve-unix",
-			Reason: fmt.Sprintf("Landlock ABI %d (ABI %d needed): pathname unix sockets outside the writable roots stay reachable with the network off", lp.ABI, resolveUnixABI)})
+	if lp == nil || lp.ABI < resolveUnixABI {
+		reason := "Landlock is not available on this kernel"
+		if lp != nil {
+			reason = fmt.Sprintf("Landlock ABI %d (ABI %d needed)", lp.ABI, resolveUnixABI)
+		}
+		d := enforce.Downgrade{Feature: "landlock-resolve-unix",
+			Reason: reason + ": pathname unix sockets outside the writable roots stay reachable with the network off"}
+		if p.Supervise == SuperviseOff {
+			p.Downgrades = append(p.Downgrades, d)
+		} else {
+			p.unsupervisedOnly = append(p.unsupervisedOnly, d)
+			p.supervisorFeatures = append(p.supervisorFeatures, d.Feature)
+		}
 		return
 	}
 	lp.HandledFS |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
@@ -660,6 +696,9 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&b, "seccomp: sockets=%s\n", p.Sockets)
 	if p.Supervise != SuperviseOff {
 		b.WriteString("supervisor: USER_NOTIF calls are checked against the policy; what it forbids is refused and reported, the rest continues to Landlock\n")
+		if slices.Contains(p.supervisorFeatures, "landlock-resolve-unix") {
+			b.WriteString("supervisor: connect and datagrams to an address are carried out by the supervisor on the command's socket; a pathname unix socket outside the writable roots is refused (EACCES), race-free\n")
+		}
 	}
 	for _, r := range p.Seccomp {
 		fmt.Fprintf(&b, "seccomp: %s\n", r)
@@ -713,4 +752,5 @@ func (p *Plan) WithoutSupervisor() {
 	p.Downgrades = append(p.UnsupervisedDowngrades(), enforce.Downgrade{Feature: "denial-reports",
 		Reason: "turned off by the caller: operations the sandbox blocks are not reported"})
 	p.SeccompProg, p.Supervise = p.SeccompPlainProg, SuperviseOff
+	p.unsupervised, p.unsupervisedOnly, p.supervisorFeatures = nil, nil, nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"sbx/enforce"
 	"sbx/policy"
 	"sbx/profiles"
 )
@@ -49,5 +50,42 @@ func TestPlanTerminal(t *testing.T) {
 	}
 	if !slices.Equal(ruled, want) {
 		t.Errorf("device rules %q, want %q", ruled, want)
+	}
+}
+
+// TestPlanResolveUnixSupervised: below Landlock ABI 9 with the network off,
+// landlock-resolve-unix is degraded only without the supervisor (which
+// keeps outside sockets out of reach instead); requiring it makes the
+// supervisor required, and dropping the supervisor brings the downgrade
+// back.
+func TestPlanResolveUnixSupervised(t *testing.T) {
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	has := func(ds []enforce.Downgrade) bool {
+		return slices.ContainsFunc(ds, func(d enforce.Downgrade) bool { return d.Feature == "landlock-resolve-unix" })
+	}
+	for _, abi := range []int{0, 7, 9} {
+		for _, notif := range []bool{false, true} {
+			plan, err := Compile(pol, System{LandlockABI: abi, Privileged: true, UserNotif: notif})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := has(plan.Downgrades), abi < 9 && !notif; got != want {
+				t.Errorf("ABI %d, user notification %t: landlock-resolve-unix degraded %t, want %t", abi, notif, got, want)
+			}
+			if got, want := has(plan.UnsupervisedDowngrades()), abi < 9; got != want {
+				t.Errorf("ABI %d, user notification %t: unsupervised, landlock-resolve-unix degraded %t, want %t", abi, notif, got, want)
+			}
+			plan.RequireSupervisorFor([]string{"landlock-resolve-unix"})
+			if got, want := plan.Supervise == SuperviseRequired, abi < 9 && notif; got != want {
+				t.Errorf("ABI %d, user notification %t: supervisor required %t, want %t", abi, notif, got, want)
+			}
+			plan.WithoutSupervisor()
+			if got, want := has(plan.Downgrades), abi < 9; got != want {
+				t.Errorf("ABI %d, user notification %t: without the supervisor, landlock-resolve-unix degraded %t, want %t", abi, notif, got, want)
+			}
+		}
 	}
 }

@@ -156,7 +156,7 @@ func SeccompTable(s SocketPolicy, sup Supervision) []SeccompRule {
 		return rules
 	}
 	rules = append(rules, writeNotifyRules()...)
-	if s == SocketsLoopbackNetns {
+	if s != SocketsAny {
 		rules = append(rules, netNotifyRules()...)
 	}
 	if sup == SupervisedReads {
@@ -220,16 +220,19 @@ func readNotifyRules() []SeccompRule {
 	return append([]SeccompRule{n("openat", unix.SYS_OPENAT, reason)}, legacyReadNotifyRules(n, reason)...)
 }
 
-// netNotifyRules, under SocketsLoopbackNetns only, let the supervisor see
-// connect and datagrams sent to an address (bind is in writeNotifyRules,
-// under every policy, for AF_UNIX socket files): the private namespace
-// would refuse a connect or a datagram to the outside anyway (ENETUNREACH),
-// but without a record of it. With the network
-// on nothing is supervised; under SocketsUnixOnly no inet socket exists.
+// netNotifyRules, with the network off, let the supervisor see connect and
+// datagrams sent to an address (bind is in writeNotifyRules, under every
+// policy, for AF_UNIX socket files): the private namespace would refuse a
+// connect or a datagram to the outside anyway (ENETUNREACH), but without a
+// record of it; and below Landlock ABI 9 nothing in the kernel keeps a
+// pathname unix socket outside the writable roots (a host daemon's,
+// ssh-agent's) out of reach, which the supervisor does by carrying the
+// call out itself (unixconnect.go). With the network on nothing is
+// supervised.
 func netNotifyRules() []SeccompRule {
 	return []SeccompRule{
 		{Name: "connect", Nr: unix.SYS_CONNECT, Action: ActNotify,
-			Reason: "network off: a connect outside loopback is a denial (sockaddrs are behind a pointer, so every connect goes)"},
+			Reason: "network off: a connect outside loopback, or to a unix socket outside the writable roots, is a denial (sockaddrs are behind a pointer, so every connect goes)"},
 		// A send without an address (addrlen 0: the common send on a
 		// connected socket) is not notified, so it costs nothing.
 		{Name: "sendto", Nr: unix.SYS_SENDTO, Action: ActNotify, Args: []ArgCond{argNe(5, 0)},

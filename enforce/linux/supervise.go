@@ -146,6 +146,10 @@ type supervisor struct {
 	log   *denial.Log
 	euid  int
 	roots map[devIno]bool // write roots by inode, see confirmOutside
+	// landlockUnix: Landlock itself confines pathname unix sockets
+	// (ABI 9); abstractScoped: only Landlock's scope confines abstract
+	// ones (no private network namespace). See unixconnect.go.
+	landlockUnix, abstractScoped bool
 
 	stop int // eventfd: finish asks run to end
 	done chan struct{}
@@ -172,6 +176,10 @@ func newSupervisor(p *Plan) (*supervisor, error) {
 		roots: map[devIno]bool{},
 		stop:  stop,
 		done:  make(chan struct{}),
+	}
+	if lp := p.Landlock; lp != nil {
+		s.landlockUnix = lp.HandledFS&unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX != 0
+		s.abstractScoped = !p.NewNetNS && lp.Scoped&unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET != 0
 	}
 	for _, r := range p.Policy.WriteRoots {
 		var st unix.Stat_t
@@ -268,6 +276,31 @@ func (s *supervisor) answerOne(listener int) {
 	}
 	d := s.decide(&n)
 	resp := seccompNotifResp{ID: n.ID}
+	if d.op != nil {
+		// Only if the notification is still live are the fds taken from
+		// the task the right task's.
+		id := n.ID
+		dup, err := unix.FcntlInt(uintptr(listener), unix.F_DUPFD_CLOEXEC, 0)
+		if err != nil || ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_ID_VALID, unsafe.Pointer(&id)) != nil {
+			if err == nil {
+				unix.Close(dup)
+			}
+			d.op.close()
+			return
+		}
+		// On a goroutine of its own: a connect or send can block until
+		// another process of the command acts, whose supervised calls
+		// must still be answered meanwhile.
+		out := s.runPerformed(dup, n.ID, d.op)
+		if out == nil {
+			return
+		}
+		unix.Close(dup)
+		d = decision{errno: out.errno, denials: out.denials}
+		if out.cont {
+			d = decision{}
+		}
+	}
 	if d.errno != 0 || len(d.denials) > 0 {
 		// The path was read from the caller's memory and /proc: only if the
 		// notification is still live were those reads of the right task
@@ -298,6 +331,9 @@ func (s *supervisor) answerOne(listener int) {
 type decision struct {
 	errno   syscall.Errno
 	denials []enforce.Denial
+	// op, when set, is carried out by the supervisor and answers the
+	// notification with its own result (unixconnect.go).
+	op *performed
 }
 
 var cont = decision{}

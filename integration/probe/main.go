@@ -33,6 +33,8 @@ const usage = `usage: probe ACTION [ARG...]
   listen-and-connect tcp4|tcp6 [PORT]   (PORT 0 or none: any free port)
   abstract-connect NAME   (connect to the abstract unix socket @NAME)
   unix-connect PATH | unix-serve PATH   (pathname unix sockets)
+  unix-connect-nonblock PATH | unix-sendto PATH | unix-dgram-serve PATH
+  unix-race INSIDE OUTSIDE N            (connects while a thread flips the sockaddr)
   sendto udp4|udp6 HOST:PORT            (one datagram, unconnected socket)
   tiocsti | ptrace-parent | int80 | fd N | signal PID
   mount-proc                            (a new procfs on /proc: run it in new mount and PID namespaces)
@@ -117,6 +119,20 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return map[string]func(string) result{"unix-connect": unixConnect, "unix-serve": unixServe}[op](args[0]), nil
+	case "unix-connect-nonblock", "unix-sendto", "unix-dgram-serve":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		return map[string]func(string) result{"unix-connect-nonblock": unixConnectNonblock, "unix-sendto": unixSendto, "unix-dgram-serve": unixDgramServe}[op](args[0]), nil
+	case "unix-race":
+		if err := need(3); err != nil {
+			return result{}, err
+		}
+		n, err := strconv.Atoi(args[2])
+		if err != nil {
+			return result{}, fmt.Errorf("unix-race: count: %w", err)
+		}
+		return unixRace(args[0], args[1], n), nil
 	case "sendto":
 		if err := need(2); err != nil {
 			return result{}, err

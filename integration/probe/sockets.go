@@ -64,7 +64,13 @@ func unixConnectAccept(ln int, path string) result {
 	if _, err := unix.Write(s, []byte("x")); err != nil {
 		return failErr("", err, "write")
 	}
-	return result{OK: true, Detail: "served and reached " + path}
+	// What the server sees of its client (SO_PEERCRED): measured for the
+	// supervisor, which connects on the command's behalf.
+	cred, err := unix.GetsockoptUcred(s, unix.SOL_SOCKET, unix.SO_PEERCRED)
+	if err != nil {
+		return failErr("", err, "SO_PEERCRED")
+	}
+	return result{OK: true, Detail: fmt.Sprintf("served and reached %s; peer pid=%d uid=%d gid=%d self pid=%d", path, cred.Pid, cred.Uid, cred.Gid, unix.Getpid())}
 }
 
 // sendTo sends one datagram with sendto(2) on an unconnected UDP socket, so
