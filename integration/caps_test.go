@@ -96,9 +96,9 @@ func (c sandboxCaps) degraded(s callShape) []string {
 		// Without Landlock its parts are listed too, so --require of any
 		// of them refuses.
 		d = append(d, "landlock", "landlock-refer", "landlock-truncate", "landlock-scope")
-		if !s.network && !c.supervised {
-			// The supervisor keeps pathname unix sockets outside the
-			// roots out of reach instead, race-free (unixconnect.go).
+		if !s.network {
+			// The supervisor narrows it (unixconnect.go), but sendmmsg
+			// and sendmsg with MSG_DONTROUTE stay unchecked.
 			d = append(d, "landlock-resolve-unix")
 		}
 	default:
@@ -111,10 +111,10 @@ func (c sandboxCaps) degraded(s callShape) []string {
 		if c.abi < 6 {
 			d = append(d, "landlock-scope")
 		}
-		if c.abi < 9 && !s.network && !c.supervised {
+		if c.abi < 9 && !s.network {
 			// With the network on, unix sockets are meant to be
-			// reachable; with the supervisor, it keeps those outside the
-			// roots out of reach.
+			// reachable; the supervisor narrows the gap (connects and
+			// addressed datagrams) without closing it.
 			d = append(d, "landlock-resolve-unix")
 		}
 	}

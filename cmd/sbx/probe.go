@@ -192,7 +192,7 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 		return probeReport{}, fmt.Errorf("probe stage output: %w", err)
 	}
 	exp := probeExpectations{pol: call.Policy, enf: enf, chk: denial.NewChecker(call.Policy, denial.Extra{}), host: map[string]string{},
-		unixConfined: !slices.ContainsFunc(degraded, func(d enforce.Downgrade) bool { return d.Feature == "landlock-resolve-unix" })}
+		unixConfined: unixConfined(degraded)}
 	// The same file probes outside the sandbox tell what the file
 	// permissions alone allow, so a file sbx's user may not write either is
 	// not counted against the sandbox.
@@ -328,4 +328,16 @@ func resolved(p string) string {
 		return r
 	}
 	return filepath.Clean(p)
+}
+
+// unixConfined reports whether a connect to a pathname unix socket outside
+// the writable roots is refused: by Landlock (landlock-resolve-unix not
+// degraded) or, below ABI 9, by the supervisor (denial-reports not
+// degraded), which still leaves sendmmsg and MSG_DONTROUTE unchecked, so the
+// downgrade stays.
+func unixConfined(degraded []enforce.Downgrade) bool {
+	has := func(f string) bool {
+		return slices.ContainsFunc(degraded, func(d enforce.Downgrade) bool { return d.Feature == f })
+	}
+	return !has("landlock-resolve-unix") || !has("denial-reports")
 }

@@ -578,10 +578,15 @@ func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
 			Reason: reason + ": pathname unix sockets outside the writable roots stay reachable with the network off"}
 		if p.Supervise == SuperviseOff {
 			p.Downgrades = append(p.Downgrades, d)
-		} else {
-			p.unsupervisedOnly = append(p.unsupervisedOnly, d)
-			p.supervisorFeatures = append(p.supervisorFeatures, d.Feature)
+			return
 		}
+		// IMPORTANT: the supervisor carries out connects and addressed
+		// datagrams itself (unixconnect.go), but sendmmsg and sendmsg
+		// with MSG_DONTROUTE (the stage's listener hand-over) reach the
+		// kernel unchecked, so the gap narrows but stays reported.
+		p.supervisorFeatures = append(p.supervisorFeatures, d.Feature)
+		p.addSupervised(enforce.Downgrade{Feature: d.Feature, Reason: reason +
+			": the seccomp supervisor refuses connects and addressed datagrams to pathname unix sockets outside the writable roots, race-free, but sendmmsg and sendmsg with MSG_DONTROUTE are not checked"}, d)
 		return
 	}
 	lp.HandledFS |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX

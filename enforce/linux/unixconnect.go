@@ -594,14 +594,14 @@ func (s *supervisor) runPerformed(listener int, id uint64, op *performed) *outco
 		default:
 			resp.Val = out.val
 		}
-		if ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp)) != nil {
-			return
-		}
-		// Only reports an inferred host loopback send meets: the
-		// command may be gone before they are added.
+		// Recorded before the answer: once answered, the command may
+		// end, and the call's result be read, before this goroutine runs
+		// again (the operation was carried out either way, so a caller
+		// killed meanwhile does not make them wrong).
 		for _, d := range out.denials {
 			s.log.Add(d)
 		}
+		ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_SEND, unsafe.Pointer(&resp))
 	}()
 	return <-decided
 }
