@@ -4,6 +4,7 @@ import (
 	"errors"
 	"syscall"
 
+	"sbx/call"
 	"sbx/enforce"
 	"sbx/enforce/host"
 	"sbx/escalate"
@@ -87,7 +88,7 @@ func errorFor(err error, fallback string) *errorObject {
 		o.Kind, o.Outcome = errDeniedByPolicy, outcome
 	} else if errors.As(err, &unsupported) {
 		o.Kind, o.Feature = errUnsupported, unsupported.Feature
-	} else if errors.Is(err, errNotFound) {
+	} else if errors.Is(err, call.ErrNotFound) {
 		o.Kind, o.Errno = errExecFailed, "ENOENT"
 	} else if errors.Is(err, host.ErrStart) && !errors.Is(err, enforce.ErrNotSupported) {
 		o.Kind, o.Errno = errExecFailed, execErrno(err)

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"sbx/call"
 	"sbx/enforce"
 	"sbx/escalate"
 	"sbx/profiles"
@@ -57,7 +58,7 @@ func TestErrorFor(t *testing.T) {
 			errorObject{Kind: errDeniedByPolicy, Message: "approval denied: " + escalate.ErrRejected.Error(), Outcome: "rejected"}},
 		{"unsupported, even wrapped as internal", internalError{&enforce.UnsupportedFeatureError{Feature: "netns", Reason: "no"}}, errInternal,
 			errorObject{Kind: errUnsupported, Message: "required feature netns is not available: no", Feature: "netns"}},
-		{"not found", fmt.Errorf("%w: nope", errNotFound), errExecFailed,
+		{"not found", fmt.Errorf("%w: nope", call.ErrNotFound), errExecFailed,
 			errorObject{Kind: errExecFailed, Message: "command not found: nope", Errno: "ENOENT"}},
 		{"internal", internalError{errors.New("pipe: EMFILE")}, errInvalidRequest,
 			errorObject{Kind: errInternal, Message: "pipe: EMFILE"}},

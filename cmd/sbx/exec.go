@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"sbx/call"
 	"sbx/enforce"
 	"sbx/enforce/host"
 	"sbx/escalate"
@@ -222,7 +223,7 @@ func execCmd(args []string, stdio Stdio) int {
 		}
 		in.pty = &size
 	}
-	r := request{
+	r := call.Request{
 		Command: req.Command, Cwd: req.Cwd, WritableRoots: req.WritableRoots, ExcludeTmp: req.ExcludeTmp,
 		ExcludeTmpdir: req.ExcludeTmpdir, ReadOnly: req.ReadOnly, Network: req.NetworkAccess,
 		Env: os.Environ(), Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require, CapAdd: req.CapAdd, CapAddField: "cap_add",
@@ -259,41 +260,38 @@ func execCmd(args []string, stdio Stdio) int {
 	if req.FS != nil {
 		return execFS(stdio, req, r, data)
 	}
-	if in.pty == nil && r.Mode != profiles.DangerFullAccess && r.Limits.IsZero() {
+	if netns, ok := call.PrestartHint(r); ok && in.pty == nil {
 		// As in sbx run: namespaces (or the stage, on these pipes) are
 		// made while the call is resolved.
 		if in.pipes, err = newCallPipes(in.stdin); err != nil {
 			return execRefuse(stdio, internalError{err})
 		}
 		defer in.pipes.close()
-		host.Prestart(!r.Network, [3]*os.File{in.pipes.stdin, in.pipes.outW, in.pipes.errW})
+		host.Prestart(netns, [3]*os.File{in.pipes.stdin, in.pipes.outW, in.pipes.errW})
 		defer host.DiscardPrestart()
 	}
-	call, meta, err := prepare(r)
-	res := execResult{callReport: meta}
-	if err != nil && !errors.Is(err, errNotFound) {
+	p, err := call.Prepare(context.Background(), r)
+	if err != nil && !errors.Is(err, call.ErrNotFound) {
 		return execRefuse(stdio, err)
 	}
+	res := execResult{callReport: preparedReport(p)}
+	c := p.Call
 	if err == nil {
 		var out execResult
 		if req.Stream {
-			out, err = streamCall(call, req.MaxOutputBytes, in, stdio.Out, req.CallID)
+			out, err = streamCall(c, req.MaxOutputBytes, in, stdio.Out, req.CallID)
 		} else {
-			out, err = captureCall(call, req.MaxOutputBytes, in)
+			out, err = captureCall(c, req.MaxOutputBytes, in)
 		}
-		out.Permissions, out.Env = meta.Permissions, meta.Env
+		out.Permissions, out.Env = p.Permissions, p.Env
 		if len(out.Denials) > 0 {
-			out.Retry = smallestRetry(call.Policy, r, call.Cmd.Dir, out.Denials)
-			out.Retry.Request = execRetryRequest(data, out.Retry.Retry)
+			out.Retry = p.Retry(out.Denials, call.RetryForm{Request: data})
 		}
 		res = out
 	}
 	if err != nil {
-		err = describeStart(err, call.Cmd)
-		code := exitStatusFor(err)
-		if errors.Is(err, host.ErrStart) {
-			code = res.ExitCode
-		}
+		var code int
+		err, code = startFailure(err, c.Cmd, res.ExitCode)
 		if code == ExitRefused {
 			// A required feature missing is still unsupported (errorFor
 			// looks for it first); anything else is sbx's own failure.
@@ -395,8 +393,8 @@ func drain(done chan struct{}, readEnds ...*os.File) {
 // escalation maps the request's permission fields. Without
 // approval_policy an exec call never asks anyone: agent runtimes decide
 // approval themselves and pass the answer as grants or an approver.
-func (req execRequest) escalation() (escalation, error) {
-	e := escalation{CallID: req.CallID, EnvironmentID: req.EnvironmentID, Justification: req.Justification, GuardPath: req.Guard}
+func (req execRequest) escalation() (call.Escalation, error) {
+	e := call.Escalation{CallID: req.CallID, EnvironmentID: req.EnvironmentID, Justification: req.Justification, GuardPath: req.Guard}
 	if req.Grants != nil {
 		e.Grants = *req.Grants
 	}

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
 
+	"sbx/call"
 	"sbx/enforce/host"
 )
 
@@ -50,15 +52,15 @@ func explainCmd(args []string, stdio Stdio) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	req, err := rf.request(command, set)
 	if err == nil {
-		var call host.Call
-		call, _, err = prepare(req)
-		if errors.Is(err, errNotFound) {
+		var p *call.Prepared
+		p, err = call.Prepare(context.Background(), req)
+		if errors.Is(err, call.ErrNotFound) {
 			err = nil
 		}
 		if err == nil {
 			var text string
 			var plan any
-			text, plan, err = host.Explain(call)
+			text, plan, err = host.Explain(p.Call)
 			if err == nil {
 				if *asJSON {
 					return writeJSON(stdio.Out, plan)

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"sbx/call"
 	"sbx/enforce/denial"
 	"sbx/fsop"
 	"sbx/policy"
@@ -139,16 +141,12 @@ func fsCmd(args []string, stdio Stdio) int {
 		}
 		content = string(b)
 	}
-	res, err := runFS(req, op, content)
+	res, err := runFS(req, op, content, call.RetryForm{CommandLine: retryCommandLine("fs", fs.FlagSet, args)})
 	if err != nil {
 		return refuse(err)
 	}
-	if res.Retry.helps() {
-		orig, _ := req.Additional.Normalize(res.cwd)
-		res.Retry.Argv = subRetryArgv("fs", fs.FlagSet, args, res.Retry.Retry, orig)
-	}
 	if *asJSON {
-		if c := writeJSON(stdio.Out, res.fsResult); c != 0 {
+		if c := writeJSON(stdio.Out, res); c != 0 {
 			return c
 		}
 		return res.ExitCode
@@ -242,46 +240,41 @@ func fsArgName(k fsop.Kind, field string) string {
 	return field
 }
 
-// fsOutcome is an fsResult plus what building the retry argv needs.
-type fsOutcome struct {
-	fsResult
-	cwd string
-}
-
 // selfExecutable is the sbx binary the helper runs; tests point it at a
 // link named sbx to the test binary, which testscript runs as sbx.
 var selfExecutable = os.Executable
 
 // runFS runs the __fs stage for op under the call req describes, with
-// content as its stdin, and makes the result. The error is a refusal
-// (exit 125): nothing ran.
-func runFS(req request, op fsop.Op, content string) (fsOutcome, error) {
+// content as its stdin, and makes the result; form is the form of the
+// call a retry repeats. The error is a refusal (exit 125): nothing ran.
+func runFS(req call.Request, op fsop.Op, content string, form call.RetryForm) (fsResult, error) {
 	exe, err := selfExecutable()
 	if err != nil {
-		return fsOutcome{}, internalError{fmt.Errorf("executable: %w", err)}
+		return fsResult{}, internalError{fmt.Errorf("executable: %w", err)}
 	}
 	// The spec (argv[2]) is made once the policy is known.
 	req.Command, req.Shell = []string{exe, fsStageCommand, ""}, nil
-	call, meta, err := prepare(req)
+	p, err := call.Prepare(context.Background(), req)
 	if err != nil {
-		return fsOutcome{}, err
+		return fsResult{}, err
 	}
-	op.InPlace = inPlaceTargets(op, content, call.Cmd.Dir, call.Policy)
+	c := p.Call
+	op.InPlace = inPlaceTargets(op, content, c.Cmd.Dir, c.Policy)
 	spec, err := json.Marshal(op)
 	if err != nil {
-		return fsOutcome{}, err
+		return fsResult{}, err
 	}
-	call.Cmd.Argv[2] = string(spec)
-	out, err := captureCall(call, 0, execInput{stdin: content})
+	c.Cmd.Argv[2] = string(spec)
+	out, err := captureCall(c, 0, execInput{stdin: content})
 	if err != nil {
 		// A required feature missing is still unsupported (errorFor
 		// looks for it first); anything else is sbx's own failure.
-		return fsOutcome{}, internalError{fmt.Errorf("fs helper: %w", err)}
+		return fsResult{}, internalError{fmt.Errorf("fs helper: %w", err)}
 	}
 	res := fsResult{callReport: out.callReport, Op: op.Kind}
-	res.Permissions, res.Env = meta.Permissions, meta.Env
+	res.Permissions, res.Env = p.Permissions, p.Env
 	if len(res.Denials) > 0 {
-		res.Retry = smallestRetry(call.Policy, req, call.Cmd.Dir, res.Denials)
+		res.Retry = p.Retry(res.Denials, form)
 	}
 	var st fsStageResult
 	died := json.Unmarshal([]byte(out.Stdout), &st) != nil
@@ -312,7 +305,7 @@ func runFS(req request, op fsop.Op, content string) (fsOutcome, error) {
 		}
 	}
 	res.ExitCode = code
-	return fsOutcome{fsResult: res, cwd: call.Cmd.Dir}, nil
+	return res, nil
 }
 
 // inPlaceTargets are the existing files op replaces (write's path, copy's

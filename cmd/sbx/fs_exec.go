@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"sbx/call"
 	"sbx/fsop"
 	"sbx/profiles"
 )
@@ -79,19 +80,16 @@ func (req execRequest) checkFS() error {
 
 // execFS runs the "fs" request: the result is `sbx fs --json`'s, with the
 // retry as an `sbx exec` request.
-func execFS(stdio Stdio, req execRequest, r request, raw []byte) int {
+func execFS(stdio Stdio, req execRequest, r call.Request, raw []byte) int {
 	op, input, err := req.FS.op()
 	if err != nil {
 		return execRefuse(stdio, err)
 	}
 	r.Escalation.Tool = "fs"
-	res, err := runFS(r, op, input)
+	res, err := runFS(r, op, input, call.RetryForm{Request: raw})
 	if err != nil {
 		return execRefuse(stdio, err)
 	}
-	if res.Retry.helps() {
-		res.Retry.Request = execRetryRequest(raw, res.Retry.Retry)
-	}
 	res.CallID = req.CallID
-	return writeJSON(stdio.Out, res.fsResult)
+	return writeJSON(stdio.Out, res)
 }

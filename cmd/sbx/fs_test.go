@@ -55,7 +55,7 @@ func TestFSRetryArgv(t *testing.T) {
 		if err := fs.Parse(args); err != nil {
 			t.Fatal(err)
 		}
-		if got := shellJoin(subRetryArgv("fs", fs, args, r, profiles.Profile{})); got != tt.want {
+		if got := shellJoin(retryCommandLine("fs", fs, args).Argv(r, profiles.Profile{})); got != tt.want {
 			t.Errorf("got  %s\nwant %s", got, tt.want)
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -134,44 +133,6 @@ func TestRunNetworkThroughApproval(t *testing.T) {
 	}
 }
 
-// Nothing is asked that would then be refused: each of these requests is
-// refused before the approver is called.
-func TestExecFailsBeforeThePrompt(t *testing.T) {
-	ws := t.TempDir()
-	out := t.TempDir()
-	if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	guard := filepath.Join(t.TempDir(), "guard.json")
-	if err := os.WriteFile(guard, []byte(`{"deny_write":["`+out+`"],"deny_network":true}`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	ask := func(add, extra string) string {
-		return `{"command":["/bin/true"],"cwd":"` + ws + `","sandbox_mode":"workspace-write","exclude_tmp":true,"exclude_tmpdir":true,"sandbox_permissions":"with_additional_permissions",` +
-			`"justification":"j","approval_policy":"on-request","additional_permissions":` + add + extra
-	}
-	for _, tt := range []struct{ name, req, want string }{
-		{"missing path", ask(`{"file_system":{"write":["`+out+`/missing"]}}`, ""), "additional_permissions.file_system.write[0]: " + out + "/missing does not exist"},
-		{"inside a carve-out", ask(`{"file_system":{"write":[".git/hooks"]}}`, ""), "is inside the read-only carve-out " + ws + "/.git, which no request can widen"},
-		{"stripped by the guard", ask(`{"file_system":{"write":["`+out+`"]}}`, `,"guard":"`+guard+`"`), "nothing of the request would survive the guard: the guard would remove all of it (write_root " + out + ": inside " + out + ", denied by the guard"},
-		{"network stripped by the guard", ask(`{"network":{"enabled":true}}`, `,"guard":"`+guard+`"`), "deny_network in the guard"},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			if tt.name == "inside a carve-out" {
-				os.Mkdir(filepath.Join(ws, ".git", "hooks"), 0o755)
-			}
-			a := newApprover(t, "allowed-once")
-			code, _, stderr := execMain(t, tt.req+`,"approver":["`+a.prog+`"]}`)
-			if code != ExitRefused || !strings.Contains(stderr, tt.want) {
-				t.Errorf("exit %d, stderr %q; want a refusal containing %q", code, stderr, tt.want)
-			}
-			if n := len(a.asked(t)); n != 0 {
-				t.Errorf("the approver was asked %d times", n)
-			}
-		})
-	}
-}
-
 // The approver sees what the call would run with, marking what is new, with
 // an approval id and the environment.
 func TestExecApproverSeesMergedProfile(t *testing.T) {
@@ -199,22 +160,6 @@ func TestExecApproverSeesMergedProfile(t *testing.T) {
 	}
 }
 
-func TestExecStickyGrantsReportedViaGrant(t *testing.T) {
-	ws, granted := t.TempDir(), t.TempDir()
-	code, out, stderr := execMain(t, `{"command":["/bin/true"],"cwd":"`+ws+`","grants":{"turn":{"file_system":{"write":["`+granted+`"]}}}}`)
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	var res struct {
-		Permissions struct {
-			Via string `json:"via"`
-		} `json:"permissions"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil || res.Permissions.Via != "grant" {
-		t.Errorf("via %q (%v), want grant", res.Permissions.Via, err)
-	}
-}
-
 func TestFSApprovalToolIsFS(t *testing.T) {
 	ws, out := t.TempDir(), t.TempDir()
 	a := newApprover(t, "rejected")
@@ -224,26 +169,5 @@ func TestFSApprovalToolIsFS(t *testing.T) {
 	got := a.asked(t)
 	if code != ExitRefused || len(got) != 1 || got[0].Tool != "fs" {
 		t.Errorf("exit %d, asked %+v, stderr %q; want one question with tool fs", code, got, e.String())
-	}
-}
-
-// Codex: a turn granted with strict_auto_review sends every later call of
-// the turn to approval, even one its grants cover.
-func TestExecTurnStrictSendsToApproval(t *testing.T) {
-	ws, granted := t.TempDir(), t.TempDir()
-	for _, strict := range []bool{false, true} {
-		a := newApprover(t, "rejected")
-		req := `{"command":["/bin/true"],"cwd":"` + ws + `","approval_policy":"on-request","approver":["` + a.prog + `"],` +
-			`"grants":{"turn":{"file_system":{"write":["` + granted + `"]}},"turn_strict":` + strconv.FormatBool(strict) + `}}`
-		code, _, stderr := execMain(t, req)
-		asked := a.asked(t)
-		switch {
-		case !strict && (code != 0 || len(asked) != 0):
-			t.Errorf("not strict: exit %d, asked %d (%s); want a run on the grant", code, len(asked), stderr)
-		case strict && (code != ExitRefused || len(asked) != 1):
-			t.Errorf("strict: exit %d, asked %d (%s); want one question, rejected", code, len(asked), stderr)
-		case strict && (asked[0].NewPermissions == nil || len(asked[0].NewPermissions.WritePaths()) != 1):
-			t.Errorf("strict: shown %+v, want the grant under review", asked[0])
-		}
 	}
 }

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -14,6 +15,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"sbx/call"
 	"sbx/enforce"
 	"sbx/enforce/denial"
 	"sbx/enforce/host"
@@ -148,7 +150,7 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if _, err := rf.request([]string{exe}, set); err != nil {
 		return probeReport{}, err
 	}
-	cwd, err := resolveCwd(rf.cwd)
+	cwd, err := call.ResolveCwd(rf.cwd)
 	if err != nil {
 		return probeReport{}, fmt.Errorf("--cwd: %w", err)
 	}
@@ -172,15 +174,16 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err != nil {
 		return probeReport{}, err
 	}
-	call, _, err := prepare(req)
+	p, err := call.Prepare(context.Background(), req)
 	if err != nil {
 		return probeReport{}, err
 	}
-	enf, degraded, err := host.Describe(call)
+	c := p.Call
+	enf, degraded, err := host.Describe(c)
 	if err != nil {
 		return probeReport{}, err
 	}
-	res, err := captureCall(call, 0, execInput{})
+	res, err := captureCall(c, 0, execInput{})
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("probe stage exited %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
 	}
@@ -191,7 +194,7 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err := json.Unmarshal([]byte(res.Stdout), &outcomes); err != nil {
 		return probeReport{}, fmt.Errorf("probe stage output: %w", err)
 	}
-	exp := probeExpectations{pol: call.Policy, enf: enf, chk: denial.NewChecker(call.Policy, denial.Extra{}), host: map[string]string{},
+	exp := probeExpectations{pol: c.Policy, enf: enf, chk: denial.NewChecker(c.Policy, denial.Extra{}), host: map[string]string{},
 		unixConfined: unixConfined(degraded)}
 	// The same file probes outside the sandbox tell what the file
 	// permissions alone allow, so a file sbx's user may not write either is
@@ -201,7 +204,7 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 			exp.host[probe+" "+target] = classify(outcomeOf(probe, target, err))
 		})
 	}
-	rep := probeReport{Mode: call.Policy.Mode.String(), Rows: []probeRow{}}
+	rep := probeReport{Mode: c.Policy.Mode.String(), Rows: []probeRow{}}
 	for _, o := range outcomes {
 		row := probeRow{Probe: o.Probe, Target: o.Target, Errno: o.Err}
 		row.Result = classify(o)

@@ -62,27 +62,10 @@ func TestRunRetryArgv(t *testing.T) {
 			if err := fs.Parse(args); err != nil {
 				t.Fatal(err)
 			}
-			if got := shellJoin(runRetryArgv(fs, args, tt.r, tt.orig)); got != tt.want && !(tt.want == "" && got == "") {
+			if got := shellJoin(retryCommandLine("run", fs, args).Argv(tt.r, tt.orig)); got != tt.want && !(tt.want == "" && got == "") {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
-	}
-}
-
-func TestExecRetryRequest(t *testing.T) {
-	with, esc, dfa, empty := profiles.WithAdditionalPermissions, profiles.RequireEscalated, profiles.DangerFullAccess, ""
-	add := profiles.Build(false, nil, []string{"/out"})
-	raw := []byte(`{"command":["true"],"cwd":"/w","timeout_ms":1500,"escalate_to":"workspace-write","additional_permissions":{"file_system":{"write":["a"]}}}`)
-	m := execRetryRequest(raw, escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &add, Justification: &empty})
-	if got := mustJSON(m); got != `{"additional_permissions":{"file_system":{"write":["/out"]}},"command":["true"],"cwd":"/w","justification":"","sandbox_permissions":"with_additional_permissions","timeout_ms":1500}` {
-		t.Errorf("with_additional_permissions: %s", got)
-	}
-	m = execRetryRequest(raw, escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty})
-	if got := mustJSON(m); got != `{"command":["true"],"cwd":"/w","escalate_to":"danger-full-access","justification":"","sandbox_permissions":"require_escalated","timeout_ms":1500}` {
-		t.Errorf("require_escalated: %s", got)
-	}
-	if execRetryRequest(raw, escalate.Retry{}) != nil {
-		t.Error("a request for a retry that asks nothing")
 	}
 }
 
@@ -133,3 +116,19 @@ func splitShell(s string) []string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// The retry's flag spelling names flags of the run flag set, and the
+// value flags are exactly those that are not bool flags.
+func TestRetryCommandLineSpelling(t *testing.T) {
+	fs := runFlagSet()
+	f := runRetryFlags
+	for _, name := range []string{f.Network, f.SandboxPermissions, f.Escalate, f.Justification, f.AllowRead, f.AllowWrite} {
+		if fs.Lookup(name) == nil {
+			t.Errorf("--%s is not a run flag", name)
+		}
+	}
+	cl := retryCommandLine("run", fs, nil)
+	if cl.ValueFlags["network"] || cl.ValueFlags["exclude-tmp"] || !cl.ValueFlags["mode"] || !cl.ValueFlags["allow-write"] {
+		t.Errorf("value flags %v", cl.ValueFlags)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"sbx/call"
 	"sbx/enforce"
 	"sbx/enforce/host"
 	"sbx/escalate"
@@ -180,12 +181,12 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 
 // request builds the call from the flags; set tells which flags were given,
 // so contradictory ones are refused instead of one silently winning.
-func (rf *runFlags) request(command []string, set map[string]bool) (request, error) {
+func (rf *runFlags) request(command []string, set map[string]bool) (call.Request, error) {
 	var add profiles.Profile
 	if len(rf.allowRead) > 0 || len(rf.allowWrite) > 0 {
 		add.FileSystem = &profiles.FileSystem{Read: rf.allowRead, Write: rf.allowWrite}
 	}
-	r := request{
+	r := call.Request{
 		Command: command, Cwd: rf.cwd, Mode: rf.mode, WritableRoots: rf.writableRoots,
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, ReadOnly: rf.readOnly,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require, CapAdd: rf.capAdd, CapAddField: "--cap-add",
@@ -315,7 +316,7 @@ func (rf *runFlags) limitsRequest(set map[string]bool) enforce.LimitsRequest {
 // --pty-size without --pty is: whoever gives one expects it to matter, and
 // a call that silently ignores it runs with less (or more) than they meant.
 // r is the call after --preset; an escalation counts with its target mode.
-func (rf *runFlags) checkEffect(r request, set map[string]bool) error {
+func (rf *runFlags) checkEffect(r call.Request, set map[string]bool) error {
 	wsWrite := r.Mode == profiles.WorkspaceWrite || rf.escalateTo != "" && r.Escalation.Target == profiles.WorkspaceWrite
 	for _, name := range []string{"exclude-tmp", "exclude-tmpdir", "writable-root"} {
 		if set[name] && !wsWrite {
@@ -500,35 +501,35 @@ func runCmd(args []string, stdio Stdio) int {
 		return ExitRefused
 	}
 	defer out.discard()
-	if req.Mode != profiles.DangerFullAccess && req.Limits.IsZero() && !*usePTY && *stdinMode == "pass" {
+	if netns, ok := call.PrestartHint(req); ok && !*usePTY && *stdinMode == "pass" {
 		// Most calls: sandboxed, no limits, sbx's own stdio. The
 		// namespaces are made while the call is resolved below; a wrong
 		// guess only costs them.
-		host.Prestart(!rf.network, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
+		host.Prestart(netns, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 		defer host.DiscardPrestart()
 	}
-	call, rep, err := prepare(req)
-	if err != nil && !errors.Is(err, errNotFound) {
+	p, err := call.Prepare(context.Background(), req)
+	if err != nil && !errors.Is(err, call.ErrNotFound) {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
 		return ExitRefused
 	}
+	rep := preparedReport(p)
+	c := p.Call
 	if err == nil {
-		call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-		call.ForwardSignals = true
-		call.NoDenialReports = *noDenials
+		c.Cmd.Stdin, c.Cmd.Stdout, c.Cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+		c.ForwardSignals = true
+		c.NoDenialReports = *noDenials
 		closeStdin := *stdinMode == "close"
 		switch {
 		case *usePTY:
-			rep.Report, err = runOnPTY(call, size, closeStdin, stdio.Out)
+			rep.Report, err = runOnPTY(c, size, closeStdin, stdio.Out)
 		case closeStdin:
-			rep.Report, err = runWithoutStdin(call)
+			rep.Report, err = runWithoutStdin(c)
 		default:
-			rep.Report, err = host.Run(context.Background(), call)
+			rep.Report, err = host.Run(context.Background(), c)
 		}
 		if len(rep.Denials) > 0 {
-			rep.Retry = smallestRetry(call.Policy, req, call.Cmd.Dir, rep.Denials)
-			orig, _ := req.Additional.Normalize(call.Cmd.Dir)
-			rep.Retry.Argv = runRetryArgv(fs.FlagSet, args, rep.Retry.Retry, orig)
+			rep.Retry = p.Retry(rep.Denials, call.RetryForm{CommandLine: retryCommandLine("run", fs.FlagSet, args)})
 		}
 		show := *explain
 		if !set["explain-denials"] {
@@ -540,12 +541,9 @@ func runCmd(args []string, stdio Stdio) int {
 		}
 	}
 	if err != nil {
-		err = describeStart(err, call.Cmd)
+		var code int
+		err, code = startFailure(err, c.Cmd, rep.ExitCode)
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
-		code := exitStatusFor(err)
-		if errors.Is(err, host.ErrStart) {
-			code = rep.ExitCode
-		}
 		if code == ExitRefused {
 			return code
 		}
@@ -573,14 +571,14 @@ func runTerminalFlags(usePTY bool, sizeFlag, stdinMode string, set map[string]bo
 }
 
 // runWithoutStdin runs call with /dev/null as its stdin.
-func runWithoutStdin(call host.Call) (enforce.Report, error) {
+func runWithoutStdin(c host.Call) (enforce.Report, error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
 		return enforce.Report{}, err
 	}
 	defer devnull.Close()
-	call.Cmd.Stdin = devnull
-	return host.Run(context.Background(), call)
+	c.Cmd.Stdin = devnull
+	return host.Run(context.Background(), c)
 }
 
 // reportFile is where --report goes. A file is opened (made) before the

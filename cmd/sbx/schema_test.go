@@ -17,6 +17,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
+	"sbx/call"
 	"sbx/enforce"
 	"sbx/escalate"
 	"sbx/profiles"
@@ -614,10 +615,10 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 		{"shells.Spec", req.propertyNames(t, "$defs/shell"), jsonNames(reflect.TypeFor[shells.Spec]())},
 		{"execResult (own fields)", res.propertyNames(t, "$defs/result"), resultOwn},
 		{"callReport", rep.propertyNames(t, "$defs/report"), reportNames},
-		{"permissionsReport", rep.propertyNames(t, "$defs/permissions"), jsonNames(reflect.TypeFor[permissionsReport]())},
+		{"call.Permissions", rep.propertyNames(t, "$defs/permissions"), jsonNames(reflect.TypeFor[call.Permissions]())},
 		{"escalate.Removal", rep.propertyNames(t, "$defs/removal"), jsonNames(reflect.TypeFor[escalate.Removal]())},
 		{"profiles.EnvReport", rep.propertyNames(t, "$defs/env"), jsonNames(reflect.TypeFor[profiles.EnvReport]())},
-		{"retryHint", rep.propertyNames(t, "$defs/retry"), jsonNames(reflect.TypeFor[retryHint]())},
+		{"call.RetryHint", rep.propertyNames(t, "$defs/retry"), jsonNames(reflect.TypeFor[call.RetryHint]())},
 		{"escalate.Unresolved", rep.propertyNames(t, "$defs/unresolved"), jsonNames(reflect.TypeFor[escalate.Unresolved]())},
 		{"enforce.Enforcement", rep.propertyNames(t, "$defs/enforcement"), jsonNames(reflect.TypeFor[enforce.Enforcement]())},
 		{"enforce.LandlockInfo", rep.propertyNames(t, "$defs/landlock"), jsonNames(reflect.TypeFor[enforce.LandlockInfo]())},
@@ -703,12 +704,12 @@ func TestSchemaFullGoValues(t *testing.T) {
 	}
 	shellReq := execRequest{Cwd: "/w", Shell: &shells.Spec{Kind: shells.Bash, Script: "make", Login: true, Path: "/bin/bash"}}
 	empty := ""
-	rep := callReport{CallID: "c1", Report: enf, Permissions: permissionsReport{
+	rep := callReport{CallID: "c1", Report: enf, Permissions: call.Permissions{
 		StandingMode: profiles.ReadOnly, Mode: profiles.DangerFullAccess, Via: escalate.ViaApproval,
 		Preauthorized: full, Session: full, Turn: full, Call: full,
 		GuardRemoved: []escalate.Removal{{What: "write_root", Path: "/etc", Reason: "denied by the guard"}, {What: "network", Reason: "deny_network"}},
 	}, Env: profiles.EnvReport{Mode: profiles.EnvInherit, Stripped: []string{"GH_TOKEN"}, Set: []string{"CI"}},
-		Retry: &retryHint{Retry: escalate.Retry{SandboxPermissions: &escalated, EscalateTo: &target, Justification: &empty,
+		Retry: &call.RetryHint{Retry: escalate.Retry{SandboxPermissions: &escalated, EscalateTo: &target, Justification: &empty,
 			AdditionalPermissions: &full, Reason: "x", Grant: &full,
 			Unresolved: []escalate.Unresolved{{Operation: "connect", Address: &enforce.Address{Family: "inet6", Address: "::1", Port: 1}, Reason: "forbidden by guard"}}},
 			Argv: []string{"run", "--network", "--", "true"}, Request: map[string]any{"command": []string{"true"}}},
@@ -855,7 +856,7 @@ func TestSchemaRequiredMatchesGo(t *testing.T) {
 		{"shells.Spec", required(req, "$defs/shell"), append(requiredNames(reflect.TypeFor[shells.Spec](), true), "kind")},
 		{"execResult (own fields)", required(res, "$defs/result"), resultOwn},
 		{"callReport", required(rep, "$defs/report"), reportNames},
-		{"permissionsReport", required(rep, "$defs/permissions"), requiredNames(reflect.TypeFor[permissionsReport](), false)},
+		{"call.Permissions", required(rep, "$defs/permissions"), requiredNames(reflect.TypeFor[call.Permissions](), false)},
 		{"escalate.Removal", required(rep, "$defs/removal"), requiredNames(reflect.TypeFor[escalate.Removal](), false)},
 		{"profiles.EnvReport", required(rep, "$defs/env"), requiredNames(reflect.TypeFor[profiles.EnvReport](), false)},
 		{"escalate.Unresolved", required(rep, "$defs/unresolved"), requiredNames(reflect.TypeFor[escalate.Unresolved](), false)},

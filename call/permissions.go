@@ -1,4 +1,4 @@
-package main
+package call
 
 import (
 	"context"
@@ -14,25 +14,9 @@ import (
 	"sbx/profiles"
 )
 
-// escalation is the permission part of a request: grants, the per-call
-// escalation pair, who approves, and the deployment guard.
-type escalation struct {
-	CallID             string
-	EnvironmentID      string
-	Grants             profiles.Grants
-	SandboxPermissions profiles.SandboxPermissions
-	Justification      string
-	// Target is the mode a require_escalated call asks for.
-	Target         profiles.Mode
-	ApprovalPolicy profiles.ApprovalPolicy
-	Approver       escalate.Approver
-	GuardPath      string
-	// Tool names the tool to the approver: "shell" (the default) or "fs".
-	Tool string
-}
-
-// permissionsReport says which permissions came from where.
-type permissionsReport struct {
+// Permissions is the provenance of each permission of a call: which came
+// from where (the "permissions" object of a report).
+type Permissions struct {
 	StandingMode profiles.Mode `json:"standing_mode"`
 	Mode         profiles.Mode `json:"mode"`
 	// Via is how the call got what it runs with: standing, grant, approval.
@@ -50,13 +34,20 @@ type permissionsReport struct {
 // resolvePermissions runs the escalation pipeline: standing policy, sticky
 // grants, validation and approval (fail closed), the final policy, and the
 // guard on top. base carries everything but the mode and additional
-// permissions; explicit is the call's normalised profile.
-func resolvePermissions(ctx context.Context, base policy.Request, explicit profiles.Profile, preauth profiles.Profile, e escalation) (policy.Policy, permissionsReport, error) {
-	rep := permissionsReport{StandingMode: base.Mode, Mode: base.Mode, Preauthorized: preauth, GuardRemoved: []escalate.Removal{}}
+// permissions; explicit is the call's normalised profile. The guard is
+// loaded once, here, and returned for the retry.
+func resolvePermissions(ctx context.Context, base policy.Request, explicit profiles.Profile, preauth profiles.Profile, e Escalation) (policy.Policy, Permissions, escalate.Guard, error) {
+	rep := Permissions{StandingMode: base.Mode, Mode: base.Mode, Preauthorized: preauth, GuardRemoved: []escalate.Removal{}}
 	guard, err := escalate.LoadGuard(e.GuardPath)
 	if err != nil {
-		return policy.Policy{}, rep, err
+		return policy.Policy{}, rep, guard, err
 	}
+	pol, rep, err := decide(ctx, base, explicit, preauth, e, guard, rep)
+	return pol, rep, guard, err
+}
+
+// decide is resolvePermissions once the guard is loaded.
+func decide(ctx context.Context, base policy.Request, explicit profiles.Profile, preauth profiles.Profile, e Escalation, guard escalate.Guard, rep Permissions) (policy.Policy, Permissions, error) {
 	grants, err := e.Grants.Normalize(base.Cwd)
 	if err != nil {
 		return policy.Policy{}, rep, err

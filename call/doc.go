@@ -1,0 +1,51 @@
+// Package call is the head of the call pipeline, as a library: it takes one
+// call as a Request (what `sbx run` flags or an `sbx exec` request say) and
+// decides it, once, into a Prepared call that enforce/host can run, with
+// the provenance of every permission for the report and, after the run,
+// the exact-retry hint.
+//
+//	Request --Prepare--> Prepared{Policy, Permissions, Guard, Call} --host.Run--> Report
+//	                        \--Retry(denials)--> RetryHint (escalation, grant, argv or request)
+//
+// Prepare does, in this order: the command (a shell spec made into argv),
+// required features, limits, the cwd, the environment policy, the
+// normalisation of the additional permissions and of the grants, the
+// preauthorised split, capabilities, the standing policy, validation of the
+// escalation (the ladder, the pairing), the policy the call would run with
+// and the guard on it, approval, and finally the resolution of the command
+// on the command's PATH.
+//
+//	p, err := call.Prepare(ctx, call.Request{
+//		Command: []string{"make", "test"}, Cwd: "/work/repo", Mode: profiles.WorkspaceWrite,
+//		Env: os.Environ(),
+//		Escalation: call.Escalation{ApprovalPolicy: profiles.ApprovalNever},
+//	})
+//	if err != nil { /* refused: a *profiles.FieldError names the field; escalate.ErrDenied; call.ErrNotFound */ }
+//	rep, err := host.Run(ctx, p.Call)
+//	if len(rep.Denials) > 0 {
+//		hint := p.Retry(rep.Denials, call.RetryForm{Request: rawRequest})
+//	}
+//
+// A caller that launches sandboxed calls can guess with PrestartHint,
+// before Prepare, whether to make the namespaces ahead (host.Prestart).
+//
+// Guarantees:
+//   - Nothing has been run or created when Prepare returns an error, and
+//     every refusal of bad input is a *profiles.FieldError naming the field.
+//   - Nothing is asked that would then be refused: the ladder and pairing
+//     are checked, and the policy the call would run with is built and
+//     guarded, before any approver is asked; a with_additional_permissions
+//     request the guard would strip whole, or a write into a read-only
+//     carve-out, is refused without asking.
+//   - Approval fails closed (escalate.Decide): only an exact allowed-once
+//     proceeds, and approval policy never asks nobody. SIGINT or SIGTERM
+//     while the approver is asked settles the approval cancelled.
+//   - The guard is applied last and only takes away; what it removed is in
+//     Permissions.GuardRemoved, and it is loaded once: the retry reads the
+//     same guard, so what it forbids gets no retry.
+//   - Additional permissions under use_default run without approval only
+//     when marked Preauthorized (the caller's own, not a model's).
+//   - The package is pure Go and builds on every OS; it knows no flag set
+//     and no JSON request shape (the CLI gives a retry's command line as
+//     data, CommandLine).
+package call

@@ -1,0 +1,77 @@
+package call
+
+import (
+	"time"
+
+	"sbx/enforce"
+	"sbx/escalate"
+	"sbx/profiles"
+	"sbx/shells"
+)
+
+// Request is one call, from `sbx run` flags or `sbx exec` JSON, before
+// anything about it is decided.
+type Request struct {
+	Command []string
+	// Shell, when set, makes Command from a shell kind and a script.
+	Shell         *shells.Spec
+	Cwd           string
+	Mode          profiles.Mode
+	WritableRoots []string
+	ExcludeTmp    bool
+	ExcludeTmpdir bool
+	ReadOnly      []string
+	Network       bool
+	Additional    profiles.Profile
+	// Preauthorized marks Additional as the caller's own configuration
+	// (sbx run's --allow-* flags, sbx exec's "preauthorized": true), which
+	// needs no approval under use_default. Without it, additional
+	// permissions under use_default are refused: a runtime that forwards a
+	// model's arguments verbatim must not get unapproved permissions.
+	Preauthorized bool
+	// Env is sbx's own environment; EnvPolicy makes the command's from it.
+	Env       []string
+	EnvPolicy profiles.EnvPolicy
+	Timeout   time.Duration
+	Limits    enforce.Limits
+	Require   []string
+	// CapAdd are Linux capabilities the command keeps; CapAddField names
+	// them in errors (--cap-add, cap_add).
+	CapAdd      []string
+	CapAddField string
+	Escalation  Escalation
+	// KillGrace is the time between a relayed SIGTERM and the kill (0:
+	// host.DefaultKillGrace).
+	KillGrace time.Duration
+}
+
+// Escalation is the permission part of a request: grants, the per-call
+// escalation pair, who approves, and the deployment guard.
+type Escalation struct {
+	CallID             string
+	EnvironmentID      string
+	Grants             profiles.Grants
+	SandboxPermissions profiles.SandboxPermissions
+	Justification      string
+	// Target is the mode a require_escalated call asks for.
+	Target         profiles.Mode
+	ApprovalPolicy profiles.ApprovalPolicy
+	Approver       escalate.Approver
+	GuardPath      string
+	// Tool names the tool to the approver: "shell" (the default) or "fs".
+	Tool string
+}
+
+// PrestartHint guesses, before Prepare, whether the call will be launched
+// in a way host.Prestart can make ready while Prepare runs (sandboxed, no
+// limits), and whether with a network namespace (the call does not ask for
+// the network itself). It is only a guess: grants, approval and the guard
+// may decide otherwise, and a wrong guess costs only the namespaces made.
+// The caller adds what only it knows: the prestarted stage takes the
+// command's stdio, so a call on a pty is never prestarted.
+func PrestartHint(r Request) (netns, ok bool) {
+	if r.Mode == profiles.DangerFullAccess || !r.Limits.IsZero() {
+		return false, false
+	}
+	return !r.Network && !r.Additional.NetworkEnabled(), true
+}

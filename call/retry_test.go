@@ -1,0 +1,142 @@
+package call
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"sbx/enforce"
+	"sbx/escalate"
+	"sbx/profiles"
+)
+
+func mustJSON(t *testing.T, v any) string {
+	t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// runLine is a command line with sbx run's spelling of the flags this
+// test uses (cmd/sbx tests the spelling against its own flag set).
+func runLine(args ...string) CommandLine {
+	return CommandLine{Prefix: []string{"sbx", "run"}, Args: args,
+		ValueFlags: map[string]bool{"mode": true, "cwd": true, "report": true, "allow-read": true, "allow-write": true,
+			"sandbox-permissions": true, "escalate": true, "justification": true},
+		Flags: RetryFlags{Network: "network", SandboxPermissions: "sandbox-permissions", Escalate: "escalate",
+			Justification: "justification", AllowRead: "allow-read", AllowWrite: "allow-write"}}
+}
+
+func TestCommandLineArgv(t *testing.T) {
+	with, esc, dfa, empty := profiles.WithAdditionalPermissions, profiles.RequireEscalated, profiles.DangerFullAccess, ""
+	writeOut, netOnly := write("/out"), profiles.Build(true, nil, nil)
+	withOut := escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &writeOut, Justification: &empty}
+	toDFA := escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty}
+	aOut := write("/a", "/out")
+	tests := []struct {
+		name string
+		args []string
+		r    escalate.Retry
+		orig profiles.Profile
+		want []string
+	}{
+		{"plain", []string{"--mode", "workspace-write", "--", "sh", "-c", "x"}, withOut, profiles.Profile{},
+			[]string{"sbx", "run", "--mode", "workspace-write", "--sandbox-permissions", "with_additional_permissions", "--allow-write", "/out", "--justification", "", "--", "sh", "-c", "x"}},
+		{"flag=value forms and bool flags kept, the command at the first non-flag", []string{"-mode=workspace-write", "--exclude-tmp", "--report", "r.json", "true"}, withOut, profiles.Profile{},
+			[]string{"sbx", "run", "-mode=workspace-write", "--exclude-tmp", "--report", "r.json", "--sandbox-permissions", "with_additional_permissions", "--allow-write", "/out", "--justification", "", "--", "true"}},
+		{"an earlier escalation is replaced, its paths kept", []string{"--sandbox-permissions", "with_additional_permissions", "--allow-write", "/a", "--justification", "old", "--", "true"},
+			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &aOut, Justification: &empty}, write("/a"),
+			[]string{"sbx", "run", "--allow-write", "/a", "--sandbox-permissions", "with_additional_permissions", "--allow-write", "/out", "--justification", "", "--", "true"}},
+		{"network only adds --network and keeps the rest", []string{"--allow-write", "/a", "--sandbox-permissions", "with_additional_permissions", "--justification", "j", "--", "true"},
+			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &netOnly, Justification: &empty}, write("/a"),
+			[]string{"sbx", "run", "--allow-write", "/a", "--sandbox-permissions", "with_additional_permissions", "--justification", "j", "--network", "--", "true"}},
+		{"network given already", []string{"--network", "--", "true"},
+			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &netOnly, Justification: &empty}, profiles.Profile{},
+			[]string{"sbx", "run", "--network", "--", "true"}},
+		{"escalation drops additional permissions", []string{"--mode", "workspace-write", "--allow-write", "/a", "--network", "--", "true"}, toDFA, write("/a"),
+			[]string{"sbx", "run", "--mode", "workspace-write", "--network", "--escalate", "danger-full-access", "--justification", "", "--", "true"}},
+		{"escalation replaces an earlier --escalate", []string{"--mode", "read-only", "--escalate", "workspace-write", "--justification", "j", "--", "true"}, toDFA, profiles.Profile{},
+			[]string{"sbx", "run", "--mode", "read-only", "--escalate", "danger-full-access", "--justification", "", "--", "true"}},
+		{"nothing to ask", []string{"--", "true"}, escalate.Retry{}, profiles.Profile{}, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := runLine(tt.args...).Argv(tt.r, tt.orig); !slices.Equal(got, tt.want) {
+				t.Errorf("got  %q\nwant %q", got, tt.want)
+			}
+		})
+	}
+}
+
+func TestRetryRequest(t *testing.T) {
+	with, esc, dfa, empty := profiles.WithAdditionalPermissions, profiles.RequireEscalated, profiles.DangerFullAccess, ""
+	add := write("/out")
+	raw := []byte(`{"command":["true"],"cwd":"/w","timeout_ms":1500,"escalate_to":"workspace-write","preauthorized":true,"additional_permissions":{"file_system":{"write":["a"]}}}`)
+	m := retryRequest(raw, escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &add, Justification: &empty})
+	if got := mustJSON(t, m); got != `{"additional_permissions":{"file_system":{"write":["/out"]}},"command":["true"],"cwd":"/w","justification":"","sandbox_permissions":"with_additional_permissions","timeout_ms":1500}` {
+		t.Errorf("with_additional_permissions: %s", got)
+	}
+	m = retryRequest(raw, escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty})
+	if got := mustJSON(t, m); got != `{"command":["true"],"cwd":"/w","escalate_to":"danger-full-access","justification":"","sandbox_permissions":"require_escalated","timeout_ms":1500}` {
+		t.Errorf("require_escalated: %s", got)
+	}
+	if retryRequest(raw, escalate.Retry{}) != nil {
+		t.Error("a request for a retry that asks nothing")
+	}
+}
+
+// TestPreparedRetry: the retry is built from what Prepare decided (the
+// policy, the guard it loaded, the call's own profile), in the forms asked.
+func TestPreparedRetry(t *testing.T) {
+	f := newFixture(t)
+	create := func(path string) enforce.Denial {
+		return enforce.Denial{Operation: "create", Path: path, Reason: "outside the writable roots"}
+	}
+	connect := enforce.Denial{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "192.0.2.2", Port: 80}}
+	raw := []byte(`{"command":["x"],"cwd":"` + f.ws + `"}`)
+	tests := []struct {
+		name    string
+		edit    func(r *Request)
+		denials []enforce.Denial
+		form    RetryForm
+		// want is the hint's JSON.
+		want string
+	}{
+		{"no denials", nil, nil, RetryForm{}, "null"},
+		{"a create grants the directory, as a request and a grant", nil, []enforce.Denial{create(filepath.Join(f.out, "new"))}, RetryForm{Request: raw},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"file_system":{"write":["` + f.out + `"]}},"justification":"",` +
+				`"grant":{"file_system":{"write":["` + f.out + `"]}},` +
+				`"request":{"additional_permissions":{"file_system":{"write":["` + f.out + `"]}},"command":["x"],"cwd":"` + f.ws + `","justification":"","sandbox_permissions":"with_additional_permissions"}}`},
+		{"the call's own paths are kept, as an argv", func(r *Request) {
+			r.Additional, r.Preauthorized = write(f.granted), true
+		}, []enforce.Denial{create(filepath.Join(f.out, "new"))}, RetryForm{CommandLine: ptr(runLine("--allow-write", f.granted, "--", "x"))},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"file_system":{"write":` + mustJSON(t, slices.Sorted(slices.Values([]string{f.granted, f.out}))) + `}},"justification":"",` +
+				`"grant":{"file_system":{"write":["` + f.out + `"]}},` +
+				`"argv":["sbx","run","--allow-write","` + f.granted + `","--sandbox-permissions","with_additional_permissions","--allow-write","` + f.out + `","--justification","","--","x"]}`},
+		{"what the loaded guard forbids has no retry", func(r *Request) { r.Escalation.GuardPath = f.guard },
+			[]enforce.Denial{create(filepath.Join(f.out, "new")), connect}, RetryForm{Request: raw},
+			`{"unresolved":[{"operation":"create","path":"` + f.out + `/new","reason":"forbidden by guard: deny_write ` + f.out + `"},` +
+				`{"operation":"connect","address":{"family":"inet","address":"192.0.2.2","port":80},"reason":"forbidden by guard: deny_network"}]}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.request()
+			if tt.edit != nil {
+				tt.edit(&r)
+			}
+			p, err := Prepare(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := mustJSON(t, p.Retry(tt.denials, tt.form)); got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
