@@ -82,7 +82,9 @@ func TestCLISpecMatchesFlagSets(t *testing.T) {
 	if !slices.ContainsFunc(cmds, func(c cliCommand) bool { return c.Name == "version" }) {
 		t.Error("version is not in the spec")
 	}
-	if slices.ContainsFunc(cmds, func(c cliCommand) bool { return strings.HasPrefix(c.Name, "_") || strings.HasPrefix(c.Name, "-") || c.Name == "man" }) {
+	if slices.ContainsFunc(cmds, func(c cliCommand) bool {
+		return strings.HasPrefix(c.Name, "_") || strings.HasPrefix(c.Name, "-") || c.Name == "man"
+	}) {
 		t.Error("a hidden command is in the spec")
 	}
 }
