@@ -46,10 +46,12 @@ import (
 //     address continues, because only the kernel can apply the scope; a
 //     thread that rewrites the sockaddr to a path after the check reaches
 //     that path;
-//   - sendmsg without a destination, or with ancillary data to anything but
-//     a pathname, continues: a racing thread can add a destination;
-//   - sendmmsg and sendmsg with MSG_DONTROUTE are not supervised (see
-//     stageSendFlag).
+//     the same holds for a sendto, sendmsg or sendmmsg to an abstract
+//     address there.
+//
+// Every sendmsg and sendmmsg, with a destination or not, is carried out
+// too (sendmsg.go); a sendto without one is not notified (its address is
+// a register no thread can fill afterwards).
 
 // sunPathLen is sizeof(struct sockaddr_un.sun_path).
 const sunPathLen = 108

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -252,4 +253,33 @@ func unixSendmsgRace(outside string, n int) result {
 	runtime.KeepAlive(&addr)
 	runtime.KeepAlive(data)
 	return result{Op: op, OK: true, Detail: fmt.Sprintf("sent %d, refused %v", sent, refused)}
+}
+
+// sendmsgLoop times n sendmsg of 64 bytes on a connected AF_UNIX
+// socketpair (a reader drains the other end): the cost of supervising
+// every sendmsg.
+func sendmsgLoop(n int) result {
+	op := "sendmsg-loop"
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return failErr(op, err, "socketpair")
+	}
+	defer unix.Close(fds[0])
+	go func() {
+		buf := make([]byte, 1<<16)
+		for {
+			if k, err := unix.Read(fds[1], buf); err != nil || k == 0 {
+				return
+			}
+		}
+	}()
+	msg := make([]byte, 64)
+	start := time.Now()
+	for range n {
+		if err := unix.Sendmsg(fds[0], msg, nil, nil, 0); err != nil {
+			return failErr(op, err, "sendmsg")
+		}
+	}
+	el := time.Since(start)
+	return result{Op: op, OK: true, Detail: fmt.Sprintf("%d sendmsg in %v: %.1f µs each", n, el, float64(el.Microseconds())/float64(n))}
 }
