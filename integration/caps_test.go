@@ -96,9 +96,10 @@ func (c sandboxCaps) degraded(s callShape) []string {
 		// Without Landlock its parts are listed too, so --require of any
 		// of them refuses.
 		d = append(d, "landlock", "landlock-refer", "landlock-truncate", "landlock-scope")
-		if !s.network {
-			// The supervisor narrows it (unixconnect.go), but sendmmsg
-			// and sendmsg with MSG_DONTROUTE stay unchecked.
+		if !s.network && !c.supervised {
+			// The supervisor carries out every connect, addressed
+			// datagram, sendmsg and sendmmsg (unixconnect.go,
+			// sendmsg.go): only without it is this degraded.
 			d = append(d, "landlock-resolve-unix")
 		}
 	default:
@@ -111,10 +112,11 @@ func (c sandboxCaps) degraded(s callShape) []string {
 		if c.abi < 6 {
 			d = append(d, "landlock-scope")
 		}
-		if c.abi < 9 && !s.network {
+		if c.abi < 9 && !s.network && (!c.supervised || !c.namespaces && c.abi >= 6) {
 			// With the network on, unix sockets are meant to be
-			// reachable; the supervisor narrows the gap (connects and
-			// addressed datagrams) without closing it.
+			// reachable; with the network off the supervisor closes the
+			// gap below ABI 9, except without a network namespace,
+			// where abstract addresses continue (Landlock's scope).
 			d = append(d, "landlock-resolve-unix")
 		}
 	}

@@ -336,8 +336,8 @@ func resolved(p string) string {
 // unixConfined reports whether a connect to a pathname unix socket outside
 // the writable roots is refused: by Landlock (landlock-resolve-unix not
 // degraded) or, below ABI 9, by the supervisor (denial-reports not
-// degraded), which still leaves sendmmsg and MSG_DONTROUTE unchecked, so the
-// downgrade stays.
+// degraded), which carries out every connect and send itself; with it the
+// downgrade is gone too.
 func unixConfined(degraded []enforce.Downgrade) bool {
 	has := func(f string) bool {
 		return slices.ContainsFunc(degraded, func(d enforce.Downgrade) bool { return d.Feature == f })

@@ -952,8 +952,9 @@ func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stagePro
 		return nil, fmt.Errorf("stage pipe: %w", err)
 	}
 	defer r.Close()
-	// The stage sends the seccomp listener back on a socketpair: its fd 4,
-	// close-on-exec there before the command runs.
+	// The stage names its seccomp listener on a socketpair (sbx takes it
+	// with pidfd_getfd): its fd 4, close-on-exec there before the command
+	// runs.
 	pair, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		w.Close()
@@ -1048,7 +1049,7 @@ func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) 
 		return nil, fmt.Errorf("stage: send plan: %w", err)
 	}
 	if sup != nil {
-		sup.receive(st.listenerSock)
+		sup.receive(st.listenerSock, st.pid)
 		st.listenerSock = -1
 		pr.sup = sup
 	}

@@ -53,8 +53,12 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 		return s.bind(c)
 	case unix.SYS_CONNECT:
 		return s.unixConnect(c)
-	case unix.SYS_SENDTO, unix.SYS_SENDMSG:
+	case unix.SYS_SENDTO:
 		return s.send(c)
+	case unix.SYS_SENDMSG:
+		return s.sendMsg(c)
+	case unix.SYS_SENDMMSG:
+		return s.sendMmsg(c)
 	}
 	v := newTaskView(c.tid)
 	d := s.decidePath(v, c)
@@ -624,41 +628,23 @@ func (s *supervisor) network(c call) decision {
 	return s.refuse(errno, enforce.Denial{Operation: op, Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
 }
 
-// send decides sendto and sendmsg with the network off. A datagram to an
-// address outside loopback fails in the private namespace with ENETUNREACH
-// (no route), so it is refused with that and reported; one to a loopback
-// port only the host has bound is reported (hostLoopback). Only UDP sockets
-// are: a stream socket ignores the address, and an unconnected UDP socket
-// is the only way to reach an address without connect, which network sees.
-// A pathname unix address is unixSend's: the send is carried out by the
-// supervisor, for a socket outside the writable roots refused (see
-// unixconnect.go); so is every send that names an address, for the same
-// race (a racing dup2 or a rewritten address).
-//
-// IMPORTANT: sendmmsg is not supervised; a program that sends datagrams
-// with it on an unconnected socket is refused by the namespace (ENETUNREACH)
-// without a report, and one on an AF_UNIX socket reaches any path.
+// send decides sendto with the network off (sendmsg and sendmmsg are
+// sendmsg.go's). A datagram to an address outside loopback fails in the
+// private namespace with ENETUNREACH (no route), so it is refused with
+// that and reported; one to a loopback port only the host has bound is
+// reported (hostLoopback). Only UDP sockets are: a stream socket ignores
+// the address, and an unconnected UDP socket is the only way to reach an
+// address without connect, which network sees. A pathname unix address is
+// unixSend's: the send is carried out by the supervisor, for a socket
+// outside the writable roots refused (see unixconnect.go); so is every
+// send that names an address, for the same race (a racing dup2 or a
+// rewritten address). A sendto without an address is not notified: its
+// address pointer is a register, which no thread can fill afterwards.
 func (s *supervisor) send(c call) decision {
 	addr, n := c.args[4], c.args[5]
 	flags := int(c.u32(3))
 	iov := []remoteIovec{{c.args[1], c.args[2]}}
-	control := false
-	if c.nr == unix.SYS_SENDMSG {
-		var hdr [48]byte // struct msghdr: name, namelen (+pad), iov, iovlen, control, controllen
-		if !readFull(c.tid, c.args[1], hdr[:]) {
-			return s.blind(c, "send", "", "cannot read struct msghdr from the task's memory")
-		}
-		addr, n = binary.LittleEndian.Uint64(hdr[0:]), uint64(binary.LittleEndian.Uint32(hdr[8:]))
-		flags = int(c.u32(2))
-		control = binary.LittleEndian.Uint64(hdr[32:]) != 0 && binary.LittleEndian.Uint64(hdr[40:]) != 0
-		var ok bool
-		if iov, ok = readIovecs(c.tid, binary.LittleEndian.Uint64(hdr[16:]), binary.LittleEndian.Uint64(hdr[24:])); !ok && addr != 0 && n != 0 {
-			return s.blind(c, "send", "", "cannot read the message's iovecs from the task's memory")
-		}
-	}
 	if addr == 0 || n == 0 {
-		// IMPORTANT: a sendmsg without an address continues: a racing
-		// thread can add one after this read.
 		return cont // connected, or EDESTADDRREQ
 	}
 	sa, ok := readSockaddr(c.tid, addr, n)
@@ -666,7 +652,7 @@ func (s *supervisor) send(c call) decision {
 		return s.blind(c, "send", "", "cannot read the socket address from the task's memory")
 	}
 	pre := cont
-	if a, ok := inetSockaddr(c.tid, addr, n); ok && s.plan.Sockets == SocketsLoopbackNetns {
+	if a, ok := inetRaw(sa.raw); ok && s.plan.Sockets == SocketsLoopbackNetns {
 		switch {
 		case denial.IsolatedNetworkAllows(a.addr):
 			pre = s.hostLoopback(c, a, "send")
@@ -677,7 +663,7 @@ func (s *supervisor) send(c call) decision {
 			return pre
 		}
 	}
-	return s.unixSend(c, sa, iov, flags, control, pre)
+	return s.unixSend(c, sa, iov, flags, false, pre)
 }
 
 // sockAddr is an inet or inet6 socket address read from a task.
@@ -699,6 +685,15 @@ func inetSockaddr(tid int, p, n uint64) (sockAddr, bool) {
 	}
 	buf := make([]byte, n)
 	if !readFull(tid, p, buf) {
+		return sockAddr{}, false
+	}
+	return inetRaw(buf)
+}
+
+// inetRaw decodes an inet or inet6 socket address; ok is false for any
+// other family.
+func inetRaw(buf []byte) (sockAddr, bool) {
+	if len(buf) < 2 {
 		return sockAddr{}, false
 	}
 	port := int(binary.BigEndian.Uint16(buf[2:min(4, len(buf))]))
@@ -824,7 +819,7 @@ var nativeNames = map[uint32]string{
 	unix.SYS_FCHMODAT: "fchmodat", unix.SYS_FCHMODAT2: "fchmodat2", unix.SYS_FCHMOD: "fchmod",
 	unix.SYS_FCHOWNAT: "fchownat", unix.SYS_FCHOWN: "fchown",
 	unix.SYS_CONNECT: "connect", unix.SYS_BIND: "bind", unix.SYS_SOCKET: "socket",
-	unix.SYS_SENDTO: "sendto", unix.SYS_SENDMSG: "sendmsg",
+	unix.SYS_SENDTO: "sendto", unix.SYS_SENDMSG: "sendmsg", unix.SYS_SENDMMSG: "sendmmsg",
 }
 
 func atFormNative(nr uint32, a [6]uint64) (call, bool) {

@@ -564,7 +564,8 @@ func (p *Plan) Degraded() []enforce.Downgrade { return p.Downgrades }
 // Below ABI 9 (lp nil: no Landlock) the seccomp supervisor keeps them out of
 // reach instead, race-free: it carries out every connect and every
 // datagram sent to an address itself, on the command's own socket, after
-// resolving the path once inside the command's root (unixconnect.go). So
+// resolving the path once inside the command's root (unixconnect.go), and
+// every sendmsg and sendmmsg, with a destination or not (sendmsg.go). So
 // with the supervisor there is no downgrade; without it (none can be had,
 // or --no-denial-reports) there is, and --require landlock-resolve-unix
 // makes the supervisor required (RequireSupervisorFor).
@@ -580,13 +581,21 @@ func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
 			p.Downgrades = append(p.Downgrades, d)
 			return
 		}
-		// IMPORTANT: the supervisor carries out connects and addressed
-		// datagrams itself (unixconnect.go), but sendmmsg and sendmsg
-		// with MSG_DONTROUTE (the stage's listener hand-over) reach the
-		// kernel unchecked, so the gap narrows but stays reported.
+		// The supervisor carries out every connect, every datagram sent
+		// to an address and every sendmsg and sendmmsg itself
+		// (unixconnect.go, sendmsg.go), so with it nothing is degraded;
+		// only a plan without it has the downgrade.
 		p.supervisorFeatures = append(p.supervisorFeatures, d.Feature)
-		p.addSupervised(enforce.Downgrade{Feature: d.Feature, Reason: reason +
-			": the seccomp supervisor refuses connects and addressed datagrams to pathname unix sockets outside the writable roots, race-free, but sendmmsg and sendmsg with MSG_DONTROUTE are not checked"}, d)
+		if lp != nil && lp.ABI >= 6 && !p.NewNetNS {
+			// IMPORTANT: except without a private network namespace,
+			// where only Landlock's scope confines abstract sockets: a
+			// connect or send to an abstract address continues, and a
+			// thread can rewrite it to a path after the check.
+			p.addSupervised(enforce.Downgrade{Feature: d.Feature, Reason: reason +
+				": the seccomp supervisor refuses connects and sends to pathname unix sockets outside the writable roots, race-free, but one to an abstract address continues (only Landlock's scope confines it without a network namespace), and a thread that rewrites it to a path after the check reaches that path"}, d)
+			return
+		}
+		p.unsupervisedOnly = append(p.unsupervisedOnly, d)
 		return
 	}
 	lp.HandledFS |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
@@ -702,7 +711,7 @@ func (p *Plan) String() string {
 	if p.Supervise != SuperviseOff {
 		b.WriteString("supervisor: USER_NOTIF calls are checked against the policy; what it forbids is refused and reported, the rest continues to Landlock\n")
 		if slices.Contains(p.supervisorFeatures, "landlock-resolve-unix") {
-			b.WriteString("supervisor: connect and datagrams to an address are carried out by the supervisor on the command's socket; a pathname unix socket outside the writable roots is refused (EACCES), race-free\n")
+			b.WriteString("supervisor: connect, datagrams to an address, and every sendmsg and sendmmsg are carried out by the supervisor on the command's socket; a pathname unix socket outside the writable roots is refused (EACCES), race-free\n")
 		}
 	}
 	for _, r := range p.Seccomp {

@@ -237,11 +237,13 @@ func netNotifyRules() []SeccompRule {
 		// connected socket) is not notified, so it costs nothing.
 		{Name: "sendto", Nr: unix.SYS_SENDTO, Action: ActNotify, Args: []ArgCond{argNe(5, 0)},
 			Reason: "network off: a datagram to an address outside loopback is a denial"},
-		// The stage's own sendmsg of the listener (stageSendFlag) must not
-		// wait for the supervisor it is handing the listener to.
+		// Every sendmsg and sendmmsg goes, with or without a destination,
+		// and the supervisor carries each out itself: msg_name is behind a
+		// pointer another thread can fill after any check.
 		{Name: "sendmsg", Nr: unix.SYS_SENDMSG, Action: ActNotify,
-			Args:   []ArgCond{{Index: 2, Op: CmpMaskedEq, Mask: stageSendFlag, Value: 0}},
-			Reason: "network off: a datagram to an address outside loopback is a denial (msg_name is behind a pointer, so every sendmsg without MSG_DONTROUTE goes)"},
+			Reason: "network off: a datagram to an address outside loopback, or to a unix socket outside the writable roots, is a denial (msg_name is behind a pointer, so every sendmsg goes)"},
+		{Name: "sendmmsg", Nr: unix.SYS_SENDMMSG, Action: ActNotify,
+			Reason: "network off: as sendmsg, for each message"},
 	}
 }
 

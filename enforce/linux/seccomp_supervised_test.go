@@ -104,11 +104,13 @@ func supervisedCases(base []seccompCase) []seccompCase {
 	add(ns, "sendto without an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0, 0), allow)
 	add(ns, "sendmsg", x86(unix.SYS_SENDMSG, 3, 0x1000, 0), notify)
 	add(ns, "sendmsg MSG_NOSIGNAL", x86(unix.SYS_SENDMSG, 3, 0x1000, unix.MSG_NOSIGNAL), notify)
-	add(ns, "sendmsg of the stage's listener (MSG_DONTROUTE)", x86(unix.SYS_SENDMSG, 3, 0x1000, stageSendFlag), allow)
+	add(ns, "sendmsg MSG_DONTROUTE (no exemption)", x86(unix.SYS_SENDMSG, 3, 0x1000, unix.MSG_DONTROUTE), notify)
+	add(ns, "sendmmsg", x86(unix.SYS_SENDMMSG, 3, 0x1000, 2, 0), notify)
 	open := seccompTableID{SocketsAny, Supervised}
 	add(open, "connect (network on: not supervised)", x86(unix.SYS_CONNECT, 3, 0x1000, 16), allow)
 	add(open, "socket AF_INET", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM), allow)
 	add(open, "sendmsg (network on: not supervised)", x86(unix.SYS_SENDMSG, 3, 0x1000, 0), allow)
+	add(open, "sendmmsg (network on: not supervised)", x86(unix.SYS_SENDMMSG, 3, 0x1000, 2, 0), allow)
 	add(open, "sendto (network on: not supervised)", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), allow)
 	uo := seccompTableID{SocketsUnixOnly, Supervised}
 	add(uo, "socket AF_INET", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM), notify)
@@ -123,7 +125,8 @@ func supervisedCases(base []seccompCase) []seccompCase {
 	add(uo, "sendto with an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), notify)
 	add(uo, "sendto without an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0, 0), allow)
 	add(uo, "sendmsg", x86(unix.SYS_SENDMSG, 3, 0x1000, 0), notify)
-	add(uo, "sendmsg of the stage's listener (MSG_DONTROUTE)", x86(unix.SYS_SENDMSG, 3, 0x1000, stageSendFlag), allow)
+	add(uo, "sendmsg MSG_DONTROUTE (no exemption)", x86(unix.SYS_SENDMSG, 3, 0x1000, unix.MSG_DONTROUTE), notify)
+	add(uo, "sendmmsg", x86(unix.SYS_SENDMMSG, 3, 0x1000, 2, 0), notify)
 
 	type key struct {
 		table seccompTableID

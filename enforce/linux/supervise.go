@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"strconv"
 	"sync"
 	"syscall"
 	"unsafe"
@@ -399,36 +400,41 @@ func (s *supervisor) release() {
 	unix.Close(s.stop)
 }
 
-// stageSendFlag marks the stage's sendmsg of its listener, which the filter
-// (netNotifyRules) does not hand to the supervisor: the supervisor cannot
-// answer before it has the listener that very call carries. MSG_DONTROUTE
-// changes nothing on a unix socket, and few programs use it.
-//
-// IMPORTANT: a command that sends datagrams with MSG_DONTROUTE is not
-// supervised for them: the private network namespace still refuses a
-// datagram to the outside (ENETUNREACH), but without a report.
-const stageSendFlag = unix.MSG_DONTROUTE
-
-// sendListener passes the stage's listener, or why there is none, to the
-// parent over the unix socket sock (SCM_RIGHTS), before the stage execs the
-// command.
+// sendListener tells the parent, over the unix socket sock, the number of
+// the stage's listener fd, or why there is none, and waits for the parent
+// to have taken it (pidfd_getfd: the stage is its child, same uid) before
+// the stage execs the command. It uses write and read, which the filter
+// does not hand to the supervisor: a sendmsg carrying the listener would
+// wait for the very supervisor it is handing the listener to.
 func sendListener(sock int, l listener) error {
 	if l.fd < 0 {
-		return unix.Sendmsg(sock, []byte("N"+l.unavailable), nil, nil, stageSendFlag)
+		_, err := unix.Write(sock, []byte("N"+l.unavailable))
+		return err
 	}
-	if err := unix.Sendmsg(sock, []byte("L"), unix.UnixRights(l.fd), nil, stageSendFlag); err != nil {
+	if _, err := unix.Write(sock, []byte("L"+strconv.Itoa(l.fd))); err != nil {
 		return fmt.Errorf("send seccomp listener: %w", err)
 	}
-	return nil
+	var ack [1]byte
+	for {
+		n, err := unix.Read(sock, ack[:])
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n != 1 || ack[0] != 'A' {
+			return fmt.Errorf("send seccomp listener: the parent did not take it (%v)", err)
+		}
+		return nil
+	}
 }
 
-// receive takes the stage's listener from sock (which it closes) and runs
-// on it. A stage that ends before sending one reports its own error.
-func (s *supervisor) receive(sock int) {
+// receive takes the stage's listener (see sendListener) and runs on it;
+// sock it closes. A stage that ends before sending one reports its own
+// error.
+func (s *supervisor) receive(sock int, stagePid int) {
 	s.attached = true
 	go func() {
 		defer close(s.done)
-		fd, ok := s.awaitListener(sock)
+		fd, ok := s.awaitListener(sock, stagePid)
 		unix.Close(sock)
 		if !ok {
 			return
@@ -438,7 +444,7 @@ func (s *supervisor) receive(sock int) {
 	}()
 }
 
-func (s *supervisor) awaitListener(sock int) (int, bool) {
+func (s *supervisor) awaitListener(sock int, stagePid int) (int, bool) {
 	fds := []unix.PollFd{{Fd: int32(sock), Events: unix.POLLIN}, {Fd: int32(s.stop), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
@@ -456,8 +462,7 @@ func (s *supervisor) awaitListener(sock int) (int, bool) {
 		}
 	}
 	buf := make([]byte, 1024)
-	oob := make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_CMSG_CLOEXEC)
+	n, err := unix.Read(sock, buf)
 	if err != nil || n == 0 {
 		return -1, false
 	}
@@ -465,16 +470,35 @@ func (s *supervisor) awaitListener(sock int) (int, bool) {
 		s.unavailable(string(buf[1:n]))
 		return -1, false
 	}
-	msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
-	if err != nil || len(msgs) != 1 {
+	num, err := strconv.Atoi(string(buf[1:n]))
+	if err != nil {
 		return -1, false
 	}
-	got, err := unix.ParseUnixRights(&msgs[0])
-	if err != nil || len(got) != 1 {
-		for _, fd := range got {
-			unix.Close(fd)
-		}
+	// The stage waits for the ack, so its fd is still the listener; a
+	// failure leaves it without one, and it refuses to run the command.
+	fd, err := takeStageFD(stagePid, num)
+	if err != nil {
+		s.unavailable("no seccomp listener: " + err.Error())
 		return -1, false
 	}
-	return got[0], true
+	if _, err := unix.Write(sock, []byte("A")); err != nil {
+		unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
+}
+
+// takeStageFD copies fd num of the stage pid (sbx's child) into sbx,
+// close-on-exec.
+func takeStageFD(pid, num int) (int, error) {
+	pidfd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return -1, fmt.Errorf("pidfd_open %d: %w", pid, err)
+	}
+	defer unix.Close(pidfd)
+	fd, err := unix.PidfdGetfd(pidfd, num, 0)
+	if err != nil {
+		return -1, fmt.Errorf("pidfd_getfd %d of the stage: %w", num, err)
+	}
+	return fd, nil
 }

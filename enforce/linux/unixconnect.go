@@ -46,10 +46,12 @@ import (
 //     address continues, because only the kernel can apply the scope; a
 //     thread that rewrites the sockaddr to a path after the check reaches
 //     that path;
-//   - sendmsg without a destination, or with ancillary data to anything but
-//     a pathname, continues: a racing thread can add a destination;
-//   - sendmmsg and sendmsg with MSG_DONTROUTE are not supervised (see
-//     stageSendFlag).
+//     the same holds for a sendto, sendmsg or sendmmsg to an abstract
+//     address there.
+//
+// Every sendmsg and sendmmsg, with a destination or not, is carried out
+// too (sendmsg.go); a sendto without one is not notified (its address is
+// a register no thread can fill afterwards).
 
 // sunPathLen is sizeof(struct sockaddr_un.sun_path).
 const sunPathLen = 108
@@ -99,14 +101,17 @@ func readSockaddr(tid int, p, n uint64) (sockaddrCopy, bool) {
 // taskSocket is what the supervisor holds of a task for one operation: its
 // socket and its root, both opened while the notification was live.
 type taskSocket struct {
+	tid    int
+	pidfd  int    // the task's (its thread's, from Linux 6.9)
 	sock   int    // the task's socket, shared with it (pidfd_getfd)
 	root   int    // O_PATH fd of /proc/TID/root: the task's root in its mount namespace
 	cwd    string // the task's cwd as it names it, for a relative path
 	domain int    // SO_DOMAIN of sock, -1 when it is no socket
+	sotype int    // SO_TYPE of sock
 }
 
 func (t *taskSocket) close() {
-	for _, fd := range []int{t.sock, t.root} {
+	for _, fd := range []int{t.sock, t.root, t.pidfd} {
 		if fd >= 0 {
 			unix.Close(fd)
 		}
@@ -116,52 +121,83 @@ func (t *taskSocket) close() {
 // openTaskSocket takes fd of the task tid and its root. errno is the
 // call's own failure (EBADF); blind, why sbx could not.
 func openTaskSocket(tid int, fd int32, relative bool) (t *taskSocket, errno syscall.Errno, blind string) {
+	if t, errno, blind = openTaskSock(tid, fd); t == nil {
+		return nil, errno, blind
+	}
+	if blind = t.openRoot(relative); blind != "" {
+		t.close()
+		return nil, 0, blind
+	}
+	return t, 0, ""
+}
+
+// openTaskSock takes fd of the task tid, without its root (openRoot).
+func openTaskSock(tid int, fd int32) (t *taskSocket, errno syscall.Errno, blind string) {
 	pidfd, err := unix.PidfdOpen(tid, unix.PIDFD_THREAD)
 	if errors.Is(err, unix.EINVAL) {
 		// Before Linux 6.9 only a thread-group leader has a pidfd; the
 		// fd table is the process's (threads made without CLONE_FILES
-		// are rare, and the inode check below catches them).
+		// are rare, and the inode check in take catches them).
 		v := newTaskView(tid)
 		pidfd, err = unix.PidfdOpen(v.threadGroup(), 0)
 	}
 	if err != nil {
 		return nil, 0, fmt.Sprintf("pidfd_open %d: %v", tid, err)
 	}
-	defer unix.Close(pidfd)
-	t = &taskSocket{sock: -1, root: -1, domain: -1}
-	if t.sock, err = unix.PidfdGetfd(pidfd, int(fd), 0); err != nil {
-		t.sock = -1
-		if errors.Is(err, unix.EBADF) {
-			return nil, unix.EBADF, ""
+	t = &taskSocket{tid: tid, pidfd: pidfd, sock: -1, root: -1, domain: -1, sotype: -1}
+	if t.sock, errno, blind = t.take(fd); t.sock < 0 {
+		t.close()
+		return nil, errno, blind
+	}
+	var st unix.Stat_t
+	if unix.Fstat(t.sock, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+		if t.domain, err = unix.GetsockoptInt(t.sock, unix.SOL_SOCKET, unix.SO_DOMAIN); err == nil {
+			t.sotype, err = unix.GetsockoptInt(t.sock, unix.SOL_SOCKET, unix.SO_TYPE)
 		}
-		return nil, 0, fmt.Sprintf("pidfd_getfd %d: %v", fd, err)
+		if err != nil {
+			t.close()
+			return nil, 0, fmt.Sprintf("getsockopt SO_DOMAIN, SO_TYPE: %v", err)
+		}
+	}
+	return t, 0, ""
+}
+
+// take copies fd of the task into sbx, checking by inode that it is the
+// one the task's process holds. errno is EBADF for an fd the task does not
+// have; blind, why sbx could not.
+func (t *taskSocket) take(fd int32) (int, syscall.Errno, string) {
+	got, err := unix.PidfdGetfd(t.pidfd, int(fd), 0)
+	if err != nil {
+		if errors.Is(err, unix.EBADF) {
+			return -1, unix.EBADF, ""
+		}
+		return -1, 0, fmt.Sprintf("pidfd_getfd %d: %v", fd, err)
 	}
 	var mine, theirs unix.Stat_t
-	if unix.Fstat(t.sock, &mine) != nil || unix.Stat(fmt.Sprintf("/proc/%d/fd/%d", tid, fd), &theirs) != nil ||
+	if unix.Fstat(got, &mine) != nil || unix.Stat(fmt.Sprintf("/proc/%d/fd/%d", t.tid, fd), &theirs) != nil ||
 		mine.Dev != theirs.Dev || mine.Ino != theirs.Ino {
-		t.close()
-		return nil, 0, fmt.Sprintf("fd %d of the thread is not the one its process holds", fd)
+		unix.Close(got)
+		return -1, 0, fmt.Sprintf("fd %d of the thread is not the one its process holds", fd)
 	}
-	if mine.Mode&unix.S_IFMT == unix.S_IFSOCK {
-		if t.domain, err = unix.GetsockoptInt(t.sock, unix.SOL_SOCKET, unix.SO_DOMAIN); err != nil {
-			t.close()
-			return nil, 0, fmt.Sprintf("getsockopt SO_DOMAIN: %v", err)
-		}
+	return got, 0, ""
+}
+
+// openRoot opens the task's root, and with relative its cwd; it returns
+// why it could not, or "".
+func (t *taskSocket) openRoot(relative bool) string {
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", t.tid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Sprintf("the task's root: %v", err)
 	}
-	if t.root, err = unix.Open(fmt.Sprintf("/proc/%d/root", tid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err != nil {
-		t.root = -1
-		t.close()
-		return nil, 0, fmt.Sprintf("the task's root: %v", err)
-	}
+	t.root = root
 	if relative {
-		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", tid))
+		cwd, err := os.Readlink(fmt.Sprintf("/proc/%d/cwd", t.tid))
 		if err != nil || !filepath.IsAbs(cwd) || strings.HasSuffix(cwd, " (deleted)") {
-			t.close()
-			return nil, 0, fmt.Sprintf("the task's cwd is %q (%v)", cwd, err)
+			return fmt.Sprintf("the task's cwd is %q (%v)", cwd, err)
 		}
 		t.cwd = cwd
 	}
-	return t, 0, ""
+	return ""
 }
 
 // socketInode is a pathname socket resolved for a task: an O_PATH fd of

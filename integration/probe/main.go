@@ -35,6 +35,9 @@ const usage = `usage: probe ACTION [ARG...]
   unix-connect PATH | unix-serve PATH   (pathname unix sockets)
   unix-connect-nonblock PATH | unix-sendto PATH | unix-dgram-serve PATH
   unix-race INSIDE OUTSIDE N            (connects while a thread flips the sockaddr)
+  unix-sendmsg-dontroute PATH | unix-sendmmsg PATH
+  sendmsg-loop N                        (times N sendmsg on a connected socketpair)
+  unix-sendmsg-race OUTSIDE N           (sendmsg while a thread flips msg_name between none and OUTSIDE)
   sendto udp4|udp6 HOST:PORT            (one datagram, unconnected socket)
   tiocsti | ptrace-parent | int80 | fd N | signal PID
   mount-proc                            (a new procfs on /proc: run it in new mount and PID namespaces)
@@ -124,6 +127,29 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return map[string]func(string) result{"unix-connect-nonblock": unixConnectNonblock, "unix-sendto": unixSendto, "unix-dgram-serve": unixDgramServe}[op](args[0]), nil
+	case "unix-sendmsg-dontroute", "unix-sendmmsg":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		return map[string]func(string) result{"unix-sendmsg-dontroute": unixSendmsgDontroute, "unix-sendmmsg": unixSendmmsg}[op](args[0]), nil
+	case "sendmsg-loop":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		n, err := strconv.Atoi(args[0])
+		if err != nil {
+			return result{}, fmt.Errorf("sendmsg-loop: count: %w", err)
+		}
+		return sendmsgLoop(n), nil
+	case "unix-sendmsg-race":
+		if err := need(2); err != nil {
+			return result{}, err
+		}
+		n, err := strconv.Atoi(args[1])
+		if err != nil {
+			return result{}, fmt.Errorf("unix-sendmsg-race: count: %w", err)
+		}
+		return unixSendmsgRace(args[0], n), nil
 	case "unix-race":
 		if err := need(3); err != nil {
 			return result{}, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -149,4 +150,136 @@ func unixDgramServe(path string) result {
 		got = append(got, string(buf[:n]))
 	}
 	return result{Op: op, OK: true, Detail: fmt.Sprintf("received %q", got)}
+}
+
+// unixSendmsgDontroute sends one datagram to path with sendmsg and
+// MSG_DONTROUTE, the flag the filter once exempted.
+func unixSendmsgDontroute(path string) result {
+	op := "unix-sendmsg-dontroute"
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return failErr(op, err, "socket")
+	}
+	defer unix.Close(fd)
+	if err := unix.Sendmsg(fd, []byte("dontroute"), nil, &unix.SockaddrUnix{Name: path}, unix.MSG_DONTROUTE); err != nil {
+		return failErr(op, err, "sendmsg "+path)
+	}
+	return result{Op: op, OK: true, Detail: "sent to " + path}
+}
+
+// mmsghdr mirrors struct mmsghdr.
+type mmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+	_   uint32
+}
+
+// unixSendmmsg sends two datagrams to path with one sendmmsg.
+func unixSendmmsg(path string) result {
+	op := "unix-sendmmsg"
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return failErr(op, err, "socket")
+	}
+	defer unix.Close(fd)
+	var addr rawUnixAddr
+	addr.set(path)
+	data := [][]byte{[]byte("mmsg-one"), []byte("mmsg-two")}
+	var iov [2]unix.Iovec
+	var msgs [2]mmsghdr
+	for i := range msgs {
+		iov[i].Base = &data[i][0]
+		iov[i].SetLen(len(data[i]))
+		msgs[i].hdr.Name = (*byte)(unsafe.Pointer(&addr))
+		msgs[i].hdr.Namelen = uint32(unsafe.Sizeof(addr))
+		msgs[i].hdr.Iov = &iov[i]
+		msgs[i].hdr.SetIovlen(1)
+	}
+	n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(fd), uintptr(unsafe.Pointer(&msgs[0])), 2, 0, 0, 0)
+	runtime.KeepAlive(data)
+	if e != 0 {
+		return failErr(op, e, "sendmmsg "+path)
+	}
+	return result{Op: op, OK: true, Detail: fmt.Sprintf("sent %d (lens %d %d) to %s", n, msgs[0].len, msgs[1].len, path)}
+}
+
+// unixSendmsgRace sends n datagrams with sendmsg on an unconnected
+// socket whose msghdr has no destination, while another thread flips
+// msg_name between none and outside: what a supervisor that let a sendmsg
+// without a destination continue would let through.
+func unixSendmsgRace(outside string, n int) result {
+	op := "unix-sendmsg-race"
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return failErr(op, err, "socket")
+	}
+	defer unix.Close(fd)
+	var addr rawUnixAddr
+	addr.set(outside)
+	data := []byte("race")
+	iov := unix.Iovec{Base: &data[0]}
+	iov.SetLen(len(data))
+	var h unix.Msghdr
+	h.Iov = &iov
+	h.SetIovlen(1)
+	var stop atomic.Bool
+	done := make(chan struct{})
+	name := (*byte)(unsafe.Pointer(&addr))
+	go func() {
+		runtime.LockOSThread()
+		defer close(done)
+		p := (*[2]uint64)(unsafe.Pointer(&h))
+		for i := 0; !stop.Load(); i++ {
+			if i%2 == 0 {
+				atomic.StoreUint64(&p[0], uint64(uintptr(unsafe.Pointer(name))))
+				atomic.StoreUint64(&p[1], uint64(unsafe.Sizeof(addr)))
+			} else {
+				atomic.StoreUint64(&p[1], 0)
+				atomic.StoreUint64(&p[0], 0)
+			}
+		}
+	}()
+	sent, refused := 0, map[string]int{}
+	for range n {
+		_, _, e := unix.Syscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&h)), 0)
+		if e == 0 {
+			sent++
+		} else {
+			refused[errnoName(int(e))]++
+		}
+	}
+	stop.Store(true)
+	<-done
+	runtime.KeepAlive(&addr)
+	runtime.KeepAlive(data)
+	return result{Op: op, OK: true, Detail: fmt.Sprintf("sent %d, refused %v", sent, refused)}
+}
+
+// sendmsgLoop times n sendmsg of 64 bytes on a connected AF_UNIX
+// socketpair (a reader drains the other end): the cost of supervising
+// every sendmsg.
+func sendmsgLoop(n int) result {
+	op := "sendmsg-loop"
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return failErr(op, err, "socketpair")
+	}
+	defer unix.Close(fds[0])
+	go func() {
+		buf := make([]byte, 1<<16)
+		for {
+			if k, err := unix.Read(fds[1], buf); err != nil || k == 0 {
+				return
+			}
+		}
+	}()
+	msg := make([]byte, 64)
+	start := time.Now()
+	for range n {
+		if err := unix.Sendmsg(fds[0], msg, nil, nil, 0); err != nil {
+			return failErr(op, err, "sendmsg")
+		}
+	}
+	el := time.Since(start)
+	return result{Op: op, OK: true, Detail: fmt.Sprintf("%d sendmsg in %v: %.1f µs each", n, el, float64(el.Microseconds())/float64(n))}
 }
