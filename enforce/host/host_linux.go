@@ -63,13 +63,32 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	}
 	sigs.wait()
 	start := time.Now()
-	proc, err := linux.Start(plan, c.Cmd)
-	if errors.Is(err, linux.ErrUserNS) {
+	var ws syscall.WaitStatus
+	var ru syscall.Rusage
+	var waitErr error
+	var proc *linux.Process
+	for fellBack := false; ; fellBack = true {
+		proc, err = linux.Start(plan, c.Cmd)
+		if err == nil {
+			ws, ru, waitErr = waitCall(ctx, c, proc, sigs, &rep)
+		}
 		// The sysctls allowed a user namespace, the kernel did not (a
-		// container's seccomp profile, an outer sandbox): fall back to
-		// Landlock and seccomp without namespaces, as doctor says, with
-		// every lost layer in the report and --require still refusing.
-		if plan, err = compileFor(c, sys.WithoutUserNS(err)); err != nil {
+		// container's seccomp profile, an outer sandbox: its uid map
+		// write refused at the clone, or its mounts in the stage before
+		// the command ran): fall back to Landlock and seccomp without
+		// namespaces, as doctor says, with every lost layer in the
+		// report and --require still refusing. Once only.
+		nsErr := err
+		if nsErr == nil {
+			nsErr = waitErr
+		}
+		if fellBack || !errors.Is(nsErr, linux.ErrUserNS) {
+			break
+		}
+		if err == nil {
+			proc.EndSupervision()
+		}
+		if plan, err = compileFor(c, sys.WithoutUserNS(nsErr)); err != nil {
 			return rep, err
 		}
 		rep = enforce.NewReport(c.Policy.Mode.String())
@@ -77,7 +96,6 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 			return rep, err
 		}
 		rep.Enforcement.PTY = c.Cmd.Terminal
-		proc, err = linux.Start(plan, c.Cmd)
 	}
 	if err != nil {
 		if errors.Is(err, linux.ErrStart) {
@@ -85,7 +103,6 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 		}
 		return rep, err
 	}
-	ws, ru, waitErr := waitCall(ctx, c, proc, sigs, &rep)
 	rep.Resources = proc.Resources(ru)
 	sv := proc.EndSupervision()
 	rep.Denials = append(rep.Denials, sv.Denials...)

@@ -1057,8 +1057,12 @@ func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) 
 }
 
 // stageExecFailed on the status pipe says the stage could not execute the
-// command; the errno follows. It is no wait status: those fit in 16 bits.
-const stageExecFailed = 0xFFFFFFFF
+// command, stageNoMounts that it could not make its mounts (before anything
+// ran); the errno follows. Neither is a wait status: those fit in 16 bits.
+const (
+	stageExecFailed = 0xFFFFFFFF
+	stageNoMounts   = 0xFFFFFFFE
+)
 
 // stageStatus reads what a stage that is PID 1 reports on its status pipe:
 // the command's raw wait status, or stageExecFailed and the errno of the
@@ -1071,13 +1075,19 @@ func stageStatus(status *os.File, res *exitResult, argv0 string) {
 		return
 	}
 	v := binary.LittleEndian.Uint32(b[:4])
-	if v != stageExecFailed {
+	if v != stageExecFailed && v != stageNoMounts {
 		res.status = syscall.WaitStatus(v)
 		return
 	}
-	if n, _ := io.ReadFull(status, b[4:]); n == 4 {
-		res.err = fmt.Errorf("%w: %s: %w", ErrStart, argv0, syscall.Errno(binary.LittleEndian.Uint32(b[4:])))
+	if n, _ := io.ReadFull(status, b[4:]); n != 4 {
+		return
 	}
+	errno := syscall.Errno(binary.LittleEndian.Uint32(b[4:]))
+	if v == stageNoMounts {
+		res.err = fmt.Errorf("%w: the stage's mount namespace refuses mounts (a sandbox around sbx?): mount --make-rslave /: %w", ErrUserNS, errno)
+		return
+	}
+	res.err = fmt.Errorf("%w: %s: %w", ErrStart, argv0, errno)
 }
 
 // kill ends a stage that will not run a command, and reaps it in the
@@ -1140,6 +1150,17 @@ func StageMain() int {
 	err = enterNamespaces(plan, stageCloneFlags)
 	if err == nil {
 		err = privateMounts(plan)
+		if errors.Is(err, unix.EPERM) && pl.StatusFD > 0 {
+			// The namespaces were made, but no mount can be: a sandbox
+			// around sbx refuses mount (sbx in sbx on a kernel without
+			// Landlock, where the uid map write went through). Nothing
+			// has run: sbx falls back to a launch without namespaces.
+			var b [8]byte
+			binary.LittleEndian.PutUint32(b[:4], stageNoMounts)
+			binary.LittleEndian.PutUint32(b[4:], uint32(unix.EPERM))
+			os.NewFile(uintptr(pl.StatusFD), "stage-status").Write(b[:])
+			return 125
+		}
 	}
 	if err == nil {
 		err = setupNamespaces(plan, false, mountProcHere)
