@@ -115,6 +115,12 @@ func Build(req Request) (Policy, error) {
 	if req.Additional.NetworkEnabled() {
 		pol.Network = NetworkFull
 	}
+	if req.Additional.NetworkMode() == profiles.NetworkDomains && req.Mode != profiles.DangerFullAccess {
+		// IMPORTANT: the proxy (package netproxy) is not wired into the
+		// launchers yet. Refuse rather than run with no network while the
+		// caller believes some hosts are reachable (issue 18).
+		return Policy{}, &profiles.FieldError{Field: "additional_permissions.network.allowed_domains", Err: errors.New("network by domain is not enforced yet: use network.enabled without allowed_domains, or no network")}
+	}
 	// write are all writable trees; repos are the ones whose .git is
 	// protected (not /tmp and $TMPDIR, which are scratch space).
 	var write, repos []string

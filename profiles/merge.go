@@ -1,25 +1,100 @@
 package profiles
 
-// Merge returns the union of ps, normalised with Build: network if any asks
-// for it, every read and write path, with covered and duplicate paths folded.
-// The inputs must be normalised (absolute, clean paths); Merge does not touch
-// the file system.
+// Merge returns the union of ps, normalised with Build: every read and write
+// path, with covered and duplicate paths folded, and the network:
+//
+//   - full network if any asks for it (it is wider than any domain list);
+//   - otherwise the union of allowed_domains;
+//   - always the union of denied_domains: deny beats allow when a host is
+//     matched (a deny is kept beside full network too, for the layer that
+//     enforces it to honour or to report);
+//   - allow_private_addresses if any asks for it.
+//
+// The inputs must be normalised (absolute, clean paths, canonical
+// patterns); Merge does not touch the file system.
 func Merge(ps ...Profile) Profile {
-	network := false
-	var read, write []string
+	full := false
+	var read, write, allowed, denied []string
+	private := false
 	for _, p := range ps {
-		network = network || p.NetworkEnabled()
+		full = full || p.NetworkMode() == NetworkAll
+		if p.NetworkMode() == NetworkDomains {
+			allowed = append(allowed, p.AllowedDomains()...)
+		}
+		denied = append(denied, p.DeniedDomains()...)
+		private = private || p.AllowPrivateAddresses()
 		read = append(read, p.ReadPaths()...)
 		write = append(write, p.WritePaths()...)
 	}
-	return Build(network, read, write)
+	if full {
+		allowed = nil
+	}
+	n := &Network{Enabled: full || len(allowed) > 0, AllowedDomains: allowed, DeniedDomains: denied, AllowPrivateAddresses: private}
+	return BuildNetwork(n, read, write)
+}
+
+// intersectNetwork is the network part of Intersect: each granted allowed
+// entry survives when it lies within a requested one (a requested full
+// network contains every entry); a granted full network answers only a
+// requested full network (a wider answer is not an answer). Denials of
+// both sides are kept: a deny only narrows.
+func intersectNetwork(requested, granted Profile) *Network {
+	out := &Network{DeniedDomains: append(append([]string(nil), requested.DeniedDomains()...), granted.DeniedDomains()...)}
+	switch rq, gr := requested.NetworkMode(), granted.NetworkMode(); {
+	case rq == NetworkAll && gr == NetworkAll:
+		out.Enabled = true
+	case rq != NetworkNone && gr == NetworkDomains:
+		for _, s := range granted.AllowedDomains() {
+			g, err := ParseDomainPattern(s)
+			if err != nil {
+				continue
+			}
+			if rq == NetworkAll || DomainsWithin(g, requested.AllowedDomains()) {
+				out.AllowedDomains = append(out.AllowedDomains, g.String())
+			}
+		}
+		// Nothing left is no network, never full network.
+		out.Enabled = len(out.AllowedDomains) > 0
+	}
+	out.AllowPrivateAddresses = out.Enabled && requested.AllowPrivateAddresses() && granted.AllowPrivateAddresses()
+	return out
+}
+
+// coversNetwork is the network part of Covers.
+func coversNetwork(q, p Profile) bool {
+	switch p.NetworkMode() {
+	case NetworkAll:
+		return q.NetworkMode() == NetworkAll
+	case NetworkDomains:
+		if q.NetworkMode() == NetworkNone {
+			return false
+		}
+		for _, s := range p.AllowedDomains() {
+			d, err := ParseDomainPattern(s)
+			if err != nil || DomainsWithin(d, q.DeniedDomains()) {
+				return false
+			}
+			if q.NetworkMode() == NetworkDomains && !DomainsWithin(d, q.AllowedDomains()) {
+				return false
+			}
+		}
+		if p.AllowPrivateAddresses() && q.NetworkMode() == NetworkDomains && !q.AllowPrivateAddresses() {
+			return false
+		}
+	}
+	return true
 }
 
 // Intersect returns what granted grants within what requested asked for: a
 // client may grant less than asked, never more, and never outside the
 // request. Each granted entry survives whole or not at all:
 //
-//   - Network survives only if both requested and granted.
+//   - Full network survives only if both requested and granted; a granted
+//     allowed_domains entry survives when it lies within a requested one
+//     (a granted "*.x.org" answers no request for "a.x.org"), and when none
+//     survives the result has no network, never full network; denied
+//     domains of both sides are kept; allow_private_addresses survives
+//     only if both ask for it.
 //   - A granted write survives when it lies within a requested write.
 //   - A granted read survives when it lies within a requested read or write
 //     (write implies read).
@@ -47,14 +122,16 @@ func Intersect(requested, granted Profile) Profile {
 			read = append(read, rd)
 		}
 	}
-	return Build(requested.NetworkEnabled() && granted.NetworkEnabled(), read, write)
+	return BuildNetwork(intersectNetwork(requested, granted), read, write)
 }
 
-// Covers reports whether everything p asks for is already in q: network, and
+// Covers reports whether everything p asks for is already in q: network (full
+// network, or each allowed domain within one of q's and denied by none of
+// q's, and allow_private_addresses), and
 // each write path within a write of q, each read path within a read or write
 // of q. Both must be normalised.
 func (q Profile) Covers(p Profile) bool {
-	if p.NetworkEnabled() && !q.NetworkEnabled() {
+	if !coversNetwork(q, p) {
 		return false
 	}
 	qWrite := q.WritePaths()

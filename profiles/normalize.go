@@ -135,7 +135,13 @@ func NormalizeResponse(req NormalizeRequest) (NormalizeResult, error) {
 	if err != nil {
 		return NormalizeResult{}, prefixField("granted", err)
 	}
-	granted := Profile{Network: req.Granted.Network, FileSystem: &FileSystem{Read: gRead, Write: gWrite}}
+	// Granted domains are checked and canonicalised but, like paths, not
+	// folded: a wider "*.x.org" must not swallow a granted "a.x.org".
+	gNet, err := canonicalNetwork(req.Granted.Network)
+	if err != nil {
+		return NormalizeResult{}, prefixField("granted", err)
+	}
+	granted := Profile{Network: gNet, FileSystem: &FileSystem{Read: gRead, Write: gWrite}}
 	res := normalizeGrant(requested, granted, req.Scope, req.StrictAutoReview)
 	res.Ignored = req.Ignored
 	res.GivenPaths = append(givenPaths("read", res.Permissions.ReadPaths(), gRead, req.Granted.ReadPaths()),
@@ -163,4 +169,26 @@ func normalizeGrant(requested, granted Profile, scope Scope, strict bool) Normal
 		return NormalizeResult{Scope: ScopeTurn}
 	}
 	return NormalizeResult{Permissions: Intersect(requested, granted), Scope: scope, StrictAutoReview: strict}
+}
+
+// canonicalNetwork validates n and spells each pattern canonically, one for
+// one, without folding.
+func canonicalNetwork(n *Network) (*Network, error) {
+	if n == nil {
+		return nil, nil
+	}
+	if err := validateNetwork(n); err != nil {
+		return nil, err
+	}
+	out := *n
+	out.AllowedDomains, out.DeniedDomains = nil, nil
+	for _, s := range n.AllowedDomains {
+		d, _ := ParseDomainPattern(s)
+		out.AllowedDomains = append(out.AllowedDomains, d.String())
+	}
+	for _, s := range n.DeniedDomains {
+		d, _ := ParseDomainPattern(s)
+		out.DeniedDomains = append(out.DeniedDomains, d.String())
+	}
+	return &out, nil
 }

@@ -54,9 +54,9 @@ func TestNormalizeResponseRefusals(t *testing.T) {
 		{"relative cwd", NormalizeRequest{Cwd: "repo"}, "cwd"},
 		{"bad scope value", NormalizeRequest{Cwd: r, Scope: Scope(7)}, "scope"},
 		{"empty requested path", NormalizeRequest{Cwd: r, Requested: Profile{FileSystem: &FileSystem{Read: []string{""}}}}, "requested.file_system.read[0]"},
-		{"empty requested", NormalizeRequest{Cwd: r, Granted: Profile{Network: &Network{true}}}, "requested"},
-		{"requested empty after normalisation", NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{false}, FileSystem: &FileSystem{}}}, "requested"},
-		{"NUL in granted path", NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{true}}, Granted: Profile{FileSystem: &FileSystem{Write: []string{"a\x00b"}}}}, "granted.file_system.write[0]"},
+		{"empty requested", NormalizeRequest{Cwd: r, Granted: Profile{Network: &Network{Enabled: true}}}, "requested"},
+		{"requested empty after normalisation", NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{Enabled: false}, FileSystem: &FileSystem{}}}, "requested"},
+		{"NUL in granted path", NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{Enabled: true}}, Granted: Profile{FileSystem: &FileSystem{Write: []string{"a\x00b"}}}}, "granted.file_system.write[0]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -78,13 +78,13 @@ func TestNormalizeResponse(t *testing.T) {
 	}{
 		{
 			name: "session with strict yields an empty turn grant",
-			req: NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{true}}, Granted: Profile{Network: &Network{true}},
+			req: NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{Enabled: true}}, Granted: Profile{Network: &Network{Enabled: true}},
 				Scope: ScopeSession, StrictAutoReview: true},
 			want: NormalizeResult{Scope: ScopeTurn},
 		},
 		{
 			name: "turn with strict keeps strict",
-			req: NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{true}}, Granted: Profile{Network: &Network{true}},
+			req: NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{Enabled: true}}, Granted: Profile{Network: &Network{Enabled: true}},
 				Scope: ScopeTurn, StrictAutoReview: true},
 			want: NormalizeResult{Permissions: p(true, nil, nil), Scope: ScopeTurn, StrictAutoReview: true},
 		},
@@ -120,12 +120,12 @@ func TestNormalizeResponse(t *testing.T) {
 		},
 		{
 			name: "granted network not requested",
-			req:  NormalizeRequest{Cwd: r, Requested: Profile{FileSystem: fs(paths("a"), nil)}, Granted: Profile{Network: &Network{true}, FileSystem: fs(paths("a"), nil)}},
+			req:  NormalizeRequest{Cwd: r, Requested: Profile{FileSystem: fs(paths("a"), nil)}, Granted: Profile{Network: &Network{Enabled: true}, FileSystem: fs(paths("a"), nil)}},
 			want: NormalizeResult{Permissions: p(false, paths(r+"/a"), nil), Scope: ScopeTurn},
 		},
 		{
 			name: "empty grant is a valid answer",
-			req:  NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{true}}, Scope: ScopeSession},
+			req:  NormalizeRequest{Cwd: r, Requested: Profile{Network: &Network{Enabled: true}}, Scope: ScopeSession},
 			want: NormalizeResult{Scope: ScopeSession},
 		},
 	}

@@ -19,8 +19,43 @@ type Profile struct {
 // Network is the network part of a profile. On the wire "enabled" is
 // required (DecodeStrict refuses {"network": {}}), as the schemas say: an
 // empty object asking for nothing is more likely a mistake than a choice.
+//
+// With allowed_domains empty, enabled means every address (today's
+// meaning: "full network"). With allowed_domains non-empty the network is
+// reached through sbx's proxy only, and only for the hosts the patterns
+// match (DomainPattern); enabled must then be true. denied_domains narrows:
+// a host it matches is refused even when allowed_domains matches it too
+// (deny beats allow), and it may stand with enabled false (it asks for
+// nothing). allow_private_addresses lets an allowed name reach loopback,
+// link-local, private and unique-local addresses through the proxy; it
+// needs enabled true.
 type Network struct {
-	Enabled bool `json:"enabled" strict:"required"`
+	Enabled               bool     `json:"enabled" strict:"required"`
+	AllowedDomains        []string `json:"allowed_domains,omitempty"`
+	DeniedDomains         []string `json:"denied_domains,omitempty"`
+	AllowPrivateAddresses bool     `json:"allow_private_addresses,omitempty"`
+}
+
+// NetworkMode says how a profile asks for the network.
+type NetworkMode int
+
+const (
+	// NetworkNone asks for no network.
+	NetworkNone NetworkMode = iota
+	// NetworkDomains asks for the hosts of allowed_domains, through the proxy.
+	NetworkDomains
+	// NetworkAll asks for every address (enabled, no allowed_domains).
+	NetworkAll
+)
+
+func (m NetworkMode) String() string {
+	switch m {
+	case NetworkDomains:
+		return "domains"
+	case NetworkAll:
+		return "all"
+	}
+	return "none"
 }
 
 // FileSystem lists extra readable and writable paths. Write implies read.
@@ -38,8 +73,46 @@ func DecodeProfile(data []byte) (Profile, error) {
 	return p, nil
 }
 
-// NetworkEnabled reports whether the profile asks for network access.
-func (p Profile) NetworkEnabled() bool { return p.Network != nil && p.Network.Enabled }
+// NetworkEnabled reports whether the profile asks for full network access:
+// enabled without allowed_domains. A profile that asks for some domains
+// only is not "network enabled" (NetworkMode says NetworkDomains), so that
+// code written before domains existed never reads a domain grant as the
+// whole network.
+func (p Profile) NetworkEnabled() bool { return p.NetworkMode() == NetworkAll }
+
+// NetworkMode says whether the profile asks for no network, some domains or
+// every address.
+func (p Profile) NetworkMode() NetworkMode {
+	switch {
+	case p.Network == nil || !p.Network.Enabled:
+		return NetworkNone
+	case len(p.Network.AllowedDomains) > 0:
+		return NetworkDomains
+	}
+	return NetworkAll
+}
+
+// AllowedDomains returns network.allowed_domains.
+func (p Profile) AllowedDomains() []string {
+	if p.Network == nil {
+		return nil
+	}
+	return p.Network.AllowedDomains
+}
+
+// DeniedDomains returns network.denied_domains.
+func (p Profile) DeniedDomains() []string {
+	if p.Network == nil {
+		return nil
+	}
+	return p.Network.DeniedDomains
+}
+
+// AllowPrivateAddresses reports network.allow_private_addresses with
+// network enabled.
+func (p Profile) AllowPrivateAddresses() bool {
+	return p.Network != nil && p.Network.Enabled && p.Network.AllowPrivateAddresses
+}
 
 // ReadPaths returns the profile's read paths (not including write paths).
 func (p Profile) ReadPaths() []string {
@@ -58,17 +131,30 @@ func (p Profile) WritePaths() []string {
 }
 
 // IsEmpty reports whether the profile requests nothing. Call it on a
-// normalised profile: "network": {"enabled": false} and empty lists are empty.
+// normalised profile: "network": {"enabled": false} and empty lists are
+// empty, and so is a profile with only denied_domains (it narrows, it asks
+// for nothing).
 func (p Profile) IsEmpty() bool {
-	return !p.NetworkEnabled() && len(p.ReadPaths()) == 0 && len(p.WritePaths()) == 0
+	return p.NetworkMode() == NetworkNone && len(p.ReadPaths()) == 0 && len(p.WritePaths()) == 0
 }
 
 // Build makes a normalised profile from its parts; nil for empty lists.
+// network true is full network; BuildNetwork adds domains.
 func Build(network bool, read, write []string) Profile {
-	var p Profile
+	var n *Network
 	if network {
-		p.Network = &Network{Enabled: true}
+		n = &Network{Enabled: true}
 	}
+	return BuildNetwork(n, read, write)
+}
+
+// BuildNetwork is Build with a network part: its domain lists are
+// canonicalised and folded (entries must be valid patterns: an invalid one
+// is dropped, so validate first, as Normalize does), and a network part
+// that says nothing is dropped.
+func BuildNetwork(n *Network, read, write []string) Profile {
+	var p Profile
+	p.Network = foldNetwork(n)
 	write = fold(write)
 	read = fold(subtractCovered(read, write))
 	if len(read) > 0 || len(write) > 0 {
@@ -95,7 +181,54 @@ func (p Profile) Normalize(cwd string) (Profile, error) {
 	if err != nil {
 		return Profile{}, err
 	}
-	return Build(p.NetworkEnabled(), read, write), nil
+	if err := validateNetwork(p.Network); err != nil {
+		return Profile{}, err
+	}
+	return BuildNetwork(p.Network, read, write), nil
+}
+
+// validateNetwork refuses invalid patterns and the combinations whose
+// meaning would be a guess. Errors name the field.
+func validateNetwork(n *Network) error {
+	if n == nil {
+		return nil
+	}
+	if _, err := ParseDomainPatterns(n.AllowedDomains, "network.allowed_domains"); err != nil {
+		return err
+	}
+	if _, err := ParseDomainPatterns(n.DeniedDomains, "network.denied_domains"); err != nil {
+		return err
+	}
+	if !n.Enabled && len(n.AllowedDomains) > 0 {
+		return &FieldError{Field: "network.allowed_domains", Err: errors.New("needs network.enabled: true")}
+	}
+	if !n.Enabled && n.AllowPrivateAddresses {
+		return &FieldError{Field: "network.allow_private_addresses", Err: errors.New("needs network.enabled: true")}
+	}
+	return nil
+}
+
+// foldNetwork returns n's canonical form: full network drops its allowed
+// list (there is none), domain lists are folded, and nil when nothing is
+// left (not enabled, nothing denied).
+func foldNetwork(n *Network) *Network {
+	if n == nil {
+		return nil
+	}
+	out := &Network{
+		Enabled:        n.Enabled,
+		AllowedDomains: foldDomains(n.AllowedDomains),
+		DeniedDomains:  foldDomains(n.DeniedDomains),
+	}
+	if len(n.AllowedDomains) > 0 && len(out.AllowedDomains) == 0 {
+		// Every entry was invalid: never let that read as full network.
+		out.Enabled = false
+	}
+	out.AllowPrivateAddresses = out.Enabled && n.AllowPrivateAddresses
+	if !out.Enabled && len(out.DeniedDomains) == 0 {
+		return nil
+	}
+	return out
 }
 
 func resolveAll(paths []string, cwd, field string) ([]string, error) {

@@ -367,6 +367,8 @@ func TestSchemaRejects(t *testing.T) {
 		{"unknown field", `{"command":["/bin/true"],"cwd":"` + cwd + `","bogus":1}`, "bogus"},
 		{"unknown nested field", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"file_system":{"wirte":["x"]}}}`, "additional_permissions.file_system.wirte"},
 		{"unknown network field", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"network":{"enabled":true,"proxy":"x"}}}`, "additional_permissions.network.proxy"},
+		{"allowed_domains not an array", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"network":{"enabled":true,"allowed_domains":"pypi.org"}}}`, "additional_permissions.network.allowed_domains"},
+		{"denied_domains entry not a string", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"network":{"enabled":false,"denied_domains":[1]}}}`, "additional_permissions.network.denied_domains"},
 		{"missing cwd", `{"command":["/bin/true"]}`, "cwd"},
 		{"empty command", `{"command":[],"cwd":"` + cwd + `"}`, "command"},
 		{"empty argv0", `{"command":[""],"cwd":"` + cwd + `"}`, "command"},
@@ -671,7 +673,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 	sig := 9
 	mode := profiles.WorkspaceWrite
 	escalated, target, approval := profiles.RequireEscalated, profiles.DangerFullAccess, profiles.ApprovalOnRequest
-	full := profiles.Profile{Network: &profiles.Network{Enabled: true}, FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"/out"}}}
+	full := profiles.Profile{Network: &profiles.Network{Enabled: true, AllowedDomains: []string{"pypi.org", "*.pythonhosted.org:8443"}, DeniedDomains: []string{"evil.pythonhosted.org"}, AllowPrivateAddresses: true}, FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"/out"}}}
 	enf := enforce.Report{
 		ExitCode: 137, Signal: &sig, SignalName: "SIGKILL", Mode: "workspace-write",
 		Enforcement: enforce.Enforcement{

@@ -1,0 +1,281 @@
+package profiles
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestParseDomainPattern(t *testing.T) {
+	tests := []struct {
+		in, want, err string
+	}{
+		{in: "pypi.org", want: "pypi.org"},
+		{in: "PyPI.Org.", want: "pypi.org"},
+		{in: "*.pythonhosted.org", want: "*.pythonhosted.org"},
+		{in: "registry.npmjs.org:8443", want: "registry.npmjs.org:8443"},
+		{in: "*.x.org:22", want: "*.x.org:22"},
+		{in: "xn--bcher-kva.example", want: "xn--bcher-kva.example"},
+		{in: "_acme.example.com", want: "_acme.example.com"},
+		{in: "203.0.113.7", want: "203.0.113.7"},
+		{in: "203.0.113.7:8080", want: "203.0.113.7:8080"},
+		{in: "2001:DB8::1", want: "2001:db8::1"},
+		{in: "[2001:db8::1]:443", want: "[2001:db8::1]:443"},
+		{in: "[2001:db8::1]", want: "2001:db8::1"},
+		{in: "::ffff:127.0.0.1", want: "127.0.0.1"},
+		{in: "", err: "empty pattern"},
+		{in: "*", err: "wildcard"},
+		{in: "*.", err: "empty host"},
+		{in: "a.*.org", err: "wildcard"},
+		{in: "*pypi.org", err: "wildcard"},
+		{in: "*.203.0.113.7", err: "all digits"},
+		{in: "bücher.example", err: "non-ASCII host name: write it in punycode"},
+		{in: "a..org", err: "empty label"},
+		{in: "-a.org", err: "starts or ends"},
+		{in: "a b.org", err: "not allowed"},
+		{in: "2130706433", err: "all digits"},
+		{in: "1.2.3", err: "all digits"},
+		{in: "pypi.org:", err: "empty port"},
+		{in: "pypi.org:0", err: "port"},
+		{in: "pypi.org:65536", err: "port"},
+		{in: "pypi.org:080", err: "port"},
+		{in: "pypi.org:http", err: "port"},
+		{in: "[pypi.org]:443", err: "brackets"},
+		{in: "[::1", err: "missing ]"},
+		{in: "fe80::1%eth0", err: "zone"},
+		{in: strings.Repeat("a", 64) + ".org", err: "longer than 63"},
+	}
+	for _, tt := range tests {
+		got, err := ParseDomainPattern(tt.in)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("ParseDomainPattern(%q) = %v, %v; want error containing %q", tt.in, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got.String() != tt.want {
+			t.Errorf("ParseDomainPattern(%q) = %q, %v; want %q", tt.in, got.String(), err, tt.want)
+			continue
+		}
+		// The canonical spelling reads back to the same pattern.
+		if again, err := ParseDomainPattern(got.String()); err != nil || again != got {
+			t.Errorf("round trip of %q: %v, %v", tt.in, again, err)
+		}
+	}
+}
+
+func TestDomainPatternMatches(t *testing.T) {
+	tests := []struct {
+		pattern, host string
+		port          int
+		want          bool
+	}{
+		{"pypi.org", "pypi.org", 443, true},
+		{"pypi.org", "pypi.org", 80, true},
+		{"pypi.org", "pypi.org", 8080, false},
+		{"pypi.org", "www.pypi.org", 443, false},
+		{"pypi.org", "notpypi.org", 443, false},
+		{"*.pythonhosted.org", "files.pythonhosted.org", 443, true},
+		{"*.pythonhosted.org", "a.b.pythonhosted.org", 443, true},
+		{"*.pythonhosted.org", "pythonhosted.org", 443, false}, // never the apex
+		{"*.pythonhosted.org", "evilpythonhosted.org", 443, false},
+		{"*.pythonhosted.org", "files.pythonhosted.org", 22, false},
+		{"git.example:22", "git.example", 22, true},
+		{"git.example:22", "git.example", 443, false},
+		{"203.0.113.7", "203.0.113.7", 443, true},
+		{"203.0.113.7", "203.0.113.8", 443, false},
+	}
+	for _, tt := range tests {
+		p, err := ParseDomainPattern(tt.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := p.Matches(tt.host, tt.port); got != tt.want {
+			t.Errorf("%q.Matches(%q, %d) = %v, want %v", tt.pattern, tt.host, tt.port, got, tt.want)
+		}
+	}
+}
+
+func TestDomainPatternWithin(t *testing.T) {
+	tests := []struct {
+		p, q string
+		want bool
+	}{
+		{"a.x.org", "a.x.org", true},
+		{"a.x.org", "*.x.org", true},
+		{"*.a.x.org", "*.x.org", true},
+		{"*.x.org", "*.x.org", true},
+		{"x.org", "*.x.org", false}, // the apex is not a subdomain
+		{"*.x.org", "a.x.org", false},
+		{"*.x.org", "x.org", false},
+		{"a.x.org:443", "a.x.org", true},
+		{"a.x.org:8443", "a.x.org", false},
+		{"a.x.org", "a.x.org:443", false}, // default is 80 and 443
+		{"a.x.org:22", "*.x.org:22", true},
+		{"203.0.113.7", "203.0.113.7", true},
+		{"203.0.113.7", "*.x.org", false},
+	}
+	for _, tt := range tests {
+		p, _ := ParseDomainPattern(tt.p)
+		q, _ := ParseDomainPattern(tt.q)
+		if got := p.Within(q); got != tt.want {
+			t.Errorf("%q.Within(%q) = %v, want %v", tt.p, tt.q, got, tt.want)
+		}
+	}
+}
+
+func dom(allowed, denied []string, private bool) Profile {
+	return BuildNetwork(&Network{Enabled: len(allowed) > 0, AllowedDomains: allowed, DeniedDomains: denied, AllowPrivateAddresses: private}, nil, nil)
+}
+
+func TestMergeDomains(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []Profile
+		want Profile
+	}{
+		{"union of allowed", []Profile{dom([]string{"pypi.org"}, nil, false), dom([]string{"*.pythonhosted.org", "PyPI.org"}, nil, false)},
+			dom([]string{"*.pythonhosted.org", "pypi.org"}, nil, false)},
+		{"covered entry folded", []Profile{dom([]string{"a.x.org"}, nil, false), dom([]string{"*.x.org"}, nil, false)},
+			dom([]string{"*.x.org"}, nil, false)},
+		{"union of denied, deny kept beside allow", []Profile{dom([]string{"*.x.org"}, []string{"a.x.org"}, false), dom(nil, []string{"b.x.org"}, false)},
+			dom([]string{"*.x.org"}, []string{"a.x.org", "b.x.org"}, false)},
+		{"full network wins over domains", []Profile{dom([]string{"pypi.org"}, []string{"evil.org"}, false), Build(true, nil, nil)},
+			BuildNetwork(&Network{Enabled: true, DeniedDomains: []string{"evil.org"}}, nil, nil)},
+		{"private from any", []Profile{dom([]string{"pypi.org"}, nil, true), dom([]string{"a.org"}, nil, false)},
+			dom([]string{"a.org", "pypi.org"}, nil, true)},
+		{"deny only asks nothing", []Profile{dom(nil, []string{"evil.org"}, false)}, dom(nil, []string{"evil.org"}, false)},
+	}
+	for _, tt := range tests {
+		got := Merge(tt.in...)
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: Merge = %+v, want %+v", tt.name, got.Network, tt.want.Network)
+		}
+	}
+	if !dom(nil, []string{"evil.org"}, false).IsEmpty() {
+		t.Error("a profile with only denied_domains should request nothing")
+	}
+	if dom([]string{"pypi.org"}, nil, false).NetworkEnabled() {
+		t.Error("a domain profile must not read as full network")
+	}
+}
+
+func TestIntersectDomains(t *testing.T) {
+	full := Build(true, nil, nil)
+	tests := []struct {
+		name               string
+		requested, granted Profile
+		want               Profile
+	}{
+		{"same domain", dom([]string{"pypi.org"}, nil, false), dom([]string{"pypi.org"}, nil, false), dom([]string{"pypi.org"}, nil, false)},
+		{"granted subset", dom([]string{"pypi.org", "a.org"}, nil, false), dom([]string{"a.org"}, nil, false), dom([]string{"a.org"}, nil, false)},
+		{"granted within requested wildcard", dom([]string{"*.x.org"}, nil, false), dom([]string{"a.x.org"}, nil, false), dom([]string{"a.x.org"}, nil, false)},
+		{"granted wildcard wider than requested: dropped, not full", dom([]string{"a.x.org"}, nil, false), dom([]string{"*.x.org"}, nil, false), Profile{}},
+		{"granted not requested", dom([]string{"pypi.org"}, nil, false), dom([]string{"evil.org"}, nil, false), Profile{}},
+		{"granted full for a domain request: dropped", dom([]string{"pypi.org"}, nil, false), full, Profile{}},
+		{"requested full, granted domain", full, dom([]string{"pypi.org"}, nil, false), dom([]string{"pypi.org"}, nil, false)},
+		{"requested nothing, granted domain", Build(false, []string{"/a"}, nil), dom([]string{"pypi.org"}, nil, false), Profile{}},
+		{"private needs both", dom([]string{"pypi.org"}, nil, false), dom([]string{"pypi.org"}, nil, true), dom([]string{"pypi.org"}, nil, false)},
+		{"private granted when asked", dom([]string{"pypi.org"}, nil, true), dom([]string{"pypi.org"}, nil, true), dom([]string{"pypi.org"}, nil, true)},
+		{"granted deny kept", dom([]string{"*.x.org"}, nil, false), dom([]string{"*.x.org"}, []string{"a.x.org"}, false), dom([]string{"*.x.org"}, []string{"a.x.org"}, false)},
+		{"port must lie within", dom([]string{"pypi.org"}, nil, false), dom([]string{"pypi.org:22"}, nil, false), Profile{}},
+	}
+	for _, tt := range tests {
+		got := Intersect(tt.requested, tt.granted)
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: Intersect = %+v, want %+v", tt.name, got.Network, tt.want.Network)
+		}
+	}
+}
+
+func TestCoversDomains(t *testing.T) {
+	tests := []struct {
+		name string
+		q, p Profile
+		want bool
+	}{
+		{"same", dom([]string{"pypi.org"}, nil, false), dom([]string{"pypi.org"}, nil, false), true},
+		{"wildcard covers subdomain", dom([]string{"*.x.org"}, nil, false), dom([]string{"a.x.org"}, nil, false), true},
+		{"wildcard does not cover apex", dom([]string{"*.x.org"}, nil, false), dom([]string{"x.org"}, nil, false), false},
+		{"full covers domains", Build(true, nil, nil), dom([]string{"x.org"}, nil, true), true},
+		{"domains do not cover full", dom([]string{"x.org"}, nil, false), Build(true, nil, nil), false},
+		{"denied in q", dom([]string{"*.x.org"}, []string{"a.x.org"}, false), dom([]string{"a.x.org"}, nil, false), false},
+		{"private not in q", dom([]string{"x.org"}, nil, false), dom([]string{"x.org"}, nil, true), false},
+	}
+	for _, tt := range tests {
+		if got := tt.q.Covers(tt.p); got != tt.want {
+			t.Errorf("%s: Covers = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestNormalizeNetworkErrors(t *testing.T) {
+	tests := []struct {
+		name, in, err string
+	}{
+		{"bad allowed", `{"network":{"enabled":true,"allowed_domains":["pypi.org","b ad"]}}`, "network.allowed_domains[1]: "},
+		{"non-ASCII denied", `{"network":{"enabled":false,"denied_domains":["bücher.de"]}}`, "network.denied_domains[0]: \"bücher.de\": non-ASCII host name"},
+		{"domains without enabled", `{"network":{"enabled":false,"allowed_domains":["pypi.org"]}}`, "network.allowed_domains: needs network.enabled: true"},
+		{"private without enabled", `{"network":{"enabled":false,"allow_private_addresses":true}}`, "network.allow_private_addresses: needs network.enabled: true"},
+	}
+	for _, tt := range tests {
+		p, err := DecodeProfile([]byte(tt.in))
+		if err == nil {
+			_, err = p.Normalize("/")
+		}
+		if err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.err)
+		}
+	}
+	for _, in := range []string{
+		`{"network":{"enabled":true,"Allowed_domains":["pypi.org"]}}`,
+		`{"network":{"enabled":true,"allowed_domains":["a.org"],"allowed_domains":["b.org"]}}`,
+		`{"network":{"enabled":true,"allowed_domains":"pypi.org"}}`,
+	} {
+		if _, err := DecodeProfile([]byte(in)); err == nil || !strings.Contains(err.Error(), "allowed_domains") {
+			t.Errorf("DecodeProfile(%s) = %v, want an error naming allowed_domains", in, err)
+		}
+	}
+	p, err := DecodeProfile([]byte(`{"network":{"enabled":true,"allowed_domains":["PyPI.org.","*.pythonhosted.org","pypi.org"],"allow_private_addresses":true}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := p.Normalize("/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := dom([]string{"*.pythonhosted.org", "pypi.org"}, nil, true)
+	if !reflect.DeepEqual(n, want) {
+		t.Errorf("Normalize = %+v, want %+v", n.Network, want.Network)
+	}
+}
+
+func TestNormalizeResponseDomains(t *testing.T) {
+	in := `{"cwd":"/","requested":{"network":{"enabled":true,"allowed_domains":["a.x.org","pypi.org"]}},
+		"granted":{"network":{"enabled":true,"allowed_domains":["*.x.org","PYPI.org"]}}}`
+	req, err := DecodeNormalizeRequest([]byte(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := NormalizeResponse(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := dom([]string{"pypi.org"}, nil, false); !reflect.DeepEqual(res.Permissions, want) {
+		t.Errorf("permissions = %+v, want %+v", res.Permissions.Network, want.Network)
+	}
+	// A granted wildcard does not swallow a granted entry that was requested.
+	req.Granted = dom(nil, nil, false)
+	req.Granted.Network = &Network{Enabled: true, AllowedDomains: []string{"*.x.org", "a.x.org"}}
+	res, err = NormalizeResponse(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := dom([]string{"a.x.org"}, nil, false); !reflect.DeepEqual(res.Permissions, want) {
+		t.Errorf("permissions = %+v, want %+v", res.Permissions.Network, want.Network)
+	}
+	req.Granted.Network = &Network{Enabled: true, AllowedDomains: []string{"a.x.org:x"}}
+	if _, err := NormalizeResponse(req); err == nil || !strings.Contains(err.Error(), "granted.network.allowed_domains[0]") {
+		t.Errorf("bad granted pattern: err = %v", err)
+	}
+}
