@@ -422,9 +422,22 @@ func (s *supervisor) unixConnect(c call) decision {
 			return pre
 		}
 	}
+	return decision{op: s.performAt(c, "connect", t, a, nil, func(addr []byte) outcome {
+		return outcome{errno: rawSockaddrCall(unix.SYS_CONNECT, t.sock, addr), denials: pre.denials}
+	})}
+}
+
+// performAt is the operation op (connect, send) on the task's socket t to
+// address a, carried out by act with the address to use: for a pathname
+// unix address, prepare first resolves it in the task's view and holds the
+// socket file it names (unixTarget, refusing one outside the writable
+// roots), and act gets the /proc/self/fd path of that file instead, so
+// nothing the task changes later is read again. refuse, when not nil, may
+// still refuse once the target is known.
+func (s *supervisor) performAt(c call, op string, t *taskSocket, a sockaddrCopy, refuse func(si *socketInode) *outcome, act func(addr []byte) outcome) *performed {
 	addr := a.raw
 	var si *socketInode
-	return decision{op: &performed{
+	return &performed{
 		close: func() {
 			if si != nil {
 				si.close()
@@ -436,16 +449,19 @@ func (s *supervisor) unixConnect(c call) decision {
 				return nil
 			}
 			var out *outcome
-			if si, out = s.unixTarget(c, "connect", t, a); out != nil {
+			if si, out = s.unixTarget(c, op, t, a); out != nil {
 				return out
+			}
+			if refuse != nil {
+				if out := refuse(si); out != nil {
+					return out
+				}
 			}
 			addr = procSockaddr(si.obj)
 			return nil
 		},
-		act: func() outcome {
-			return outcome{errno: rawSockaddrCall(unix.SYS_CONNECT, t.sock, addr), denials: pre.denials}
-		},
-	}}
+		act: func() outcome { return act(addr) },
+	}
 }
 
 // rawSockaddrCall runs connect(fd, addr) with the bytes as they are, so that
@@ -510,34 +526,16 @@ func (s *supervisor) unixSend(c call, a sockaddrCopy, iov []remoteIovec, flags i
 		}
 		off += int(v.len)
 	}
-	addr := a.raw
-	var si *socketInode
-	return decision{op: &performed{
-		close: func() {
-			if si != nil {
-				si.close()
-			}
-			t.close()
-		},
-		prepare: func() *outcome {
-			if t.domain != unix.AF_UNIX || a.unixPath == "" {
-				return nil
-			}
-			var out *outcome
-			if si, out = s.unixTarget(c, "send", t, a); out != nil {
-				return out
-			}
-			if control {
-				d := s.blind(c, "send", si.path, "the message has ancillary data, which the supervisor cannot send for the task")
-				return &outcome{errno: d.errno, denials: d.denials}
-			}
-			addr = procSockaddr(si.obj)
-			return nil
-		},
-		act: func() outcome {
-			return sendData(t.sock, data, flags, addr, pre)
-		},
-	}}
+	var refuse func(si *socketInode) *outcome
+	if control {
+		refuse = func(si *socketInode) *outcome {
+			d := s.blind(c, "send", si.path, "the message has ancillary data, which the supervisor cannot send for the task")
+			return &outcome{errno: d.errno, denials: d.denials}
+		}
+	}
+	return decision{op: s.performAt(c, "send", t, a, refuse, func(addr []byte) outcome {
+		return sendData(t.sock, data, flags, addr, pre)
+	})}
 }
 
 // sendData sends data to addr on sock, the task's socket.
