@@ -73,10 +73,15 @@ func Prestart(netns bool, stdio [3]*os.File) {
 		runtime.LockOSThread()
 		var done nsDone
 		// A failure here is found again, and reported, by the job.
-		// The mount namespace counts as made once it is private (see
-		// privateMounts); the call's own mounts come with the plan.
-		if unix.Unshare(flags) == nil && unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, "") == nil {
+		if unix.Unshare(flags) == nil {
 			done.flags = flags
+			// The mount namespace counts as made once it is private (see
+			// privateMounts); if it could not be made so, the job makes
+			// one of its own (a copy of this) and tries again, reporting
+			// the failure. The call's own mounts come with the plan.
+			if unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, "") != nil {
+				done.flags &^= unix.CLONE_NEWNS
+			}
 			done.loopback = netns && loopbackUp() == nil
 			if pid, lifeline, answers, err := startInit(nil); err == nil {
 				done.initPid, done.lifeline, done.answers = pid, lifeline, answers
