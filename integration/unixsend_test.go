@@ -75,7 +75,7 @@ func TestUnixSendmsgSupervised(t *testing.T) {
 		})
 	}
 	t.Run("race", func(t *testing.T) {
-		r, rep := probe(t, ws, wsw, "unix-sendmsg-race", outside, "3000")
+		r, rep := probe(t, ws, wsw, "unix-sendmsg-race", outside, raceRounds())
 		want(t, r, "")
 		t.Logf("race: %s", r.Detail)
 		if !strings.HasPrefix(r.Detail, "sent 0,") {
