@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -101,6 +102,9 @@ func tmpfileLink(form, dir, newName string) result {
 		// As a sandboxed command does it: without CAP_DAC_READ_SEARCH,
 		// which linkat AT_EMPTY_PATH needs before Linux 6.10 (from 6.10
 		// the opener's own credentials suffice, so they change first).
+		// Capabilities are per thread: the open and the linkat must run
+		// on the thread that dropped them (the probe exits after).
+		runtime.LockOSThread()
 		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 		var data [2]unix.CapUserData
 		if err := unix.Capget(&hdr, &data[0]); err != nil {
