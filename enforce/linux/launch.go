@@ -1064,6 +1064,15 @@ const (
 	stageNoMounts   = 0xFFFFFFFE
 )
 
+// stageFailure is the stage's side of stageStatus for a failure: marker
+// (stageExecFailed, stageNoMounts), then errno.
+func stageFailure(status *os.File, marker uint32, errno syscall.Errno) {
+	var b [8]byte
+	binary.LittleEndian.PutUint32(b[:4], marker)
+	binary.LittleEndian.PutUint32(b[4:], uint32(errno))
+	status.Write(b[:])
+}
+
 // stageStatus reads what a stage that is PID 1 reports on its status pipe:
 // the command's raw wait status, or stageExecFailed and the errno of the
 // exec, which becomes res.err as a thread launch's ForkExec error would
@@ -1155,10 +1164,7 @@ func StageMain() int {
 			// around sbx refuses mount (sbx in sbx on a kernel without
 			// Landlock, where the uid map write went through). Nothing
 			// has run: sbx falls back to a launch without namespaces.
-			var b [8]byte
-			binary.LittleEndian.PutUint32(b[:4], stageNoMounts)
-			binary.LittleEndian.PutUint32(b[4:], uint32(unix.EPERM))
-			os.NewFile(uintptr(pl.StatusFD), "stage-status").Write(b[:])
+			stageFailure(os.NewFile(uintptr(pl.StatusFD), "stage-status"), stageNoMounts, unix.EPERM)
 			return 125
 		}
 	}
@@ -1230,10 +1236,7 @@ func stageInit(pl stagePayload) int {
 		if !errors.As(err, &errno) {
 			errno = syscall.EINVAL
 		}
-		var b [8]byte
-		binary.LittleEndian.PutUint32(b[:4], stageExecFailed)
-		binary.LittleEndian.PutUint32(b[4:], uint32(errno))
-		status.Write(b[:])
+		stageFailure(status, stageExecFailed, errno)
 		return ExecFailureStatus(err)
 	}
 	for {

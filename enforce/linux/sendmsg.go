@@ -206,12 +206,9 @@ func translateControl(t *taskSocket, raw []byte) (out []byte, fds []int, errno s
 
 // sendMsg decides a sendmsg on a network-off plan by carrying it out.
 func (s *supervisor) sendMsg(c call) decision {
-	t, errno, blind := openTaskSock(c.tid, c.fd(0))
-	switch {
-	case errno != 0:
-		return decision{errno: errno}
-	case blind != "":
-		return s.blind(c, "send", "", blind)
+	t, failed := s.takeSocket(c, "send", nil)
+	if t == nil {
+		return failed
 	}
 	m, d := s.readMessage(c, t, c.args[1], maxDatagram)
 	if d != nil {
@@ -230,12 +227,9 @@ func (s *supervisor) sendMsg(c call) decision {
 // message by message, as sendmsg; it answers with the count sent, and
 // writes each msg_len as the kernel does.
 func (s *supervisor) sendMmsg(c call) decision {
-	t, errno, blind := openTaskSock(c.tid, c.fd(0))
-	switch {
-	case errno != 0:
-		return decision{errno: errno}
-	case blind != "":
-		return s.blind(c, "send", "", blind)
+	t, failed := s.takeSocket(c, "send", nil)
+	if t == nil {
+		return failed
 	}
 	vlen := min(c.u32(2), 1024) // UIO_MAXIOV, as the kernel caps it
 	if vlen == 0 {

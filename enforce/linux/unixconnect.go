@@ -118,6 +118,28 @@ func (t *taskSocket) close() {
 	}
 }
 
+// takeSocket takes the socket of c's fd argument (its first) for op and,
+// for the address a when one is given, the task's root too (see
+// openTaskSocket); when it cannot, t is nil and d answers the call: the
+// call's own failure (EBADF), or a refusal of what sbx could not see.
+func (s *supervisor) takeSocket(c call, op string, a *sockaddrCopy) (t *taskSocket, d decision) {
+	var errno syscall.Errno
+	var blind, path string
+	if a == nil {
+		t, errno, blind = openTaskSock(c.tid, c.fd(0))
+	} else {
+		path = a.unixPath
+		t, errno, blind = openTaskSocket(c.tid, c.fd(0), a.unixPath != "" && !filepath.IsAbs(a.unixPath))
+	}
+	switch {
+	case errno != 0:
+		return nil, decision{errno: errno}
+	case blind != "":
+		return nil, s.blind(c, op, path, blind)
+	}
+	return t, decision{}
+}
+
 // openTaskSocket takes fd of the task tid and its root. errno is the
 // call's own failure (EBADF); blind, why sbx could not.
 func openTaskSocket(tid int, fd int32, relative bool) (t *taskSocket, errno syscall.Errno, blind string) {
@@ -405,12 +427,9 @@ func (s *supervisor) unixConnect(c call) decision {
 	if a.abstract && s.abstractScoped {
 		return cont // IMPORTANT: see the top of this file
 	}
-	t, errno, blind := openTaskSocket(c.tid, c.fd(0), a.unixPath != "" && !filepath.IsAbs(a.unixPath))
-	switch {
-	case errno != 0:
-		return decision{errno: errno}
-	case blind != "":
-		return s.blind(c, "connect", a.unixPath, blind)
+	t, d := s.takeSocket(c, "connect", &a)
+	if t == nil {
+		return d
 	}
 	var pre decision
 	if t.domain != unix.AF_UNIX && a.family() != unix.AF_UNIX && s.plan.Sockets == SocketsLoopbackNetns {
@@ -498,12 +517,9 @@ func (s *supervisor) unixSend(c call, a sockaddrCopy, iov []remoteIovec, flags i
 	if a.abstract && s.abstractScoped {
 		return pre // IMPORTANT: see the top of this file
 	}
-	t, errno, blind := openTaskSocket(c.tid, c.fd(0), a.unixPath != "" && !filepath.IsAbs(a.unixPath))
-	switch {
-	case errno != 0:
-		return decision{errno: errno}
-	case blind != "":
-		return s.blind(c, "send", a.unixPath, blind)
+	t, d := s.takeSocket(c, "send", &a)
+	if t == nil {
+		return d
 	}
 	if control && (t.domain != unix.AF_UNIX || a.unixPath == "") {
 		t.close()
