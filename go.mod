@@ -1,4 +1,4 @@
-module sbx
+module github.com/sbx-sandbox/sbx
 
 go 1.26.8
 

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"syscall"
 
-	"sbx/escalate"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // Permissions is the provenance of each permission of a call: which came

@@ -11,12 +11,12 @@ import (
 	"strings"
 	"syscall"
 
-	"sbx/enforce"
-	"sbx/enforce/host"
-	"sbx/escalate"
-	"sbx/policy"
-	"sbx/profiles"
-	"sbx/shells"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/shells"
 )
 
 // ErrNotFound marks a command that could not be resolved (exit 127).

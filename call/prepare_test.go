@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/escalate"
-	"sbx/policy"
-	"sbx/profiles"
-	"sbx/shells"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/shells"
 )
 
 // asker is an approver that records what it is shown and answers outcome.

@@ -3,10 +3,10 @@ package call
 import (
 	"time"
 
-	"sbx/enforce"
-	"sbx/escalate"
-	"sbx/profiles"
-	"sbx/shells"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/shells"
 )
 
 // Request is one call, from `sbx run` flags or `sbx exec` JSON, before

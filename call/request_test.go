@@ -3,8 +3,8 @@ package call
 import (
 	"testing"
 
-	"sbx/enforce"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func TestPrestartHint(t *testing.T) {

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 
-	"sbx/enforce"
-	"sbx/escalate"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // RetryHint is the `retry` object of a report: the smallest escalation

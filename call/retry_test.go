@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"sbx/enforce"
-	"sbx/escalate"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func mustJSON(t *testing.T, v any) string {

@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"time"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // Outcome is an approver's answer. Only AllowedOnce lets a call proceed; any

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // recorder is an approver that answers a fixed outcome and counts questions.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // DefaultApproverTimeout bounds a CommandApprover without a Timeout. A person

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // script writes an approver program running body under /bin/sh.

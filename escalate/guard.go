@@ -8,8 +8,8 @@ import (
 	"slices"
 	"sort"
 
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // DefaultGuardPath is where the deployment guard lives when no --guard is

@@ -11,8 +11,8 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func TestLoadGuardRefusals(t *testing.T) {

@@ -5,9 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"sbx/enforce"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // RetryInput is what SmallestRetry needs to know about a call that had

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"sbx/enforce"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func TestSmallestRetry(t *testing.T) {

@@ -3,8 +3,8 @@ package escalate
 import (
 	"testing"
 
-	"sbx/internal/jsonfuzz"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/internal/jsonfuzz"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // FuzzParseGuard: what a guard file may say is exact JSON: an accepted guard

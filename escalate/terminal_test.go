@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // fakeTTY reads typed input and records what was printed.

@@ -6,8 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // SandboxPermissions is the per-call escalation field; it lives in profiles so

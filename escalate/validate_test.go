@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 const repo = "/sbx-test/repo"

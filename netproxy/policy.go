@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // Policy is what the proxy lets through. The zero value refuses everything.

@@ -18,7 +18,7 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // origins are an HTTPS and an HTTP server on loopback standing in for the

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // Network says what the sandboxed process may reach.

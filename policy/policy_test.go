@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // A domain grant must not run as no network (the caller believes hosts are

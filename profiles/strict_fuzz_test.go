@@ -3,7 +3,7 @@ package profiles
 import (
 	"testing"
 
-	"sbx/internal/jsonfuzz"
+	"github.com/sbx-sandbox/sbx/internal/jsonfuzz"
 )
 
 // strictSeeds are the escapes of issue #13 and shapes around them: case

@@ -3,9 +3,9 @@
 //
 // A release build sets them with the linker:
 //
-//	go build -trimpath -ldflags "-X sbx/version.Version=0.1.0 \
-//	    -X sbx/version.Commit=$(git rev-parse HEAD) \
-//	    -X sbx/version.Date=2026-12-04T00:00:00Z" ./cmd/sbx
+//	go build -trimpath -ldflags "-X github.com/sbx-sandbox/sbx/version.Version=0.1.0 \
+//	    -X github.com/sbx-sandbox/sbx/version.Commit=$(git rev-parse HEAD) \
+//	    -X github.com/sbx-sandbox/sbx/version.Date=2026-12-04T00:00:00Z" ./cmd/sbx
 //
 // (the package path follows the module path). Any other build (go build in a
 // clone, go install module@version) reports what the Go toolchain recorded in

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Set by release builds with -ldflags "-X sbx/version.Version=...": plain
+// Set by release builds with -ldflags "-X github.com/sbx-sandbox/sbx/version.Version=...": plain
 // strings, because -X can set only those. Empty means "not set", and Get
 // falls back to the build information.
 var (

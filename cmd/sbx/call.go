@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 
-	"sbx/call"
-	"sbx/enforce"
-	"sbx/enforce/host"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // callReport is the report of `sbx run --report` and the core of the

@@ -14,10 +14,10 @@ import (
 	"sort"
 	"strings"
 
-	"sbx/enforce"
-	"sbx/fsop"
-	"sbx/profiles"
-	"sbx/shells"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/fsop"
+	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/shells"
 )
 
 // cliCommand is one subcommand as its help describes it.

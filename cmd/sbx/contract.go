@@ -4,11 +4,11 @@ import (
 	"errors"
 	"syscall"
 
-	"sbx/call"
-	"sbx/enforce"
-	"sbx/enforce/host"
-	"sbx/escalate"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // SchemaVersion is the version of the JSON contract (docs/json.md, the

@@ -11,10 +11,10 @@ import (
 	"syscall"
 	"testing"
 
-	"sbx/call"
-	"sbx/enforce"
-	"sbx/escalate"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // TestErrorKindsMatchSchema: the kind vocabulary is defined once in Go and

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // The denial corpus: commands the sandbox blocks and commands that fail (or

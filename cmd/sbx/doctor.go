@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/enforce/host"
 )
 
 func init() {

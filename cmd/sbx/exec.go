@@ -10,12 +10,12 @@ import (
 	"sync"
 	"time"
 
-	"sbx/call"
-	"sbx/enforce"
-	"sbx/enforce/host"
-	"sbx/escalate"
-	"sbx/profiles"
-	"sbx/shells"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/shells"
 )
 
 func init() {

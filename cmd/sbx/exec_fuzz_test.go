@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/internal/jsonfuzz"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/internal/jsonfuzz"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // FuzzExecRequest: a request sbx exec decodes is exact JSON: no duplicate

@@ -6,8 +6,8 @@ import (
 	"flag"
 	"fmt"
 
-	"sbx/call"
-	"sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce/host"
 )
 
 func init() {

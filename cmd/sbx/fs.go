@@ -12,11 +12,11 @@ import (
 	"slices"
 	"strings"
 
-	"sbx/call"
-	"sbx/enforce/denial"
-	"sbx/fsop"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/fsop"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func init() {

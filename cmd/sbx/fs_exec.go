@@ -4,9 +4,9 @@ import (
 	"errors"
 	"fmt"
 
-	"sbx/call"
-	"sbx/fsop"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/fsop"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // execFSRequest is the "fs" object of an `sbx exec` request: the change

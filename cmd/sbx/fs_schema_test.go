@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/fsop"
+	"github.com/sbx-sandbox/sbx/fsop"
 )
 
 // The schema tests of `sbx fs` and of "fs" requests: the real output of

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"sbx/fsop"
+	"github.com/sbx-sandbox/sbx/fsop"
 )
 
 // fsStageCommand is the hidden subcommand `sbx fs` runs inside the

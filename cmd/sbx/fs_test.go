@@ -6,9 +6,9 @@ import (
 	"reflect"
 	"testing"
 
-	"sbx/escalate"
-	"sbx/fsop"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/fsop"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func TestParseFSArgs(t *testing.T) {

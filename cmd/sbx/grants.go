@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func init() {

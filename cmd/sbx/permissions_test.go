@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/escalate"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // approverLog is an approver program that appends each request it is shown

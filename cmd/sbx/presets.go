@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func init() {

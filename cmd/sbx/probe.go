@@ -15,12 +15,12 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"sbx/call"
-	"sbx/enforce"
-	"sbx/enforce/denial"
-	"sbx/enforce/host"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func init() {

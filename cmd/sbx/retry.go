@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"sbx/call"
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // retryCommandLine is the command line of `sbx SUB` for the retry: the

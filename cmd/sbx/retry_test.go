@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/escalate"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func runFlagSet() *flag.FlagSet {

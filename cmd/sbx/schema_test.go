@@ -17,11 +17,11 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"sbx/call"
-	"sbx/enforce"
-	"sbx/escalate"
-	"sbx/profiles"
-	"sbx/shells"
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/shells"
 )
 
 // The JSON Schemas in docs/schema pin the wire contract of `sbx exec` and

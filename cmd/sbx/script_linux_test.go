@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"sbx/enforce/linux"
+	"github.com/sbx-sandbox/sbx/enforce/linux"
 )
 
 // scriptCondition answers the conditions scripts use beyond testscript's:

@@ -3,7 +3,7 @@ package main
 import (
 	"runtime"
 
-	"sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/enforce/host"
 )
 
 func init() {

@@ -14,7 +14,7 @@ import (
 // every call then pays the dynamic loader before main (about 0.6 ms here,
 // see bench/README.md).
 func TestNoCgo(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "sbx/cmd/sbx").Output()
+	out, err := exec.Command("go", "list", "-deps", "github.com/sbx-sandbox/sbx/cmd/sbx").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}

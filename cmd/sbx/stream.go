@@ -6,7 +6,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
-	"sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/enforce/host"
 )
 
 // outputEvent is one chunk of a streamed call's output: `sbx exec` with

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"sync"
 
-	"sbx/enforce"
-	"sbx/enforce/host"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // ptySize is the window size of a call's pseudo-terminal.

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func TestParsePTYSize(t *testing.T) {

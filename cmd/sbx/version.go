@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"sbx/version"
+	"github.com/sbx-sandbox/sbx/version"
 )
 
 func init() {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/version"
+	"github.com/sbx-sandbox/sbx/version"
 )
 
 func TestVersionCmd(t *testing.T) {

@@ -1,7 +1,7 @@
 package darwin
 
 import (
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 
 	"fmt"
 	"path/filepath"

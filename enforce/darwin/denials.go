@@ -1,7 +1,7 @@
 package darwin
 
 import (
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 
 	"encoding/json"
 	"net"
@@ -9,9 +9,9 @@ import (
 	"strconv"
 	"strings"
 
-	"sbx/enforce"
-	"sbx/enforce/denial"
-	"sbx/policy"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 // Denial evidence from the unified log, as enforce.Denial reports it.

@@ -4,7 +4,7 @@ import (
 	"reflect"
 	"testing"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 func TestParseMessage(t *testing.T) {

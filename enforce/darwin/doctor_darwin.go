@@ -3,7 +3,7 @@
 package darwin
 
 import (
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 
 	"fmt"
 	"os"
@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // Check is one line of `sbx doctor`: a capability, whether this system has

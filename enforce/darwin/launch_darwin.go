@@ -3,7 +3,7 @@
 package darwin
 
 import (
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 
 	"errors"
 	"fmt"

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"sbx/enforce"
-	"sbx/policy"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 // logPath is the only log(1) sbx runs, for the same reason as SandboxExec.

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"sbx/enforce"
-	"sbx/policy"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 // Launch modes, as reported in enforcement.launch.

@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // update rewrites testdata/*.golden from what Compile produces:

@@ -1,12 +1,12 @@
 package darwin
 
 import (
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/profiles"
 
 	"fmt"
 	"strings"
 
-	"sbx/policy"
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 // profileWriter accumulates SBPL text and the parameters it refers to.

@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // Access is what an operation needs from the policy, in the terms Landlock

@@ -4,8 +4,8 @@ import (
 	"net/netip"
 	"testing"
 
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 func testPolicy() policy.Policy {

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"sync"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // DefaultCap is how many distinct denials a report lists.

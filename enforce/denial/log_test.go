@@ -5,7 +5,7 @@ import (
 	"sync"
 	"testing"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 func TestLogDeduplicates(t *testing.T) {

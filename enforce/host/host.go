@@ -3,8 +3,8 @@ package host
 import (
 	"time"
 
-	"sbx/enforce"
-	"sbx/policy"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 // Cmd is the command of a call, resolved to an executable.

@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"time"
 
-	"sbx/enforce"
-	"sbx/enforce/darwin"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/darwin"
 )
 
 // ErrStart marks a failure of the exec itself.

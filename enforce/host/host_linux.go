@@ -8,8 +8,8 @@ import (
 	"syscall"
 	"time"
 
-	"sbx/enforce"
-	"sbx/enforce/linux"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/linux"
 )
 
 // ErrStart marks a failure of the exec itself (see linux.ExecFailureStatus).

@@ -6,7 +6,7 @@ import (
 	"context"
 	"runtime"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // ErrStart marks a failure of the exec itself.

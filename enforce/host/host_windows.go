@@ -9,8 +9,8 @@ import (
 	"os"
 	"time"
 
-	"sbx/enforce"
-	"sbx/enforce/windows"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/windows"
 )
 
 // ErrStart marks a failure of the process creation itself.

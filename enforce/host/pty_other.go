@@ -6,7 +6,7 @@ import (
 	"os"
 	"runtime"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // PTY is a pseudo-terminal for one call; only the Linux backend has one.

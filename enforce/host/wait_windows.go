@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"sbx/enforce"
-	"sbx/enforce/windows"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/windows"
 )
 
 // relayedSignals subscribes to Ctrl-C/Ctrl-Break (os.Interrupt) and console

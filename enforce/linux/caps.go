@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // The securebits a sandboxed command runs with, all locked so it cannot

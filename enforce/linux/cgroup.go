@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // Limit mechanisms, as reported in resources.mechanism.

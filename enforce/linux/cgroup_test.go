@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // TestWriteLimit checks the files and values each controller and cgroup

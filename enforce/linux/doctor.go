@@ -3,7 +3,7 @@
 package linux
 
 import (
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 
 	"fmt"
 	"os"

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/explain/*.golden")

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // This file decides a connect (or a datagram) to loopback with the network

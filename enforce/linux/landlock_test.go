@@ -8,9 +8,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // TestCompileResolveUnix: RESOLVE_UNIX is handled only with the network off

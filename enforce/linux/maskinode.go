@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // Guard masks are mounts, and a mount covers a path, not a file (DESIGN.md

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/enforce"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // maskFiles makes, under a fresh directory, files for the mask-links cases:

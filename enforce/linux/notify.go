@@ -15,8 +15,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
-	"sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/denial"
 )
 
 // This file decodes one notified call and decides it (see supervise.go for

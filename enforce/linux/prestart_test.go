@@ -17,8 +17,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // TestPrestart: a plan that asks for the prestarted namespaces runs its

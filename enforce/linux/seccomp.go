@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // SocketPolicy selects which socket families the filter lets through.

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
-	"sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/denial"
 )
 
 // sendmsg and sendmmsg with the network off: the supervisor carries out

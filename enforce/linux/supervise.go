@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
-	"sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce/denial"
 )
 
 // The seccomp supervisor. The filter hands write-intent calls (and, with the

@@ -19,9 +19,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // The test binary doubles as the stage (startStage re-executes it) and as a

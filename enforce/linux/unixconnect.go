@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // Pathname unix sockets with the network off. Landlock ABI 9

@@ -5,7 +5,7 @@ package windows
 import (
 	"golang.org/x/sys/windows"
 
-	"sbx/enforce"
+	"github.com/sbx-sandbox/sbx/enforce"
 )
 
 // Check is one line of `sbx doctor`.

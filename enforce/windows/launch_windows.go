@@ -10,8 +10,8 @@ import (
 
 	"golang.org/x/sys/windows"
 
-	"sbx/enforce"
-	"sbx/shells"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/shells"
 )
 
 // ErrStart wraps errors of the process creation itself (command missing, not

@@ -14,9 +14,9 @@ import (
 
 	"golang.org/x/sys/windows"
 
-	"sbx/enforce"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // These tests run the real backend: a job, a write-restricted token and

@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"sbx/enforce"
-	"sbx/policy"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
 )
 
 // Launch modes, as reported in enforcement.launch.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"sbx/enforce"
-	"sbx/policy"
-	"sbx/profiles"
+	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 const sid = "S-1-5-21-1-2-3-4"

@@ -6,7 +6,7 @@ import (
 	"encoding/json"
 	"os"
 
-	"sbx/version"
+	"github.com/sbx-sandbox/sbx/version"
 )
 
 func main() { json.NewEncoder(os.Stdout).Encode(version.Get()) }
