@@ -1,6 +1,7 @@
 package call
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -98,10 +99,15 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Checked here, where the caller's field name is known; policy.Build
+	// checks again for its other callers.
+	if _, err := policy.ProtectedNames(r.Protect, r.NoDefaultProtect, cmp.Or(r.ProtectField, "protect")); err != nil {
+		return nil, err
+	}
 	base := policy.Request{
 		Mode: r.Mode, Cwd: cwd, WritableRoots: r.WritableRoots,
 		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(env, "TMPDIR"),
-		ExtraReadOnly: r.ReadOnly, Capabilities: caps,
+		ExtraReadOnly: r.ReadOnly, Protect: r.Protect, NoDefaultProtect: r.NoDefaultProtect, Capabilities: caps,
 	}
 	pol, perms, guard, err := resolvePermissions(ctx, base, explicit, preauth, r.Escalation)
 	if err != nil {

@@ -21,8 +21,14 @@ type Request struct {
 	ExcludeTmp    bool
 	ExcludeTmpdir bool
 	ReadOnly      []string
-	Network       bool
-	Additional    profiles.Profile
+	// Protect are names kept read-only in every writable root besides
+	// policy.DefaultProtected (dropped by NoDefaultProtect); ProtectField
+	// names them in errors (--protect, protect).
+	Protect          []string
+	ProtectField     string
+	NoDefaultProtect bool
+	Network          bool
+	Additional       profiles.Profile
 	// Preauthorized marks Additional as the caller's own configuration
 	// (sbx run's --allow-* flags, sbx exec's "preauthorized": true), which
 	// needs no approval under use_default. Without it, additional

@@ -51,6 +51,10 @@ type Enforcement struct {
 	ReadOnlyRoot   bool     `json:"read_only_root,omitempty"`
 	ReadOnlyMounts []string `json:"read_only_mounts,omitempty"`
 	MaskedPaths    []string `json:"masked_paths,omitempty"`
+	// ProtectedNames are the names kept read-only in every writable root
+	// (policy.DefaultProtected and --protect, without the defaults after
+	// --no-default-protect), whether they exist or not.
+	ProtectedNames []string `json:"protected_names,omitempty"`
 	// UTSNamespace, IPCNamespace: the command's hostname and System V IPC
 	// are its own (Linux).
 	UTSNamespace bool `json:"uts_namespace,omitempty"`

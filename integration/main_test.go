@@ -263,6 +263,7 @@ type report struct {
 		IPCNamespace        bool     `json:"ipc_namespace"`
 		ReadOnlyMounts      []string `json:"read_only_mounts"`
 		MaskedPaths         []string `json:"masked_paths"`
+		ProtectedNames      []string `json:"protected_names"`
 	} `json:"enforcement"`
 	Degraded []struct {
 		Feature string `json:"feature"`

@@ -60,6 +60,10 @@ type Policy struct {
 	// Capabilities are the Linux capabilities the command keeps (--cap-add,
 	// canonical names); every other one is dropped, root's included.
 	Capabilities []string `json:"capabilities,omitempty"`
+	// ProtectedNames are the names kept read-only in every writable root
+	// (DefaultProtected unless the caller removed them, plus --protect):
+	// the effective list, for the report.
+	ProtectedNames []string `json:"protected_names,omitempty"`
 }
 
 // SkippedPath is an implicit root that was not granted, and why.
@@ -80,14 +84,46 @@ type Request struct {
 	ExcludeTmpdir bool
 	// Tmpdir is the value of $TMPDIR for the call ("" if unset).
 	Tmpdir string
-	// ExtraReadOnly are configured carve-outs beyond .git, relative to each
-	// writable root or absolute.
+	// ExtraReadOnly are configured carve-outs beyond the protected names,
+	// relative to each writable root or absolute.
 	ExtraReadOnly []string
+	// Protect are names added to DefaultProtected (--protect, "protect");
+	// NoDefaultProtect drops the defaults (--no-default-protect), which the
+	// report says.
+	Protect          []string
+	NoDefaultProtect bool
 	// Additional is the effective, normalised additional permission profile.
 	Additional profiles.Profile
 	// Capabilities are the Linux capabilities the command keeps (see
 	// Policy.Capabilities).
 	Capabilities []string
+}
+
+// DefaultProtected are the names every writable root keeps read-only, as
+// Codex does: the repository's .git (its hooks and config run code the next
+// time anyone uses git) and the agent configuration directories .codex and
+// .agents, which a model could otherwise rewrite to persist itself past the
+// call. A missing one is protected against creation too (see
+// Policy.ReadOnly).
+var DefaultProtected = []string{".git", ".codex", ".agents"}
+
+// ProtectedNames is the effective list of protected names: the defaults
+// (unless noDefault) and extra, in that order, without repeats. Each extra
+// name must be one path component; field names the request field at fault.
+func ProtectedNames(extra []string, noDefault bool, field string) ([]string, error) {
+	var out []string
+	if !noDefault {
+		out = slices.Clone(DefaultProtected)
+	}
+	for i, n := range extra {
+		if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\x00") {
+			return nil, &profiles.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: fmt.Errorf("%q is not a name: one path component, not . or .., without / or NUL", n)}
+		}
+		if !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out, nil
 }
 
 // DefaultDevices are the device files any mode may write: shells redirect to
@@ -177,7 +213,12 @@ func Build(req Request) (Policy, error) {
 	}
 	norm := profiles.Build(false, nil, write)
 	pol.WriteRoots = norm.WritePaths()
-	pol.ReadOnly = carveOuts(repos, pol.WriteRoots, req.ExtraReadOnly)
+	names, err := ProtectedNames(req.Protect, req.NoDefaultProtect, "protect")
+	if err != nil {
+		return Policy{}, err
+	}
+	pol.ProtectedNames = names
+	pol.ReadOnly = carveOuts(repos, pol.WriteRoots, names, req.ExtraReadOnly)
 	return pol, nil
 }
 
@@ -207,11 +248,12 @@ func requireDir(p string) error {
 	return nil
 }
 
-// carveOuts lists the read-only subpaths of each repo root: .git (whatever
-// it is, or where it would be created), the gitdir a .git file or symlink
-// points to, and the configured extras. Only those inside a write root need
-// protecting; the rest is read-only anyway.
-func carveOuts(repos, writeRoots, extra []string) []string {
+// carveOuts lists the read-only subpaths of each repo root: each protected
+// name (whatever it is, or where it would be created), where a symlink of
+// that name points, the gitdir a .git file names, and the configured
+// extras. Only those inside a write root need protecting; the rest is
+// read-only anyway.
+func carveOuts(repos, writeRoots, names, extra []string) []string {
 	var out []string
 	add := func(p string) {
 		if profiles.CoveredBy(p, writeRoots) && !slices.Contains(out, p) {
@@ -222,13 +264,20 @@ func carveOuts(repos, writeRoots, extra []string) []string {
 		if root == "/" {
 			continue
 		}
-		dotgit := filepath.Join(root, ".git")
-		add(dotgit)
-		if target, err := filepath.EvalSymlinks(dotgit); err == nil && target != dotgit {
-			add(target)
-		}
-		if gitdir := readGitdirFile(dotgit); gitdir != "" {
-			add(gitdir)
+		for _, name := range names {
+			p := filepath.Join(root, name)
+			add(p)
+			if target, err := filepath.EvalSymlinks(p); err == nil && target != p {
+				add(target)
+			}
+			// A .git file (git worktree, submodules) says where the
+			// repository's metadata lives: that is protected too.
+			if name != ".git" {
+				continue
+			}
+			if gitdir := readGitdirFile(p); gitdir != "" {
+				add(gitdir)
+			}
 		}
 		for _, e := range extra {
 			if filepath.IsAbs(e) {

@@ -53,7 +53,7 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"sbx", "presets", "derive", "--la"}, "--last"},
 		{[]string{"sbx", "completion", "z"}, "zsh"},
 		{[]string{"sbx", "run", "--", "--mo"}, ""},
-		{[]string{"sbx", "run", "--network", "--no-d"}, "--no-denial-reports"},
+		{[]string{"sbx", "run", "--network", "--no-den"}, "--no-denial-reports"},
 	}
 	for _, tt := range tests {
 		var words []string

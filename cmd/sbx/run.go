@@ -16,6 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/shells"
 )
@@ -117,26 +118,28 @@ Flags:
 
 // runFlags are the flags that shape a call; `sbx explain` shares them.
 type runFlags struct {
-	mode          profiles.Mode
-	cwd           string
-	writableRoots listFlag
-	allowRead     listFlag
-	allowWrite    listFlag
-	readOnly      listFlag
-	network       bool
-	excludeTmp    bool
-	excludeTmpdir bool
-	require       listFlag
-	capAdd        listFlag
-	shell         string
-	script        string
-	login         bool
-	envMode       string
-	envAllow      listFlag
-	setenv        listFlag
-	limits        enforce.Limits
-	timeout       time.Duration
-	killGrace     time.Duration
+	mode             profiles.Mode
+	cwd              string
+	writableRoots    listFlag
+	allowRead        listFlag
+	allowWrite       listFlag
+	readOnly         listFlag
+	protect          listFlag
+	noDefaultProtect bool
+	network          bool
+	excludeTmp       bool
+	excludeTmpdir    bool
+	require          listFlag
+	capAdd           listFlag
+	shell            string
+	script           string
+	login            bool
+	envMode          string
+	envAllow         listFlag
+	setenv           listFlag
+	limits           enforce.Limits
+	timeout          time.Duration
+	killGrace        time.Duration
 
 	sandboxPermissions string
 	escalateTo         string
@@ -153,7 +156,9 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(&rf.writableRoots, "writable-root", "extra writable directory in workspace-write (repeatable)")
 	fs.Var(&rf.allowRead, "allow-read", "additional readable path (repeatable)")
 	fs.Var(&rf.allowWrite, "allow-write", "additional writable path; must exist (repeatable)")
-	fs.Var(&rf.readOnly, "read-only", "extra read-only carve-out inside writable roots, besides .git (repeatable)")
+	fs.Var(&rf.readOnly, "read-only", "extra read-only carve-out `PATH` inside writable roots, besides the protected names (repeatable)")
+	fs.Var(&rf.protect, "protect", "keep `NAME` read-only in every writable root, as "+strings.Join(policy.DefaultProtected, ", ")+" are by default; a missing one cannot be created (repeatable)")
+	fs.BoolVar(&rf.noDefaultProtect, "no-default-protect", false, "do not protect "+strings.Join(policy.DefaultProtected, ", ")+" (the report's policy.protected_names says what is)")
 	fs.BoolVar(&rf.network, "network", false, "allow network access")
 	fs.BoolVar(&rf.excludeTmp, "exclude-tmp", false, "do not make /tmp writable in workspace-write")
 	fs.BoolVar(&rf.excludeTmpdir, "exclude-tmpdir", false, "do not make $TMPDIR writable in workspace-write")
@@ -189,6 +194,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	r := call.Request{
 		Command: command, Cwd: rf.cwd, Mode: rf.mode, WritableRoots: rf.writableRoots,
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, ReadOnly: rf.readOnly,
+		Protect: rf.protect, ProtectField: "--protect", NoDefaultProtect: rf.noDefaultProtect,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require, CapAdd: rf.capAdd, CapAddField: "--cap-add",
 		Timeout: rf.timeout,
 	}
@@ -326,14 +332,16 @@ func (rf *runFlags) checkEffect(r call.Request, set map[string]bool) error {
 	if r.Mode == profiles.DangerFullAccess {
 		// danger-full-access has no file-system or network restriction to
 		// add to or carve out of.
-		for _, name := range []string{"allow-read", "allow-write", "read-only", "network"} {
+		for _, name := range []string{"allow-read", "allow-write", "read-only", "protect", "no-default-protect", "network"} {
 			if set[name] {
 				return &profiles.FieldError{Field: "--" + name, Err: errors.New("no effect in danger-full-access, which already reads, writes and connects everywhere")}
 			}
 		}
 	}
-	if set["read-only"] && !wsWrite && len(rf.allowWrite) == 0 {
-		return &profiles.FieldError{Field: "--read-only", Err: fmt.Errorf("a carve-out of writable roots: %s has none (use --mode workspace-write or --allow-write)", r.Mode)}
+	for _, name := range []string{"read-only", "protect", "no-default-protect"} {
+		if set[name] && !wsWrite && len(rf.allowWrite) == 0 {
+			return &profiles.FieldError{Field: "--" + name, Err: fmt.Errorf("a carve-out of writable roots: %s has none (use --mode workspace-write or --allow-write)", r.Mode)}
+		}
 	}
 	return nil
 }

@@ -51,10 +51,20 @@ type backendPlan interface {
 
 // admit fills rep with what plan enforces and degrades, and refuses a call
 // that requires a feature plan degraded.
-func admit(rep *enforce.Report, plan backendPlan, require []string) error {
-	rep.Enforcement = plan.Enforcement()
+func admit(rep *enforce.Report, plan backendPlan, c Call) error {
+	rep.Enforcement = enforcement(plan, c)
 	rep.Degraded = append(rep.Degraded, plan.Degraded()...)
-	return enforce.CheckRequired(require, plan.Degraded())
+	return enforce.CheckRequired(c.Require, plan.Degraded())
+}
+
+// enforcement is plan's Enforcement with what the policy itself decided
+// and every backend carries out the same way.
+func enforcement(plan backendPlan, c Call) enforce.Enforcement {
+	e := plan.Enforcement()
+	if !c.Policy.Unrestricted {
+		e.ProtectedNames = c.Policy.ProtectedNames
+	}
+	return e
 }
 
 // Explain compiles the call's policy without running anything and returns
@@ -74,7 +84,7 @@ func Describe(c Call) (enforce.Enforcement, []enforce.Downgrade, error) {
 	if err != nil {
 		return enforce.Enforcement{}, nil, err
 	}
-	return plan.Enforcement(), plan.Degraded(), nil
+	return enforcement(plan, c), plan.Degraded(), nil
 }
 
 // Check is one line of `sbx doctor`.

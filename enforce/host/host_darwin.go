@@ -37,7 +37,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	if err := admit(&rep, plan, c.Require); err != nil {
+	if err := admit(&rep, plan, c); err != nil {
 		return rep, err
 	}
 	var dlog *darwin.DenialLog

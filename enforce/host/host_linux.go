@@ -56,7 +56,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	err = admit(&rep, plan, c.Require)
+	err = admit(&rep, plan, c)
 	rep.Enforcement.PTY = c.Cmd.Terminal
 	if err != nil {
 		return rep, err
@@ -92,7 +92,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 			return rep, err
 		}
 		rep = enforce.NewReport(c.Policy.Mode.String())
-		if err = admit(&rep, plan, c.Require); err != nil {
+		if err = admit(&rep, plan, c); err != nil {
 			return rep, err
 		}
 		rep.Enforcement.PTY = c.Cmd.Terminal

@@ -15,13 +15,18 @@ import (
 
 const sid = "S-1-5-21-1-2-3-4"
 
-// project makes a workspace with an existing .git directory, a second
-// repository without one, and a file, as policy.Build would see them.
+// project makes a workspace where every protected name (.git, .codex,
+// .agents) exists, a second repository without them, and a file, as
+// policy.Build would see them.
 func project(t *testing.T) (root, other, file string) {
 	t.Helper()
 	base := t.TempDir()
 	root, other = filepath.Join(base, "proj"), filepath.Join(base, "other")
-	for _, d := range []string{filepath.Join(root, ".git"), other} {
+	dirs := []string{other}
+	for _, n := range policy.DefaultProtected {
+		dirs = append(dirs, filepath.Join(root, n))
+	}
+	for _, d := range dirs {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -31,6 +36,15 @@ func project(t *testing.T) (root, other, file string) {
 		t.Fatal(err)
 	}
 	return root, other, file
+}
+
+// protectedDenies are the deny ACEs of root's protected names.
+func protectedDenies(root string) []ACE {
+	var out []ACE
+	for _, n := range policy.DefaultProtected {
+		out = append(out, ACE{filepath.Join(root, n), Deny, DenyMask, InheritTree})
+	}
+	return out
 }
 
 func build(t *testing.T, req policy.Request) policy.Policy {
@@ -65,22 +79,22 @@ func TestCompile(t *testing.T) {
 		{"read-only: no root is granted, every write is refused",
 			policy.Request{Mode: profiles.ReadOnly, Cwd: root},
 			LaunchRestrictedToken, nil, []string{"everyone-writable", "denial-reports", "netns"}},
-		{"workspace-write: cwd granted, existing .git denied",
+		{"workspace-write: cwd granted, existing protected names denied",
 			policy.Request{Mode: profiles.WorkspaceWrite, Cwd: root},
 			LaunchRestrictedToken,
-			[]ACE{{root, Allow, GrantMask, InheritTree}, {filepath.Join(root, ".git"), Deny, DenyMask, InheritTree}},
+			append([]ACE{{root, Allow, GrantMask, InheritTree}}, protectedDenies(root)...),
 			[]string{"everyone-writable", "denial-reports", "netns"}},
 		{"workspace-write with network: netns is not degraded",
 			policy.Request{Mode: profiles.WorkspaceWrite, Cwd: root, Additional: profiles.Build(true, nil, nil)},
 			LaunchRestrictedToken,
-			[]ACE{{root, Allow, GrantMask, InheritTree}, {filepath.Join(root, ".git"), Deny, DenyMask, InheritTree}},
+			append([]ACE{{root, Allow, GrantMask, InheritTree}}, protectedDenies(root)...),
 			[]string{"everyone-writable", "denial-reports"}},
 		{"grants: a repository without .git and a single file",
 			policy.Request{Mode: profiles.WorkspaceWrite, Cwd: root, Additional: profiles.Build(false, nil, []string{other, file})},
 			LaunchRestrictedToken,
 			// The policy sorts its write roots.
-			[]ACE{{file, Allow, GrantMask, InheritNone}, {other, Allow, GrantMask, InheritTree}, {root, Allow, GrantMask, InheritTree},
-				{filepath.Join(root, ".git"), Deny, DenyMask, InheritTree}},
+			append([]ACE{{file, Allow, GrantMask, InheritNone}, {other, Allow, GrantMask, InheritTree}, {root, Allow, GrantMask, InheritTree}},
+				protectedDenies(root)...),
 			[]string{"everyone-writable", "denial-reports", "netns", "carve-out-create"}},
 	}
 	for _, tc := range tests {
@@ -240,6 +254,8 @@ token: write-restricted, max privileges disabled, restricting sids: call S-1-1-0
 network: isolated
 ace: allow call 0x1301bf tree $ROOT
 ace: deny call 0xd0156 tree $ROOT/.git
+ace: deny call 0xd0156 tree $ROOT/.codex
+ace: deny call 0xd0156 tree $ROOT/.agents
 degraded: everyone-writable: files and directories whose ACL lets Everyone write stay writable outside the writable roots
 degraded: denial-reports: no access-check audit is read on windows: operations the sandbox blocks are not reported
 degraded: netns: network is not isolated on windows (no AppContainer or firewall rule yet): the command has the host's network
