@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"reflect"
 	"strings"
 	"syscall"
 
@@ -83,9 +84,14 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 		finalReq.Mode = e.Target
 	}
 	finalReq.Additional = profiles.Merge(preauth, eff.Permissions)
-	final, err := policy.Build(finalReq)
-	if err != nil {
-		return policy.Policy{}, rep, err
+	// Most calls ask for nothing beyond their standing permissions: the
+	// final policy is then the standing one, built once (Build stats and
+	// resolves every root and reads each .git).
+	final := standing
+	if finalReq.Mode != standingReq.Mode || !reflect.DeepEqual(finalReq.Additional, standingReq.Additional) {
+		if final, err = policy.Build(finalReq); err != nil {
+			return policy.Policy{}, rep, err
+		}
 	}
 	applied := guard.Apply(final)
 	if err := checkRequest(call, final, applied); err != nil {
