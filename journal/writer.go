@@ -30,10 +30,14 @@ type syncFile interface {
 }
 
 // Writer appends the records of one session to its log. It is safe for
-// concurrent use; records are written one at a time, in the order their
-// Appends take the lock.
+// concurrent use: records are numbered in the order their Appends take the
+// lock, and Appends that come while an fsync runs are written together and
+// share the next fsync (group commit), so that calls in flight at once do
+// not queue behind one fsync each. Each Append still returns only once its
+// own record is on disk.
 type Writer struct {
 	mu      sync.Mutex
+	flushed *sync.Cond // broadcast when a flush ends
 	id      string
 	path    string
 	f       syncFile
@@ -41,6 +45,11 @@ type Writer struct {
 	err     error // the failure that poisoned the writer
 	closed  bool
 	dropped []Problem
+
+	queued    []byte // frames checked and numbered, not yet written
+	queuedSeq uint64 // Seq of the last queued frame
+	durable   uint64 // Seq of the last frame written and fsynced
+	flushing  bool
 }
 
 // Open opens the log of session sessionID in dir for appending: the file
@@ -88,7 +97,8 @@ func resume(f *os.File, dir, path, id string) (*Writer, error) {
 		p := r.problems[len(r.problems)-1]
 		return nil, fmt.Errorf("the log is damaged at offset %d (%s: %s): refusing to append after it (see sbx log verify)", p.Offset, p.Kind, p.Reason)
 	}
-	w := &Writer{id: id, path: path, f: f, st: r.state}
+	w := &Writer{id: id, path: path, f: f, st: r.state, durable: r.state.next - 1}
+	w.flushed = sync.NewCond(&w.mu)
 	if r.end < int64(len(data)) {
 		if err := f.Truncate(r.end); err != nil {
 			return nil, fmt.Errorf("cut the dropped tail: %w", err)
@@ -162,16 +172,44 @@ func (w *Writer) Log(rec Record) (Record, error) {
 	if rerr != nil {
 		return Record{}, fmt.Errorf("journal: append %s to %s: %w", rec.Type, w.path, rerr)
 	}
-	if err := w.write(encodeFrame(payload), back.Seq); err != nil {
-		w.err = err
-		return Record{}, fmt.Errorf("journal: append %s to %s: %w", rec.Type, w.path, err)
-	}
+	// Applied before it is durable: the next Append is checked against it.
+	// Should its write fail, the writer is poisoned and its state unused.
 	w.st.apply(back, k)
-	return back, nil
+	w.queued = append(w.queued, encodeFrame(payload)...)
+	w.queuedSeq = back.Seq
+	for {
+		switch {
+		case w.durable >= back.Seq:
+			return back, nil
+		case w.err != nil:
+			return Record{}, fmt.Errorf("journal: append %s to %s: %w", rec.Type, w.path, w.err)
+		case !w.flushing:
+			w.flush()
+		default:
+			w.flushed.Wait()
+		}
+	}
 }
 
-// write writes one frame and fsyncs it, stopping at the fault points a
-// test set.
+// flush writes and fsyncs every queued frame, with w.mu held on entry and
+// exit but not while it writes, so that more Appends queue meanwhile.
+func (w *Writer) flush() {
+	buf, last := w.queued, w.queuedSeq
+	w.queued, w.flushing = nil, true
+	w.mu.Unlock()
+	err := w.write(buf, last)
+	w.mu.Lock()
+	w.flushing = false
+	if err != nil {
+		w.err = err
+	} else {
+		w.durable = last
+	}
+	w.flushed.Broadcast()
+}
+
+// write writes frames (whose last record is seq) and fsyncs them,
+// stopping at the fault points a test set.
 func (w *Writer) write(frame []byte, seq uint64) error {
 	faults.at(faultBeforeWrite, seq)
 	rest := frame
@@ -198,15 +236,18 @@ func (w *Writer) write(frame []byte, seq uint64) error {
 	return nil
 }
 
-// Close closes the log. Records appended are on disk already; Close of a
-// closed Writer does nothing.
+// Close closes the log once the Appends under way have returned (their
+// records are on disk then); Close of a closed Writer does nothing.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
 		return nil
 	}
-	w.closed = true
+	w.closed = true // no new Append starts
+	for w.flushing || (len(w.queued) > 0 && w.err == nil) {
+		w.flushed.Wait()
+	}
 	if err := w.f.Close(); err != nil {
 		return fmt.Errorf("journal: close %s: %w", w.path, err)
 	}
@@ -224,9 +265,9 @@ const (
 )
 
 // faults is the fault-injection hook, set only by tests (export_test.go):
-// hit is called at each point with the record's Seq (the crash test's
-// kills the process there); cut says how many bytes of a frame of size
-// bytes to write before faultPartialWrite (-1: write it whole).
+// hit is called at each point of a flush with the Seq of the flush's last
+// record (the crash test's kills the process there); cut says how many of
+// the size bytes of the flush to write before faultPartialWrite (-1: all).
 var faults faultHooks
 
 type faultHooks struct {
