@@ -197,7 +197,7 @@ func replayData(file, id string, data []byte) fileReplay {
 	}
 	if fe != nil {
 		if fe.tail {
-			problem(fe.off, 0, fe.kind, EffectDropped, fmt.Sprintf("%s; the file's last %d bytes", fe.reason, int64(len(data))-fe.off))
+			problem(fe.off, 0, fe.kind, EffectDropped, fmt.Sprintf("%s (the last %d bytes of the file)", fe.reason, int64(len(data))-fe.off))
 		} else {
 			r.stopped = true
 			problem(fe.off, 0, fe.kind, EffectStopped, fmt.Sprintf("%s; %d bytes from here not read", fe.reason, int64(len(data))-fe.off))
