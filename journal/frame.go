@@ -133,7 +133,9 @@ func allZero(b []byte) bool {
 }
 
 // nextFrame is the offset in b of the first intact frame, or -1: it tells a
-// damaged record in the middle of a file from garbage at its end.
+// damaged record in the middle of a file from garbage at its end. A payload
+// cannot hold a false frame: a header has bytes 0x00 and 0x01, which
+// encoding/json never leaves raw in its output.
 func nextFrame(b []byte) int {
 	for i := 0; ; {
 		j := bytes.Index(b[i:], []byte(frameMagic))

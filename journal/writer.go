@@ -56,8 +56,8 @@ type Writer struct {
 // SESSION_ID.log, created 0600 in a directory created 0700 (an existing
 // directory keeps its mode), never through a symbolic link. An existing log
 // is replayed first, so that appends continue its Seq and its rules: a
-// dropped tail (a torn or corrupt last record) is cut off and listed by
-// Dropped, and a log damaged before its end is refused (appending after the
+// dropped tail (a torn or corrupt last record) is cut off, kept in
+// SESSION_ID.log.dropped-OFFSET and listed by Dropped, and a log damaged before its end is refused (appending after the
 // damage would put the new records where replay never reaches).
 func Open(dir, sessionID string) (*Writer, error) {
 	if err := ValidateSessionID(sessionID); err != nil {
@@ -100,6 +100,13 @@ func resume(f *os.File, dir, path, id string) (*Writer, error) {
 	w := &Writer{id: id, path: path, f: f, st: r.state, durable: r.state.next - 1}
 	w.flushed = sync.NewCond(&w.mu)
 	if r.end < int64(len(data)) {
+		// The dropped bytes are kept beside the log before they are cut
+		// off: a corrupt last record may be an acknowledged one that rotted,
+		// and an audit trail does not silently lose evidence.
+		saved, err := saveTail(path, r.end, data[r.end:])
+		if err != nil {
+			return nil, fmt.Errorf("keep the dropped tail: %w", err)
+		}
 		if err := f.Truncate(r.end); err != nil {
 			return nil, fmt.Errorf("cut the dropped tail: %w", err)
 		}
@@ -108,6 +115,7 @@ func resume(f *os.File, dir, path, id string) (*Writer, error) {
 		}
 		for _, p := range r.problems {
 			if p.Effect == EffectDropped {
+				p.Reason += "; the bytes are kept in " + saved
 				w.dropped = append(w.dropped, p)
 			}
 		}
@@ -116,6 +124,24 @@ func resume(f *os.File, dir, path, id string) (*Writer, error) {
 		return nil, fmt.Errorf("fsync %s: %w", dir, err)
 	}
 	return w, nil
+}
+
+// saveTail writes tail, found at offset off of the log path, to
+// PATH.dropped-OFF (a name Replay does not read) and returns that name.
+func saveTail(path string, off int64, tail []byte) (string, error) {
+	name := fmt.Sprintf("%s.dropped-%d", path, off)
+	f, err := openNoFollow(name, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(tail)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return name, err
 }
 
 // Dropped lists what Open cut off the end of the log (a torn or corrupt

@@ -250,8 +250,12 @@ func TestReopenCutsTornTail(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := w.Dropped(); len(d) != 1 || d[0].Kind != ProblemTorn {
-		t.Errorf("Dropped = %v, want the torn record", d)
+	if d := w.Dropped(); len(d) != 1 || d[0].Kind != ProblemTorn || !strings.Contains(d[0].Reason, "kept in "+p+".dropped-") {
+		t.Errorf("Dropped = %v, want the torn record, kept", d)
+	}
+	kept, err := os.ReadFile(fmt.Sprintf("%s.dropped-%d", p, w.Dropped()[0].Offset))
+	if want := data[w.Dropped()[0].Offset : len(data)-3]; err != nil || string(kept) != string(want) {
+		t.Errorf("kept tail %q, %v; want %q", kept, err, want)
 	}
 	r, err := w.Log(Record{Type: TypeCallStarted})
 	if err != nil || r.Seq != 7 {
