@@ -43,6 +43,8 @@
 //   - The session's rules are checked at replay and at Append alike: an
 //     approval/decided without its approval/asked, a second decided, a
 //     turn ended that was not open, is rejected (a Problem; not applied).
+//   - One Writer per session: Open locks the file (flock; not on Windows),
+//     so a second server on the same directory is refused (ErrLocked).
 //   - A session id is a file name only after ValidateSessionID: no path
 //     separator, no leading '.', at most MaxSessionIDLen bytes.
 //

@@ -3,6 +3,8 @@
 package journal
 
 import (
+	"errors"
+	"fmt"
 	"os"
 	"syscall"
 )
@@ -25,4 +27,17 @@ func syncDir(dir string) error {
 		err = cerr
 	}
 	return err
+}
+
+// lockFile takes f's exclusive flock without waiting. The lock belongs to
+// the open file, so the kernel drops it when the writer's process dies.
+func lockFile(f *os.File) error {
+	err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		return fmt.Errorf("%w: another Writer (this process or another sbx serve) has the log open", ErrLocked)
+	}
+	if err != nil {
+		return fmt.Errorf("flock: %w", err)
+	}
+	return nil
 }

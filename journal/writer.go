@@ -18,6 +18,9 @@ import (
 // after it would be unreadable (replay stops at damage in the middle).
 var ErrPoisoned = errors.New("an earlier write failed, the writer appends nothing more")
 
+// ErrLocked matches the error of Open when another Writer has the log.
+var ErrLocked = errors.New("the log is locked")
+
 // ErrClosed matches the error of Append after Close.
 var ErrClosed = errors.New("writer closed")
 
@@ -54,11 +57,14 @@ type Writer struct {
 
 // Open opens the log of session sessionID in dir for appending: the file
 // SESSION_ID.log, created 0600 in a directory created 0700 (an existing
-// directory keeps its mode), never through a symbolic link. An existing log
+// directory keeps its mode), never through a symbolic link, and locked
+// (flock) so that a second Writer of the session, in this process or
+// another, is refused instead of interleaving its records. An existing log
 // is replayed first, so that appends continue its Seq and its rules: a
 // dropped tail (a torn or corrupt last record) is cut off, kept in
-// SESSION_ID.log.dropped-OFFSET and listed by Dropped, and a log damaged before its end is refused (appending after the
-// damage would put the new records where replay never reaches).
+// SESSION_ID.log.dropped-OFFSET and listed by Dropped; a log damaged
+// before its end is refused (records appended after the damage would lie
+// where replay never reaches).
 func Open(dir, sessionID string) (*Writer, error) {
 	if err := ValidateSessionID(sessionID); err != nil {
 		return nil, fmt.Errorf("journal: open: %w", err)
@@ -70,6 +76,10 @@ func Open(dir, sessionID string) (*Writer, error) {
 	f, err := openNoFollow(path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("journal: open: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("journal: open %s: %w", path, err)
 	}
 	w, err := resume(f, dir, path, sessionID)
 	if err != nil {

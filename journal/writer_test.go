@@ -457,3 +457,28 @@ func TestCloseWaitsForAppends(t *testing.T) {
 		t.Fatalf("%d records for %d acknowledged Appends, problems %v", len(s.Records), 1+ok.Load(), ps)
 	}
 }
+
+// TestOpenLocked: a second Writer of a session is refused while the first
+// is open, in this process too; after Close the log opens again.
+func TestOpenLocked(t *testing.T) {
+	if runtime.GOOS == "windows" {
+		t.Skip("no flock")
+	}
+	dir := t.TempDir()
+	w, err := Open(dir, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if w2, err := Open(dir, "s"); !errors.Is(err, ErrLocked) {
+		if err == nil {
+			w2.Close()
+		}
+		t.Fatalf("second Open: %v, want ErrLocked", err)
+	}
+	w.Close()
+	w, err = Open(dir, "s")
+	if err != nil {
+		t.Fatalf("Open after Close: %v", err)
+	}
+	w.Close()
+}
