@@ -143,9 +143,10 @@ func TestAppendRefuses(t *testing.T) {
 		{Type: TypeCallStarted, Seq: 5},
 		{Type: TypeCallStarted, Data: []byte(`{"a":1,"a":2}`)},
 		{Type: TypeCallStarted, Data: []byte(`{"a":`)},
+		{Type: TypeCallStarted, Data: []byte(`{"big":"` + strings.Repeat("x", MaxRecordSize) + `"}`)},
 	} {
 		if err := w.Append(r); err == nil {
-			t.Errorf("Append(%+v) succeeded", r)
+			t.Errorf("Append(%.200q) succeeded", fmt.Sprintf("%+v", r))
 		}
 	}
 	if err := w.Append(Record{Type: TypeCallStarted}); err != nil {
@@ -481,4 +482,24 @@ func TestOpenLocked(t *testing.T) {
 		t.Fatalf("Open after Close: %v", err)
 	}
 	w.Close()
+}
+
+// BenchmarkAppendParallel measures durable appends from many goroutines at
+// once (group commit shares the fsyncs).
+func BenchmarkAppendParallel(b *testing.B) {
+	w, err := Open(b.TempDir(), "s")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	w.Append(Record{Type: TypeSessionOpened})
+	b.SetParallelism(16)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := w.Append(Record{Type: TypeCallStarted, Data: []byte(`{"call_id":"c"}`)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
