@@ -55,7 +55,7 @@ func (f cliFlag) Spelled() string { return flagName(f.Name) }
 func (f cliFlag) Repeatable() bool { return strings.Contains(f.Usage, "repeatable") }
 
 // subcommandWords are the sub-subcommands that have help of their own.
-var subcommandWords = map[string][]string{"presets": {"derive"}}
+var subcommandWords = map[string][]string{"presets": {"derive"}, "log": {"show", "verify"}}
 
 // positionalWords are the words a subcommand's first argument takes.
 func positionalWords(name string) []string {

@@ -77,5 +77,6 @@ Run "sbx <command> --help" for the flags of a command.
 Exit status: the command's own; 128+N when it died of signal N; 125 when sbx
 refused or failed before the command started; 126 not executable; 127 not found.
 sbx fs: 0 done, 1 failed, 3 denied by the sandbox, 125 bad arguments.
+sbx log: 0 clean, 1 problems found, 125 bad arguments or DIR unreadable.
 `, "\n"))
 }
