@@ -90,3 +90,22 @@ describe("types match docs/schema", () => {
     assert.deepEqual(required.get("Report"), [...rep.report.required].sort());
   });
 });
+
+describe("errorFor", () => {
+  it("maps each refusal kind to its class, and an unknown kind to SbxError", async () => {
+    const e = await import("../src/errors.js");
+    const cases: Array<[Record<string, string>, Function, string | undefined, string | undefined]> = [
+      [{ kind: "invalid_request", message: "m", field: "cwd" }, e.InvalidRequestError, "field", "cwd"],
+      [{ kind: "denied_by_policy", message: "m", outcome: "cancelled" }, e.DeniedByPolicyError, "outcome", "cancelled"],
+      [{ kind: "unsupported", message: "m", feature: "netns" }, e.UnsupportedError, "feature", "netns"],
+      [{ kind: "internal", message: "m" }, e.InternalError, undefined, undefined],
+      [{ kind: "quota", message: "m" }, e.SbxError, undefined, undefined],
+    ];
+    for (const [d, cls, attr, want] of cases) {
+      const err = e.errorFor(d as never, d);
+      assert.equal(Object.getPrototypeOf(err).constructor, cls, d.kind);
+      assert.equal(err.kind, d.kind);
+      if (attr) assert.equal((err as unknown as Record<string, unknown>)[attr], want);
+    }
+  });
+});
