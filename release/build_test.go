@@ -92,7 +92,14 @@ func TestReproducible(t *testing.T) {
 		t.Skipf("the test runs the linux/amd64 binary; this is %s/%s", runtime.GOOS, runtime.GOARCH)
 	}
 	src := root(t)
+	// Read once: a commit made while the test runs must not change what it
+	// expects (build.sh reads HEAD when it starts).
 	commit := git(t, src, "rev-parse", "HEAD")
+	ct, err := strconv.ParseInt(git(t, src, "log", "-1", "--format=%ct", commit), 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	date := time.Unix(ct, 0).UTC().Format(time.RFC3339)
 
 	tmp := t.TempDir()
 	out1, out2 := filepath.Join(tmp, "dist1"), filepath.Join(tmp, "dist2")
@@ -137,11 +144,6 @@ func TestReproducible(t *testing.T) {
 	}
 	t.Logf("SHA256SUMS:\n%s", sums1)
 
-	ct, err := strconv.ParseInt(git(t, src, "log", "-1", "--format=%ct"), 10, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	date := time.Unix(ct, 0).UTC().Format(time.RFC3339)
 	checkTarball(t, out1, commit, date)
 	checkZip(t, out1)
 	if _, err := exec.LookPath("dpkg-deb"); err == nil {
