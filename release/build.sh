@@ -42,8 +42,8 @@ commit=$(git rev-parse HEAD)
 if [ -n "$(git status --porcelain)" ]; then
   echo "release/build.sh: warning: the tree has changes; building commit ${commit:0:12} without them" >&2
 fi
-epoch=$(git log -1 --format=%ct HEAD)
-date=$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ HEAD)
+epoch=$(git log -1 --format=%ct "$commit")
+date=$(TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ "$commit")
 export SOURCE_DATE_EPOCH=$epoch TZ=UTC LC_ALL=C
 umask 022
 
@@ -57,9 +57,10 @@ mkdir "$work/src"
 git archive --format=tar "$commit" | tar -x -C "$work/src"
 cd "$work/src"
 
-# Artefacts of an earlier build of another version would end up in
-# SHA256SUMS: start from an empty set of our own names.
-rm -f "$out"/sbx-*.tar.gz "$out"/sbx-*.zip "$out"/sbx_*.deb "$out"/SHA256SUMS
+# A stale artefact of this version (a .deb from a build where dpkg-deb was
+# there) would end up in SHA256SUMS: start without them. Other versions'
+# artefacts stay; SHA256SUMS lists this version's only.
+rm -f "$out"/sbx-"$version"-*.tar.gz "$out"/sbx-"$version"-*.zip "$out"/sbx_"$version"_amd64.deb "$out"/SHA256SUMS
 
 for t in $targets; do
   goos=${t%/*} goarch=${t#*/}
