@@ -10,6 +10,7 @@ It exits 0 when the call succeeded after the retry, 1 otherwise.
 """
 
 import os
+import shutil
 import sys
 import tempfile
 
@@ -74,6 +75,8 @@ def main() -> int:
     except sbx.SbxError as e:
         print(f"sbx refused the call ({type(e).__name__}): {e}")
         return 1
+    finally:
+        shutil.rmtree(workspace, ignore_errors=True)
     print(f"final: exit {result.exit_code}, stdout {result.stdout!r}, via {result.permissions.via}")
     return 0 if result.exit_code == 0 and result.stdout == "build ok\n" else 1
 

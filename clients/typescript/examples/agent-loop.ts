@@ -6,7 +6,7 @@
 //
 // It exits 0 when the call succeeded after the retry, 1 otherwise.
 
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -70,6 +70,8 @@ async function main(): Promise<number> {
       return 1;
     }
     throw e;
+  } finally {
+    rmSync(workspace, { recursive: true, force: true });
   }
 }
 
