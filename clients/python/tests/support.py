@@ -1,6 +1,7 @@
 """Finds the real sbx binary for the tests: $SBX, else one built from this
 checkout with go (the tests run the binary, never a fake)."""
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -19,7 +20,9 @@ def sbx_binary() -> str:
         return _built
     if not shutil.which("go") or not os.path.isdir(os.path.join(REPO, "cmd", "sbx")):
         raise RuntimeError("no sbx binary: set $SBX (or run from the sbx checkout with go on PATH)")
-    out = os.path.join(tempfile.mkdtemp(prefix="sbx-pytest-"), "sbx")
+    d = tempfile.mkdtemp(prefix="sbx-pytest-")
+    atexit.register(shutil.rmtree, d, True)
+    out = os.path.join(d, "sbx")
     subprocess.run(["go", "build", "-o", out, "./cmd/sbx"], cwd=REPO, check=True)
     _built = out
     return out
