@@ -20,6 +20,13 @@ done
 echo "== tests as $(id -un)"
 first=0
 go test -count=1 ./... || first=$?
+# The Python client's tests run the real binary (built by the tests
+# themselves here; from $dir in the unprivileged pass); under a second.
+if command -v python3 >/dev/null; then
+  (cd clients/python && PYTHONDONTWRITEBYTECODE=1 python3 -m unittest) || first=$?
+else
+  echo "no python3: skipping the Python client's tests"
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "not root: skipping the unprivileged-user pass (it needs runuser)"
@@ -35,6 +42,11 @@ chmod 0755 "$dir"
 go build -o "$dir/sbx" ./cmd/sbx
 CGO_ENABLED=0 go build -o "$dir/probe" ./integration/probe
 go test -c -o "$dir/integration.test" ./integration
+# The Python client with the schemas its drift test reads, laid out as in
+# the checkout (clients/python/tests finds docs/schema three levels up).
+mkdir -p "$dir/clients" "$dir/docs"
+cp -r clients/python "$dir/clients/python"
+cp -r docs/schema "$dir/docs/schema"
 chmod -R a+rx "$dir"
 home=$(getent passwd "$user" | cut -d: -f6)
 echo "== integration tests as $user (uid $(id -u "$user"))"
@@ -46,7 +58,12 @@ if [ $rc -ne 0 ]; then
   echo "unprivileged integration tests FAILED (exit $rc)"
   grep -B2 -A25 -- '--- FAIL' "$dir/unpriv.log" | head -150 || tail -60 "$dir/unpriv.log"
 fi
+if command -v python3 >/dev/null; then
+  echo "== Python client tests as $user"
+  (cd "$dir/clients/python" && runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
+    SBX="$dir/sbx" PYTHONDONTWRITEBYTECODE=1 python3 -m unittest) || rc=$?
+fi
 echo "== summary"
 [ $first -eq 0 ] && echo "tests as $(id -un): PASS" || echo "tests as $(id -un): FAILED (exit $first)"
-[ $rc -eq 0 ] && echo "integration tests as $user: PASS" || echo "integration tests as $user: FAILED (exit $rc)"
+[ $rc -eq 0 ] && echo "integration and Python client tests as $user: PASS" || echo "integration and Python client tests as $user: FAILED (exit $rc)"
 [ $first -eq 0 ] && [ $rc -eq 0 ]
