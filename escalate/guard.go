@@ -156,8 +156,9 @@ func (g Guard) Apply(p policy.Policy) Applied {
 			a.remove("read", d, "deny_read in the guard: masked")
 		}
 	}
-	if g.DenyNetwork && out.Network != policy.NetworkIsolated {
-		out.Network = policy.NetworkIsolated
+	if g.DenyNetwork && (out.Network != policy.NetworkIsolated || out.Domains != nil) {
+		// Network by domain is network too: the proxy goes with it.
+		out.Network, out.Domains = policy.NetworkIsolated, nil
 		a.remove("network", "", "deny_network in the guard")
 	}
 	return a
@@ -234,5 +235,10 @@ func clonePolicy(p policy.Policy) policy.Policy {
 	c.ReadOnly = slices.Clone(p.ReadOnly)
 	c.Devices = slices.Clone(p.Devices)
 	c.Skipped = slices.Clone(p.Skipped)
+	if p.Domains != nil {
+		d := *p.Domains
+		d.Allowed, d.Denied, d.Resolve = slices.Clone(d.Allowed), slices.Clone(d.Denied), slices.Clone(d.Resolve)
+		c.Domains = &d
+	}
 	return c
 }
