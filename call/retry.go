@@ -59,6 +59,8 @@ type RetryFlags struct {
 	SandboxPermissions, Escalate, Justification string
 	// AllowRead and AllowWrite are the additional permissions.
 	AllowRead, AllowWrite string
+	// AllowDomain and AllowPrivateAddresses are network by domain.
+	AllowDomain, AllowPrivateAddresses string
 }
 
 // Retry builds the exact-retry hint for a call that ran with denials, or
@@ -102,6 +104,17 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 		}
 	}
 	needNetwork := !escalating && r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkEnabled() && !orig.NetworkEnabled()
+	var newDomains []string
+	newPrivate := false
+	if !escalating && !needNetwork && r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkMode() == profiles.NetworkDomains {
+		// Exactly the hosts refused, never --network.
+		for _, d := range r.AdditionalPermissions.AllowedDomains() {
+			if dp, err := profiles.ParseDomainPattern(d); err == nil && !profiles.DomainsWithin(dp, orig.AllowedDomains()) {
+				newDomains = append(newDomains, d)
+			}
+		}
+		newPrivate = r.AdditionalPermissions.AllowPrivateAddresses() && !orig.AllowPrivateAddresses()
+	}
 	replace := escalating || len(newWrite) > 0
 	drop := map[string]bool{}
 	if replace {
@@ -115,6 +128,12 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 	argv := append(append([]string{}, cl.Prefix...), kept...)
 	if needNetwork && !hasNetwork {
 		argv = append(argv, "--"+f.Network)
+	}
+	for _, d := range newDomains {
+		argv = append(argv, "--"+f.AllowDomain, d)
+	}
+	if newPrivate {
+		argv = append(argv, "--"+f.AllowPrivateAddresses)
 	}
 	switch {
 	case escalating:
