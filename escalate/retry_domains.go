@@ -1,7 +1,6 @@
 package escalate
 
 import (
-	"net"
 	"net/netip"
 	"strconv"
 
@@ -64,7 +63,7 @@ func domainPattern(host string, port int) string {
 		return host
 	}
 	if a, err := netip.ParseAddr(host); err == nil && a.Is6() {
-		return net.JoinHostPort(host, strconv.Itoa(port))
+		return "[" + host + "]:" + strconv.Itoa(port)
 	}
 	return host + ":" + strconv.Itoa(port)
 }

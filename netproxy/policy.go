@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -27,8 +26,9 @@ type Policy struct {
 	// --resolve HOST:PORT:ADDR (ParseResolve). The pinned addresses are
 	// checked like resolved ones.
 	Resolve []ResolveRule
-	// Lookup resolves a host name; nil is net.DefaultResolver.LookupNetIP
-	// for "ip". It is called only for hosts the patterns allow.
+	// Lookup resolves a host name; nil is the proxy's own stub resolver
+	// (/etc/hosts, then resolv.conf's nameservers: dns_linux.go). It is
+	// called only for hosts the patterns allow.
 	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
@@ -159,9 +159,7 @@ func (p *Policy) resolve(ctx context.Context, host string, port int) ([]netip.Ad
 	}
 	lookup := p.Lookup
 	if lookup == nil {
-		lookup = func(ctx context.Context, h string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", h)
-		}
+		lookup = lookupHost
 	}
 	addrs, err := lookup(ctx, host)
 	if err != nil {

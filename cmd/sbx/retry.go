@@ -4,7 +4,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,7 +55,7 @@ func explainDenials(w io.Writer, ds []enforce.Denial, dropped int, h *call.Retry
 		if d.Domain != "" {
 			// The proxy's: the host asked for, and the address refused
 			// when it was the address.
-			what := net.JoinHostPort(d.Domain, strconv.Itoa(d.Port))
+			what := hostPort(d.Domain, d.Port)
 			if d.Address != nil {
 				what += " (" + d.Address.Address + ")"
 			}
@@ -74,7 +73,7 @@ func explainDenials(w io.Writer, ds []enforce.Denial, dropped int, h *call.Retry
 	for _, u := range h.Unresolved {
 		what := denialObject(u.Path, u.Address)
 		if u.Domain != "" {
-			what = net.JoinHostPort(u.Domain, strconv.Itoa(u.Port))
+			what = hostPort(u.Domain, u.Port)
 		}
 		fmt.Fprintf(w, "sbx: no retry for %s %s: %s\n", u.Operation, what, u.Reason)
 	}
@@ -126,4 +125,13 @@ func shellJoin(argv []string) string {
 		}
 	}
 	return strings.Join(q, " ")
+}
+
+// hostPort is host:port, an IPv6 host in brackets (net.JoinHostPort: sbx
+// does not link package net).
+func hostPort(host string, port int) string {
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(port)
 }

@@ -5,8 +5,6 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"net"
-	"os"
 	"strconv"
 	"strings"
 
@@ -194,14 +192,15 @@ func serveProxy(p *Plan, fds []int) (*proxyServer, error) {
 	}
 	ps := &proxyServer{}
 	ps.srv = netproxy.New(pol, netproxy.Options{OnDenial: ps.denials.Add})
-	var ls []net.Listener
-	for _, fd := range fds {
-		f := os.NewFile(uintptr(fd), "proxy-listener")
-		l, err := net.FileListener(f)
-		f.Close()
+	var ls []*netproxy.Listener
+	for i, fd := range fds {
+		l, err := netproxy.FileListener(fd)
 		if err != nil {
 			for _, l := range ls {
 				l.Close()
+			}
+			for _, fd := range fds[i+1:] {
+				unix.Close(fd)
 			}
 			return nil, fmt.Errorf("proxy: %w", err)
 		}
