@@ -15,6 +15,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -330,4 +331,92 @@ func shq(words ...string) string {
 		q[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
 	}
 	return strings.Join(q, " ")
+}
+
+// TestNetworkDomainsGitClone: git (libcurl, https_proxy) clones over
+// https through the proxy from a dumb-HTTP origin on the host's loopback,
+// and gets nowhere without the domain.
+func TestNetworkDomainsGitClone(t *testing.T) {
+	git := needTool(t, "git")
+	if !expect(t, "netns") {
+		return // TestNetworkDomains checks the downgrade
+	}
+	src := workspace(t)
+	gitRepo(t, src)
+	served := t.TempDir()
+	for _, args := range [][]string{{"clone", "-q", "--bare", src, filepath.Join(served, "repo.git")}, {"-C", filepath.Join(served, "repo.git"), "update-server-info"}} {
+		if b, err := exec.Command(git, args...).CombinedOutput(); err != nil {
+			t.Fatalf("git %q: %v\n%s", args, err, b)
+		}
+	}
+	cert, caPEM := testCertificate(t, []string{"git.test"})
+	ca := filepath.Join(t.TempDir(), "ca.pem")
+	writeFile(t, ca, string(caPEM))
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(served)), TLSConfig: &tls.Config{Certificates: []tls.Certificate{cert}}}
+	go srv.ServeTLS(l, "", "")
+	t.Cleanup(func() { srv.Close() })
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	ws := workspace(t)
+	// GIT_SSL_CAINFO, not http.sslCAInfo: the environment's (a CI's) would
+	// win over the configuration.
+	args := []string{"--mode", "workspace-write", "--resolve", "git.test:" + port + ":127.0.0.1", "--allow-private-addresses", "--setenv", "GIT_SSL_CAINFO=" + ca}
+	clone := []string{git, "clone", "-q", "https://git.test:" + port + "/repo.git", "copy"}
+
+	out, rep := run(t, ws, append(slices.Clone(args), "--allow-domain", "other.test"), clone...)
+	if out.code == 0 {
+		t.Fatalf("clone without the domain: exit 0")
+	}
+	checkProxyDenial(t, rep, "git.test", l.Addr().(*net.TCPAddr).Port, "not in allowed_domains", "")
+	out, _ = run(t, ws, append(slices.Clone(args), "--allow-domain", "git.test:"+port), clone...)
+	if out.code != 0 {
+		t.Fatalf("clone: exit %d, stderr %s", out.code, out.stderr)
+	}
+	if b, err := exec.Command(git, "-C", filepath.Join(ws, "copy"), "log", "--format=%s").Output(); err != nil || strings.TrimSpace(string(b)) != "initial commit" {
+		t.Fatalf("cloned log %q, %v", b, err)
+	}
+}
+
+// TestExecNetworkDomains: sbx exec takes the domains in its permission
+// profile; a name resolves through the host's /etc/hosts (localhost), and
+// a refusal is the exact denial with a retry for that host only.
+func TestExecNetworkDomains(t *testing.T) {
+	curl := needTool(t, "curl")
+	if !expect(t, "netns") {
+		return
+	}
+	o := startOrigins(t)
+	port := strconv.Itoa(o.httpPort)
+	ws := workspace(t)
+	req := func(url string) string {
+		return `{"command": [` + jsonString(curl) + `, "-fsS", "--noproxy", "", ` + jsonString(url) + `], "cwd": ` + jsonString(ws) + `,
+			"sandbox_mode": "read-only", "preauthorized": true,
+			"additional_permissions": {"network": {"enabled": true, "allowed_domains": ["localhost:` + port + `"], "allow_private_addresses": true}}}`
+	}
+	out, res := execJSON(t, ws, req("http://localhost:"+port+"/"))
+	if res == nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, o.token) {
+		t.Fatalf("allowed: exit %d, result %+v, stderr %s", out.code, res, out.stderr)
+	}
+	_, res = execJSON(t, ws, req("http://127.0.0.1:"+port+"/"))
+	if res == nil || res.ExitCode == 0 {
+		t.Fatalf("IP literal: %+v; want refused", res)
+	}
+	checkProxyDenial(t, res, "127.0.0.1", o.httpPort, "not in allowed_domains", "")
+	var retry struct {
+		AdditionalPermissions struct {
+			Network struct {
+				Enabled        bool     `json:"enabled"`
+				AllowedDomains []string `json:"allowed_domains"`
+			} `json:"network"`
+		} `json:"additional_permissions"`
+	}
+	if err := json.Unmarshal(res.raw["retry"], &retry); err != nil {
+		t.Fatal(err)
+	}
+	if n := retry.AdditionalPermissions.Network; !n.Enabled || !slices.Equal(n.AllowedDomains, []string{"127.0.0.1:" + port, "localhost:" + port}) {
+		t.Fatalf("retry network %+v: want exactly the refused host added", n)
+	}
 }
