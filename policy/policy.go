@@ -134,6 +134,9 @@ func Build(req Request) (Policy, error) {
 	if req.Additional.NetworkEnabled() {
 		pol.Network = NetworkFull
 	}
+	// IMPORTANT: a full network beside denied_domains (merged from a grant
+	// of the whole network) is NetworkFull: no proxy runs, so the denied
+	// list is not enforced.
 	if req.Additional.NetworkMode() == profiles.NetworkDomains {
 		pol.Domains = &Domains{Allowed: req.Additional.AllowedDomains(), Denied: req.Additional.DeniedDomains(),
 			AllowPrivateAddresses: req.Additional.AllowPrivateAddresses(), Resolve: req.Resolve}

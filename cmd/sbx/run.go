@@ -719,6 +719,9 @@ func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
 			return nil, &profiles.FieldError{Field: "--resolve", Err: err}
 		}
 	}
+	if len(rf.allowDomain) > 0 && rf.network {
+		return nil, &profiles.FieldError{Field: "--allow-domain", Err: errors.New("contradicts --network, which reaches every address: give one or the other")}
+	}
 	if len(rf.allowDomain) == 0 {
 		// With no network the proxy does not run; with --network every
 		// address is reachable, and no proxy sees what a deny list would
