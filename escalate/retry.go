@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
@@ -102,10 +103,15 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 	}
 	for _, d := range in.Denials {
 		if d.Source == ProxySource {
-			if in.Guard.DenyNetwork {
+			switch {
+			case in.Guard.DenyNetwork:
 				unresolved(d, "forbidden by guard: deny_network")
-			} else if reason := domains.add(d); reason != "" {
-				unresolved(d, reason)
+			case d.Reason == netproxy.ReasonDenied && in.Guard.deniesDomain(d.Domain, d.Port):
+				unresolved(d, "forbidden by guard: deny_domains")
+			default:
+				if reason := domains.add(d); reason != "" {
+					unresolved(d, reason)
+				}
 			}
 			continue
 		}

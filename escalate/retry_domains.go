@@ -67,3 +67,13 @@ func domainPattern(host string, port int) string {
 	}
 	return host + ":" + strconv.Itoa(port)
 }
+
+// deniesDomain reports whether the guard's deny_domains match host:port.
+func (g Guard) deniesDomain(host string, port int) bool {
+	for _, s := range g.DenyDomains {
+		if p, err := profiles.ParseDomainPattern(s); err == nil && p.Matches(host, port) {
+			return true
+		}
+	}
+	return false
+}

@@ -2,6 +2,7 @@ package escalate
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/enforce"
@@ -104,5 +105,41 @@ func TestMissingDomains(t *testing.T) {
 				t.Errorf("Missing = %+v, want %+v", show(&got), show(&tt.want))
 			}
 		})
+	}
+}
+
+func TestParseGuardDenyDomains(t *testing.T) {
+	g, err := ParseGuard([]byte(`{"deny_domains": ["Pastebin.COM.", "*.evil.test:8443"]}`))
+	if err != nil || !reflect.DeepEqual(g.DenyDomains, []string{"pastebin.com", "*.evil.test:8443"}) || g.IsEmpty() {
+		t.Fatalf("ParseGuard = %+v, %v; want canonical patterns", g, err)
+	}
+	if _, err := ParseGuard([]byte(`{"deny_domains": ["ok.test", "a..b"]}`)); err == nil || !strings.Contains(err.Error(), "deny_domains[1]") {
+		t.Fatalf("bad pattern: %v; want an error naming deny_domains[1]", err)
+	}
+}
+
+// The guard's deny_domains narrow every network: a domain policy's denied
+// list grows, a full network goes behind the proxy with every other host
+// allowed, no network stays none; and a retry never asks past it.
+func TestGuardDenyDomains(t *testing.T) {
+	g := Guard{DenyDomains: []string{"evil.test"}}
+	dom := policy.Policy{Mode: profiles.ReadOnly, Domains: &policy.Domains{Allowed: []string{"a.test"}, Denied: []string{"b.test"}}}
+	if got := g.Apply(dom).Policy.Domains; !reflect.DeepEqual(got, &policy.Domains{Allowed: []string{"a.test"}, Denied: []string{"b.test", "evil.test"}}) {
+		t.Errorf("domains: %+v", got)
+	}
+	if dom.Domains.Denied[len(dom.Domains.Denied)-1] != "b.test" {
+		t.Errorf("Apply changed its input: %+v", dom.Domains)
+	}
+	full := policy.Policy{Mode: profiles.DangerFullAccess, Unrestricted: true, Network: policy.NetworkFull}
+	out := g.Apply(full).Policy
+	if out.Unrestricted || out.Network != policy.NetworkIsolated || !reflect.DeepEqual(out.Domains, &policy.Domains{AllowAll: true, Denied: []string{"evil.test"}, AllowPrivateAddresses: true}) {
+		t.Errorf("full network: %+v, domains %+v", out, out.Domains)
+	}
+	if out := g.Apply(policy.Policy{Mode: profiles.ReadOnly}).Policy; out.Domains != nil || out.Network != policy.NetworkIsolated {
+		t.Errorf("no network: %+v", out)
+	}
+	r, _ := SmallestRetry(RetryInput{Policy: out, Guard: g, Denials: []enforce.Denial{proxyDenial("evil.test", 443, netproxy.ReasonDenied)}})
+	if r.SandboxPermissions != nil || len(r.Unresolved) != 1 || r.Unresolved[0].Reason != "forbidden by guard: deny_domains" {
+		t.Errorf("retry %+v: want unresolved, forbidden by guard", r)
 	}
 }

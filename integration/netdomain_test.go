@@ -420,3 +420,34 @@ func TestExecNetworkDomains(t *testing.T) {
 		t.Fatalf("retry network %+v: want exactly the refused host added", n)
 	}
 }
+
+// TestGuardDenyDomains: the guard's deny_domains hold under a full
+// network, which then goes through the proxy: the denied host is refused
+// (no retry: the guard forbids it), every other host answers.
+func TestGuardDenyDomains(t *testing.T) {
+	curl := needTool(t, "curl")
+	if !expect(t, "netns") {
+		return
+	}
+	o := startOrigins(t)
+	port := strconv.Itoa(o.httpPort)
+	guard := filepath.Join(t.TempDir(), "guard.json")
+	writeFile(t, guard, `{"deny_domains": ["127.0.0.1:`+port+`"]}`)
+	ws := workspace(t)
+	args := []string{"--network", "--guard", guard}
+	out, rep := run(t, ws, args, curl, "-fsS", "--noproxy", "", "http://localhost:"+port+"/")
+	if out.code != 0 || !strings.Contains(out.stdout, o.token) {
+		t.Fatalf("other host: exit %d, stdout %q, stderr %s", out.code, out.stdout, out.stderr)
+	}
+	if !rep.Enforcement.NetworkNamespace {
+		t.Fatal("the full network under deny_domains should be the proxy's, in a namespace of its own")
+	}
+	out, rep = run(t, ws, args, curl, "-fsS", "--noproxy", "", "http://127.0.0.1:"+port+"/")
+	if out.code == 0 || strings.Contains(out.stdout, o.token) {
+		t.Fatalf("denied host: exit %d, stdout %q", out.code, out.stdout)
+	}
+	checkProxyDenial(t, rep, "127.0.0.1", o.httpPort, "denied by denied_domains", "")
+	if h := retryOf(t, rep); len(h.Argv) != 0 || len(h.Unresolved) != 1 || h.Unresolved[0].Reason != "forbidden by guard: deny_domains" {
+		t.Fatalf("retry %+v: want none, forbidden by guard", h)
+	}
+}

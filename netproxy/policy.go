@@ -17,6 +17,11 @@ type Policy struct {
 	Allowed []profiles.DomainPattern
 	// Denied are refused even when Allowed matches (denied_domains).
 	Denied []profiles.DomainPattern
+	// AllowAll lets every destination through that Denied does not match,
+	// on any port: a full network with a deny list (the guard's
+	// deny_domains), which only a proxy can enforce. Addresses are still
+	// classified.
+	AllowAll bool
 	// AllowPrivateAddresses lets an allowed destination resolve to
 	// loopback, link-local, private, CGNAT and unique-local addresses. The
 	// cloud metadata addresses stay refused unless an Allowed IP-literal
@@ -116,6 +121,9 @@ func (p *Policy) Check(host string, port int) (string, *RefusedError) {
 		if d.IP == isIP && d.Matches(canon, port) {
 			return canon, refuse(canon, port, ReasonDenied, "")
 		}
+	}
+	if p.AllowAll {
+		return canon, nil
 	}
 	hostMatched := false
 	for _, a := range p.Allowed {

@@ -70,7 +70,10 @@ type Policy struct {
 // Domains is what the proxy of a network-by-domain call lets through:
 // canonical patterns (profiles.ParseDomainPattern) and pinned names.
 type Domains struct {
-	Allowed               []string `json:"allowed"`
+	Allowed []string `json:"allowed"`
+	// AllowAll allows every host that Denied does not name (a full
+	// network under the guard's deny_domains).
+	AllowAll              bool     `json:"allow_all,omitempty"`
 	Denied                []string `json:"denied,omitempty"`
 	AllowPrivateAddresses bool     `json:"allow_private_addresses,omitempty"`
 	// Resolve pins HOST:PORT to addresses, curl's --resolve syntax

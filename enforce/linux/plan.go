@@ -683,7 +683,11 @@ func (p *Plan) String() string {
 	}
 	fmt.Fprintf(&b, "namespaces: user=%t pid=%t net=%t mount=%t uts=%t ipc=%t\n", p.NewUserNS, p.NewPIDNS, p.NewNetNS, p.needsMountNS(), p.NewUTSNS, p.NewIPCNS)
 	if d := p.Policy.Domains; p.Proxy {
-		fmt.Fprintf(&b, "proxy: HTTP and SOCKS5 on 127.0.0.1 and ::1 in the call's network namespace, allowed %s", strings.Join(d.Allowed, ","))
+		allowed := strings.Join(d.Allowed, ",")
+		if d.AllowAll {
+			allowed = "every host"
+		}
+		fmt.Fprintf(&b, "proxy: HTTP and SOCKS5 on 127.0.0.1 and ::1 in the call's network namespace, allowed %s", allowed)
 		if len(d.Denied) > 0 {
 			fmt.Fprintf(&b, ", denied %s", strings.Join(d.Denied, ","))
 		}

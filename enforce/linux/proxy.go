@@ -222,7 +222,7 @@ func proxyPolicy(p *Plan) (netproxy.Policy, error) {
 	if err != nil {
 		return netproxy.Policy{}, err
 	}
-	pol := netproxy.Policy{Allowed: allowed, Denied: denied, AllowPrivateAddresses: d.AllowPrivateAddresses}
+	pol := netproxy.Policy{Allowed: allowed, Denied: denied, AllowAll: d.AllowAll, AllowPrivateAddresses: d.AllowPrivateAddresses}
 	for _, r := range d.Resolve {
 		rule, err := netproxy.ParseResolve(r)
 		if err != nil {
