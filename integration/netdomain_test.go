@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"archive/zip"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -15,6 +16,7 @@ import (
 	"math/big"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -450,4 +452,68 @@ func TestGuardDenyDomains(t *testing.T) {
 	if h := retryOf(t, rep); len(h.Argv) != 0 || len(h.Unresolved) != 1 || h.Unresolved[0].Reason != "forbidden by guard: deny_domains" {
 		t.Fatalf("retry %+v: want none, forbidden by guard", h)
 	}
+}
+
+// TestNetworkDomainsPipDownload: pip (requests, HTTP_PROXY) downloads a
+// wheel from a local index through the proxy, and reaches nothing else
+// (its version check would ask pypi.org: turned off, so the report's only
+// proxy denial would be a real one).
+func TestNetworkDomainsPipDownload(t *testing.T) {
+	pip := needTool(t, "pip3")
+	if !expect(t, "netns") {
+		return
+	}
+	root := t.TempDir()
+	wheel := "sbxdemo-1.0-py3-none-any.whl"
+	writeWheel(t, filepath.Join(root, wheel), map[string]string{
+		"sbxdemo/__init__.py":            "",
+		"sbxdemo-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: sbxdemo\nVersion: 1.0\n",
+		"sbxdemo-1.0.dist-info/WHEEL":    "Wheel-Version: 1.0\nGenerator: sbx-test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+		"sbxdemo-1.0.dist-info/RECORD":   "sbxdemo/__init__.py,,\nsbxdemo-1.0.dist-info/METADATA,,\nsbxdemo-1.0.dist-info/WHEEL,,\nsbxdemo-1.0.dist-info/RECORD,,\n",
+	})
+	if err := os.MkdirAll(filepath.Join(root, "simple", "sbxdemo"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(root, "simple", "sbxdemo", "index.html"), `<html><body><a href="../../`+wheel+`">`+wheel+`</a></body></html>`)
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.FileServer(http.Dir(root))}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
+	ws := workspace(t)
+	args := []string{"--mode", "workspace-write", "--allow-domain", "pypi.test:" + port, "--resolve", "pypi.test:" + port + ":127.0.0.1", "--allow-private-addresses"}
+	out, rep := run(t, ws, args, pip, "download", "--disable-pip-version-check", "--no-cache-dir", "--no-deps", "-d", "dl",
+		"--trusted-host", "pypi.test", "--index-url", "http://pypi.test:"+port+"/simple/", "sbxdemo")
+	if out.code != 0 {
+		t.Fatalf("pip download: exit %d, stderr %s", out.code, out.stderr)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "dl", wheel)); err != nil {
+		t.Fatalf("the wheel was not downloaded: %v", err)
+	}
+	if ds := proxyDenials(t, rep); len(ds) != 0 {
+		t.Fatalf("proxy denials %+v", ds)
+	}
+}
+
+func writeWheel(t *testing.T, path string, files map[string]string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := zip.NewWriter(f)
+	for name, body := range files {
+		w, err := z.Create(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write([]byte(body))
+	}
+	if err := z.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
 }
