@@ -188,6 +188,9 @@ func TestNetworkDomains(t *testing.T) {
 	curlArgs := []string{curl, "-fsS", "--max-time", "20", "--cacert", o.caFile}
 
 	if !expect(t, "netns") {
+		if out, _ := run(t, ws, append(append(slices.Clone(base), "--require", "network-domains"), allow("allowed.test:"+tlsP)...), "true"); out.code != 125 {
+			t.Errorf("--require network-domains without a network namespace: exit %d, want 125", out.code)
+		}
 		out, rep := run(t, ws, append(base, allow("allowed.test:"+tlsP)...), append(curlArgs, o.https("allowed.test"))...)
 		if out.code == 0 || rep == nil || rep.degraded("network-domains") == "" {
 			t.Fatalf("without a network namespace: exit %d, degraded %v; want a failure and the network-domains downgrade", out.code, rep.degradedFeatures())
@@ -196,7 +199,8 @@ func TestNetworkDomains(t *testing.T) {
 	}
 
 	t.Run("allowed", func(t *testing.T) {
-		out, rep := run(t, ws, append(base, allow("allowed.test:"+tlsP, "allowed.test:"+httpP)...),
+		// --require network-domains: enforced here, so it runs.
+		out, rep := run(t, ws, append(append(slices.Clone(base), "--require", "network-domains"), allow("allowed.test:"+tlsP, "allowed.test:"+httpP)...),
 			"sh", "-c", strings.Join([]string{shq(curlArgs...), o.https("allowed.test") + ";", shq(curlArgs...), o.http("allowed.test")}, " "))
 		if out.code != 0 || strings.Count(out.stdout, o.token) != 2 {
 			t.Fatalf("exit %d, stdout %q, stderr %s; want both answers", out.code, out.stdout, out.stderr)
