@@ -59,8 +59,9 @@ type RetryFlags struct {
 	SandboxPermissions, Escalate, Justification string
 	// AllowRead and AllowWrite are the additional permissions.
 	AllowRead, AllowWrite string
-	// AllowDomain and AllowPrivateAddresses are network by domain.
-	AllowDomain, AllowPrivateAddresses string
+	// AllowDomain, DenyDomain, AllowPrivateAddresses and Resolve are
+	// network by domain.
+	AllowDomain, DenyDomain, AllowPrivateAddresses, Resolve string
 }
 
 // Retry builds the exact-retry hint for a call that ran with denials, or
@@ -123,6 +124,11 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 	if escalating {
 		// require_escalated takes no additional permissions.
 		drop[f.AllowRead], drop[f.AllowWrite] = true, true
+	}
+	if escalating || needNetwork {
+		// The whole network (danger-full-access has it too): the domain
+		// flags would contradict it, and sbx run refuses them beside it.
+		drop[f.AllowDomain], drop[f.DenyDomain], drop[f.AllowPrivateAddresses], drop[f.Resolve] = true, true, true, true
 	}
 	kept, command, hasNetwork := splitArgs(cl, drop)
 	argv := append(append([]string{}, cl.Prefix...), kept...)
