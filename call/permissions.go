@@ -141,7 +141,8 @@ func checkRequest(c escalate.Call, final policy.Policy, applied escalate.Applied
 		return nil
 	}
 	p := applied.Policy
-	survives := asked.NetworkEnabled() && p.Network == policy.NetworkFull
+	survives := asked.NetworkEnabled() && p.Network == policy.NetworkFull ||
+		asked.NetworkMode() == profiles.NetworkDomains && (p.Network == policy.NetworkFull || p.Domains != nil)
 	for _, w := range asked.WritePaths() {
 		if p.Unrestricted || profiles.CoveredBy(w, p.WriteRoots) && !profiles.CoveredBy(w, p.ReadOnly) {
 			survives = true

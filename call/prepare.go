@@ -15,6 +15,7 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/shells"
@@ -107,11 +108,16 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	base := policy.Request{
 		Mode: r.Mode, Cwd: cwd, WritableRoots: r.WritableRoots,
 		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(env, "TMPDIR"),
-		ExtraReadOnly: r.ReadOnly, Protect: r.Protect, NoDefaultProtect: r.NoDefaultProtect, Capabilities: caps,
+		ExtraReadOnly: r.ReadOnly, Protect: r.Protect, NoDefaultProtect: r.NoDefaultProtect, Capabilities: caps, Resolve: r.Resolve,
 	}
 	pol, perms, guard, err := resolvePermissions(ctx, base, explicit, preauth, r.Escalation)
 	if err != nil {
 		return nil, err
+	}
+	if pol.Domains != nil {
+		// The launcher sets them (the port is known only once its
+		// listener is made) over any of the caller's.
+		envRep.Set = mergeNames(envRep.Set, netproxy.EnvNames())
 	}
 	p := &Prepared{Request: r, Permissions: perms, Env: envRep, Report: enforce.NewReport(perms.Mode.String()), Guard: guard}
 	if err := checkArgSize(r.Command, env); err != nil {
@@ -281,4 +287,11 @@ func capabilities(names []string, field string) ([]string, error) {
 		return nil, &profiles.FieldError{Field: field, Err: errors.New("keeping a capability needs sbx run as root")}
 	}
 	return caps, nil
+}
+
+// mergeNames returns the sorted union of a and b.
+func mergeNames(a, b []string) []string {
+	out := append(slices.Clone(a), b...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }

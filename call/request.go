@@ -29,6 +29,9 @@ type Request struct {
 	NoDefaultProtect bool
 	Network          bool
 	Additional       profiles.Profile
+	// Resolve pins names for the proxy of a network-by-domain call, as
+	// curl's --resolve HOST:PORT:ADDR (policy.Domains.Resolve).
+	Resolve []string
 	// Preauthorized marks Additional as the caller's own configuration
 	// (sbx run's --allow-* flags, sbx exec's "preauthorized": true), which
 	// needs no approval under use_default. Without it, additional

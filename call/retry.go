@@ -59,6 +59,9 @@ type RetryFlags struct {
 	SandboxPermissions, Escalate, Justification string
 	// AllowRead and AllowWrite are the additional permissions.
 	AllowRead, AllowWrite string
+	// AllowDomain, DenyDomain, AllowPrivateAddresses and Resolve are
+	// network by domain.
+	AllowDomain, DenyDomain, AllowPrivateAddresses, Resolve string
 }
 
 // Retry builds the exact-retry hint for a call that ran with denials, or
@@ -102,6 +105,17 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 		}
 	}
 	needNetwork := !escalating && r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkEnabled() && !orig.NetworkEnabled()
+	var newDomains []string
+	newPrivate := false
+	if !escalating && !needNetwork && r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkMode() == profiles.NetworkDomains {
+		// Exactly the hosts refused, never --network.
+		for _, d := range r.AdditionalPermissions.AllowedDomains() {
+			if dp, err := profiles.ParseDomainPattern(d); err == nil && !profiles.DomainsWithin(dp, orig.AllowedDomains()) {
+				newDomains = append(newDomains, d)
+			}
+		}
+		newPrivate = r.AdditionalPermissions.AllowPrivateAddresses() && !orig.AllowPrivateAddresses()
+	}
 	replace := escalating || len(newWrite) > 0
 	drop := map[string]bool{}
 	if replace {
@@ -111,10 +125,21 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 		// require_escalated takes no additional permissions.
 		drop[f.AllowRead], drop[f.AllowWrite] = true, true
 	}
+	if escalating || needNetwork {
+		// The whole network (danger-full-access has it too): the domain
+		// flags would contradict it, and sbx run refuses them beside it.
+		drop[f.AllowDomain], drop[f.DenyDomain], drop[f.AllowPrivateAddresses], drop[f.Resolve] = true, true, true, true
+	}
 	kept, command, hasNetwork := splitArgs(cl, drop)
 	argv := append(append([]string{}, cl.Prefix...), kept...)
 	if needNetwork && !hasNetwork {
 		argv = append(argv, "--"+f.Network)
+	}
+	for _, d := range newDomains {
+		argv = append(argv, "--"+f.AllowDomain, d)
+	}
+	if newPrivate {
+		argv = append(argv, "--"+f.AllowPrivateAddresses)
 	}
 	switch {
 	case escalating:

@@ -26,9 +26,10 @@ func mustJSON(t *testing.T, v any) string {
 func runLine(args ...string) CommandLine {
 	return CommandLine{Prefix: []string{"sbx", "run"}, Args: args,
 		ValueFlags: map[string]bool{"mode": true, "cwd": true, "report": true, "allow-read": true, "allow-write": true,
-			"sandbox-permissions": true, "escalate": true, "justification": true},
+			"sandbox-permissions": true, "escalate": true, "justification": true, "allow-domain": true, "deny-domain": true, "resolve": true},
 		Flags: RetryFlags{Network: "network", SandboxPermissions: "sandbox-permissions", Escalate: "escalate",
-			Justification: "justification", AllowRead: "allow-read", AllowWrite: "allow-write"}}
+			Justification: "justification", AllowRead: "allow-read", AllowWrite: "allow-write",
+			AllowDomain: "allow-domain", DenyDomain: "deny-domain", AllowPrivateAddresses: "allow-private-addresses", Resolve: "resolve"}}
 }
 
 func TestCommandLineArgv(t *testing.T) {
@@ -37,6 +38,11 @@ func TestCommandLineArgv(t *testing.T) {
 	withOut := escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &writeOut, Justification: &empty}
 	toDFA := escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty}
 	aOut := write("/a", "/out")
+	dom := func(private bool, hosts ...string) profiles.Profile {
+		return profiles.BuildNetwork(&profiles.Network{Enabled: true, AllowedDomains: hosts, AllowPrivateAddresses: private}, nil, nil)
+	}
+	domA, domB, domPriv := dom(false, "a.test"), dom(false, "a.test", "b.test:8443"), dom(true, "a.test")
+	domainArgs := []string{"--allow-domain", "a.test", "--deny-domain", "c.test", "--resolve", "a.test:443:127.0.0.1", "--", "true"}
 	tests := []struct {
 		name string
 		args []string
@@ -62,6 +68,16 @@ func TestCommandLineArgv(t *testing.T) {
 		{"escalation replaces an earlier --escalate", []string{"--mode", "read-only", "--escalate", "workspace-write", "--justification", "j", "--", "true"}, toDFA, profiles.Profile{},
 			[]string{"sbx", "run", "--mode", "read-only", "--escalate", "danger-full-access", "--justification", "", "--", "true"}},
 		{"nothing to ask", []string{"--", "true"}, escalate.Retry{}, profiles.Profile{}, nil},
+		{"a host adds --allow-domain, keeping the domain flags", domainArgs, escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &domB, Justification: &empty}, domA,
+			[]string{"sbx", "run", "--allow-domain", "a.test", "--deny-domain", "c.test", "--resolve", "a.test:443:127.0.0.1", "--allow-domain", "b.test:8443", "--", "true"}},
+		{"a private address adds --allow-private-addresses", domainArgs, escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &domPriv, Justification: &empty}, domA,
+			[]string{"sbx", "run", "--allow-domain", "a.test", "--deny-domain", "c.test", "--resolve", "a.test:443:127.0.0.1", "--allow-private-addresses", "--", "true"}},
+		// A regression test: the domain flags were kept beside --network
+		// and --escalate danger-full-access, which sbx run refuses (125).
+		{"the whole network drops the domain flags", append([]string{"--allow-private-addresses"}, domainArgs...), escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &netOnly, Justification: &empty}, domA,
+			[]string{"sbx", "run", "--network", "--", "true"}},
+		{"an escalation drops the domain flags", domainArgs, toDFA, domA,
+			[]string{"sbx", "run", "--escalate", "danger-full-access", "--justification", "", "--", "true"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

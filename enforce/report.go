@@ -36,13 +36,16 @@ type Enforcement struct {
 	Landlock         *LandlockInfo `json:"landlock,omitempty"`
 	Seccomp          *SeccompInfo  `json:"seccomp,omitempty"`
 	NetworkNamespace bool          `json:"network_namespace"`
-	MountNamespace   bool          `json:"mount_namespace"`
-	UserNamespace    bool          `json:"user_namespace"`
-	PIDNamespace     bool          `json:"pid_namespace"`
-	NoNewPrivs       bool          `json:"no_new_privs"`
-	NewSession       bool          `json:"new_session"`
-	ParentDeathKill  bool          `json:"parent_death_kill"`
-	ClosedFDs        bool          `json:"closed_fds"`
+	// NetworkDomains: network by domain, through sbx's proxy listening in
+	// the command's network namespace (allowed_domains).
+	NetworkDomains  bool `json:"network_domains,omitempty"`
+	MountNamespace  bool `json:"mount_namespace"`
+	UserNamespace   bool `json:"user_namespace"`
+	PIDNamespace    bool `json:"pid_namespace"`
+	NoNewPrivs      bool `json:"no_new_privs"`
+	NewSession      bool `json:"new_session"`
+	ParentDeathKill bool `json:"parent_death_kill"`
+	ClosedFDs       bool `json:"closed_fds"`
 	// PTY: the command ran on a fresh pseudo-terminal whose slave was the
 	// only terminal it could open.
 	PTY bool `json:"pty"`
@@ -87,15 +90,20 @@ type SeccompInfo struct {
 
 // Denial is one operation the sandbox blocked, with the evidence for it.
 type Denial struct {
-	Operation  string   `json:"operation"`
-	Path       string   `json:"path,omitempty"`
-	Address    *Address `json:"address,omitempty"`
-	Syscall    string   `json:"syscall,omitempty"`
-	PID        int      `json:"pid"`
-	Source     string   `json:"source"`
-	Confidence string   `json:"confidence"`
-	Count      int      `json:"count"`
-	Reason     string   `json:"reason,omitempty"`
+	Operation string   `json:"operation"`
+	Path      string   `json:"path,omitempty"`
+	Address   *Address `json:"address,omitempty"`
+	// Domain and Port are what a client asked sbx's proxy for (Source
+	// "proxy"); Address is then the address refused, when the name
+	// resolved to one the policy does not allow.
+	Domain     string `json:"domain,omitempty"`
+	Port       int    `json:"port,omitempty"`
+	Syscall    string `json:"syscall,omitempty"`
+	PID        int    `json:"pid"`
+	Source     string `json:"source"`
+	Confidence string `json:"confidence"`
+	Count      int    `json:"count"`
+	Reason     string `json:"reason,omitempty"`
 }
 
 // The confidences of a Denial. ConfidenceObserved: the kernel or the
@@ -152,6 +160,9 @@ var Features = []string{
 	// Linux: the masked files have no other names (hard links) than the
 	// masked paths; a mount covers a path, not a file.
 	"mask-links",
+	// Network by domain (allowed_domains): the proxy in the call's own
+	// network namespace.
+	"network-domains",
 	// Windows: paths whose ACL lets Everyone write stay writable.
 	"everyone-writable",
 	// macOS: no parent-death signal, so the tree outlives a killed sbx.

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
@@ -23,9 +24,14 @@ var defaultGuardPath = DefaultGuardPath
 // that may never be written or read, and network that may never be enabled.
 // File format (strict JSON, absolute paths):
 //
-//	{"deny_read": ["/etc/shadow"], "deny_write": ["/etc"], "deny_network": true}
+//	{"deny_read": ["/etc/shadow"], "deny_write": ["/etc"], "deny_network": true,
+//	 "deny_domains": ["*.pastebin.com", "169.254.169.254"]}
 //
-// A deny_read path is never written either.
+// A deny_read path is never written either. deny_domains are domain
+// patterns (profiles.ParseDomainPattern) refused even when a call is
+// granted them: they join a network-by-domain policy's denied list, and a
+// full network becomes the proxy's, every host allowed but those (a client
+// that ignores the proxy variables then has no network).
 //
 // IMPORTANT: backends hide a deny_read path by path (a mount on Linux), and
 // paths name files, not inodes (DESIGN.md invariant 5): a hard link made
@@ -37,6 +43,7 @@ type Guard struct {
 	DenyRead    []string `json:"deny_read,omitempty"`
 	DenyWrite   []string `json:"deny_write,omitempty"`
 	DenyNetwork bool     `json:"deny_network,omitempty"`
+	DenyDomains []string `json:"deny_domains,omitempty"`
 }
 
 // LoadGuard reads the guard file at path. With path "" it reads
@@ -75,6 +82,14 @@ func ParseGuard(data []byte) (Guard, error) {
 	if g.DenyWrite, err = guardPaths(g.DenyWrite, "deny_write"); err != nil {
 		return Guard{}, err
 	}
+	pats, err := profiles.ParseDomainPatterns(g.DenyDomains, "deny_domains")
+	if err != nil {
+		return Guard{}, err
+	}
+	g.DenyDomains = nil
+	for _, p := range pats {
+		g.DenyDomains = append(g.DenyDomains, p.String())
+	}
 	return g, nil
 }
 
@@ -94,7 +109,9 @@ func guardPaths(paths []string, field string) ([]string, error) {
 }
 
 // IsEmpty reports whether the guard takes nothing away.
-func (g Guard) IsEmpty() bool { return len(g.DenyRead) == 0 && len(g.DenyWrite) == 0 && !g.DenyNetwork }
+func (g Guard) IsEmpty() bool {
+	return len(g.DenyRead) == 0 && len(g.DenyWrite) == 0 && !g.DenyNetwork && len(g.DenyDomains) == 0
+}
 
 // Removal is one thing the guard took away, for the report.
 type Removal struct {
@@ -156,11 +173,39 @@ func (g Guard) Apply(p policy.Policy) Applied {
 			a.remove("read", d, "deny_read in the guard: masked")
 		}
 	}
-	if g.DenyNetwork && out.Network != policy.NetworkIsolated {
-		out.Network = policy.NetworkIsolated
+	if len(g.DenyDomains) > 0 && !g.DenyNetwork {
+		a.denyDomains(g.DenyDomains)
+	}
+	if g.DenyNetwork && (out.Network != policy.NetworkIsolated || out.Domains != nil) {
+		// Network by domain is network too: the proxy goes with it.
+		out.Network, out.Domains = policy.NetworkIsolated, nil
 		a.remove("network", "", "deny_network in the guard")
 	}
 	return a
+}
+
+// denyDomains adds the guard's deny_domains to the policy's network: to
+// the denied list of a network by domain, or, for a full network, by
+// putting it behind the proxy with every other host allowed (private
+// addresses included: the full network reached them). A policy without
+// network loses nothing.
+func (a *Applied) denyDomains(deny []string) {
+	out := &a.Policy
+	reason := "deny_domains in the guard: " + strings.Join(deny, ", ")
+	switch {
+	case out.Domains != nil:
+		d := out.Domains
+		for _, p := range deny {
+			if !slices.Contains(d.Denied, p) {
+				d.Denied = append(d.Denied, p)
+			}
+		}
+		a.remove("network", "", reason)
+	case out.Network == policy.NetworkFull:
+		out.Network = policy.NetworkIsolated
+		out.Domains = &policy.Domains{AllowAll: true, Denied: slices.Clone(deny), AllowPrivateAddresses: true}
+		a.remove("network", "", reason+" (the full network goes through sbx's proxy)")
+	}
 }
 
 func (a *Applied) remove(what, path, reason string) {
@@ -234,5 +279,10 @@ func clonePolicy(p policy.Policy) policy.Policy {
 	c.ReadOnly = slices.Clone(p.ReadOnly)
 	c.Devices = slices.Clone(p.Devices)
 	c.Skipped = slices.Clone(p.Skipped)
+	if p.Domains != nil {
+		d := *p.Domains
+		d.Allowed, d.Denied, d.Resolve = slices.Clone(d.Allowed), slices.Clone(d.Denied), slices.Clone(d.Resolve)
+		c.Domains = &d
+	}
 	return c
 }

@@ -119,6 +119,14 @@ func TestGuardApply(t *testing.T) {
 			what: []string{"device", "network"},
 		},
 		{
+			// A regression test: deny_network once left a domain policy's
+			// proxy in place (the network was already "isolated").
+			name: "deny_network takes network by domain too", guard: Guard{DenyNetwork: true},
+			in:   policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}, Domains: &policy.Domains{Allowed: []string{"pypi.org"}}},
+			want: policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}},
+			what: []string{"network"},
+		},
+		{
 			name: "danger-full-access loses unrestricted", guard: Guard{DenyNetwork: true, DenyWrite: []string{"/etc"}}, in: full,
 			want: policy.Policy{Mode: profiles.DangerFullAccess, ReadRoots: []string{"/"}, WriteRoots: []string{"/"}, ReadOnly: []string{"/etc"}},
 			what: []string{"unrestricted", "carve_out", "network"},

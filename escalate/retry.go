@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
@@ -63,6 +64,8 @@ type Unresolved struct {
 	Operation string           `json:"operation"`
 	Path      string           `json:"path,omitempty"`
 	Address   *enforce.Address `json:"address,omitempty"`
+	Domain    string           `json:"domain,omitempty"`
+	Port      int              `json:"port,omitempty"`
 	Reason    string           `json:"reason"`
 }
 
@@ -94,10 +97,24 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 	}
 	var write, escalate []string
 	network := false
+	var domains proxyRetry
 	unresolved := func(d enforce.Denial, reason string) {
-		r.Unresolved = append(r.Unresolved, Unresolved{Operation: d.Operation, Path: d.Path, Address: d.Address, Reason: reason})
+		r.Unresolved = append(r.Unresolved, Unresolved{Operation: d.Operation, Path: d.Path, Address: d.Address, Domain: d.Domain, Port: d.Port, Reason: reason})
 	}
 	for _, d := range in.Denials {
+		if d.Source == ProxySource {
+			switch {
+			case in.Guard.DenyNetwork:
+				unresolved(d, "forbidden by guard: deny_network")
+			case d.Reason == netproxy.ReasonDenied && in.Guard.deniesDomain(d.Domain, d.Port):
+				unresolved(d, "forbidden by guard: deny_domains")
+			default:
+				if reason := domains.add(d); reason != "" {
+					unresolved(d, reason)
+				}
+			}
+			continue
+		}
 		if d.Address != nil || isNetworkOp(d.Operation) {
 			if in.Guard.DenyNetwork {
 				unresolved(d, "forbidden by guard: deny_network")
@@ -151,9 +168,9 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		sp, mode := profiles.RequireEscalated, profiles.DangerFullAccess
 		r.SandboxPermissions, r.EscalateTo, r.Justification = &sp, &mode, &empty
 		r.Reason = strings.Join(dedupe(escalate), "; ")
-	case len(write) > 0 || network:
+	case len(write) > 0 || network || domains.any():
 		sp := profiles.WithAdditionalPermissions
-		needed := profiles.Build(network, nil, write)
+		needed := profiles.BuildNetwork(domains.network(network), nil, write)
 		add := profiles.Merge(in.Additional, needed)
 		r.SandboxPermissions, r.AdditionalPermissions, r.Justification = &sp, &add, &empty
 		switch in.SandboxPermissions {

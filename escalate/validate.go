@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/policy"
@@ -52,11 +53,19 @@ type Standing struct {
 	// ReadOnly are carve-outs inside WriteRoots that stay read-only.
 	ReadOnly []string
 	Network  bool
+	// Domains and PrivateAddresses are a standing network by domain
+	// (policy.Domains): its allowed patterns, and allow_private_addresses.
+	Domains          []string
+	PrivateAddresses bool
 }
 
 // StandingFrom takes the standing part of a built policy.
 func StandingFrom(p policy.Policy) Standing {
-	return Standing{Mode: p.Mode, WriteRoots: p.WriteRoots, ReadOnly: p.ReadOnly, Network: p.Network == policy.NetworkFull}
+	s := Standing{Mode: p.Mode, WriteRoots: p.WriteRoots, ReadOnly: p.ReadOnly, Network: p.Network == policy.NetworkFull}
+	if p.Domains != nil {
+		s.Domains, s.PrivateAddresses = p.Domains.Allowed, p.Domains.AllowPrivateAddresses
+	}
+	return s
 }
 
 // Call is one tool call's escalation request.
@@ -168,7 +177,7 @@ func Missing(s Standing, granted, p profiles.Profile) profiles.Profile {
 	if s.Mode == profiles.DangerFullAccess {
 		return profiles.Profile{}
 	}
-	network := p.NetworkEnabled() && !s.Network && !granted.NetworkEnabled()
+	network := missingNetwork(s, granted, p)
 	var write []string
 	for _, w := range p.WritePaths() {
 		standing := profiles.CoveredBy(w, s.WriteRoots) && !profiles.CoveredBy(w, s.ReadOnly)
@@ -176,5 +185,39 @@ func Missing(s Standing, granted, p profiles.Profile) profiles.Profile {
 			write = append(write, w)
 		}
 	}
-	return profiles.Build(network, nil, write)
+	return profiles.BuildNetwork(network, nil, write)
+}
+
+// missingNetwork is the network part of Missing: full network unless the
+// standing policy or a grant has it; for a domain profile, the patterns
+// that no standing or granted pattern covers (a full network covers them
+// all), and allow_private_addresses if neither has it. Denied domains
+// narrow: they are never missing.
+func missingNetwork(s Standing, granted, p profiles.Profile) *profiles.Network {
+	switch {
+	case s.Network || granted.NetworkEnabled():
+		return nil
+	case p.NetworkEnabled():
+		return &profiles.Network{Enabled: true}
+	case p.NetworkMode() != profiles.NetworkDomains:
+		return nil
+	}
+	have := append(slices.Clone(s.Domains), granted.AllowedDomains()...)
+	var missing []string
+	for _, d := range p.AllowedDomains() {
+		dp, err := profiles.ParseDomainPattern(d)
+		if err != nil || !profiles.DomainsWithin(dp, have) {
+			missing = append(missing, d)
+		}
+	}
+	private := p.AllowPrivateAddresses() && !s.PrivateAddresses && !granted.AllowPrivateAddresses()
+	if len(missing) == 0 && !private {
+		return nil
+	}
+	if len(missing) == 0 {
+		// allow_private_addresses alone is no network part: it is
+		// asked for with the hosts it applies to.
+		missing = p.AllowedDomains()
+	}
+	return &profiles.Network{Enabled: true, AllowedDomains: missing, AllowPrivateAddresses: private}
 }

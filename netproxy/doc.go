@@ -4,18 +4,25 @@
 // command reach exactly the hosts its profile allows
 // (network.allowed_domains) and reports every refusal as a denial.
 //
-// It is pure Go and builds on every OS. It does not make its listeners:
-// the launcher makes them inside the call's network namespace (loopback
-// only) and hands them to Serve, so the command can reach nothing but the
-// proxy, and the proxy dials out from sbx's own namespace.
+// It builds on every OS and serves on Linux. It does not use package net
+// (nor net/http): on Linux with cgo, net links its cgo resolver and sbx
+// would no longer be a static binary (cmd/sbx's TestNoCgo), so its sockets
+// are *os.File on non-blocking fds served by the runtime's poller
+// (sock_linux.go), it parses HTTP/1 requests itself and resolves names
+// with a stub resolver of its own (/etc/hosts, then resolv.conf's
+// nameservers: dns_linux.go). It does not make its listeners either: the
+// launcher makes them inside the call's network namespace (loopback only)
+// and hands them to Serve (FileListener), so the command can reach nothing
+// but the proxy, and the proxy dials out from sbx's own namespace.
 //
 // Example:
 //
 //	allowed, _ := profiles.ParseDomainPatterns([]string{"pypi.org", "*.pythonhosted.org"}, "allowed_domains")
 //	var denials netproxy.Collector
 //	srv := netproxy.New(netproxy.Policy{Allowed: allowed}, netproxy.Options{OnDenial: denials.Add})
-//	go srv.Serve(listener) // made in the sandbox's namespace
-//	env := netproxy.EnvVars(listener.Addr().String(), listener.Addr().String())
+//	l, _ := netproxy.FileListener(fd) // fd made in the sandbox's namespace
+//	go srv.Serve(l)
+//	env := netproxy.EnvVars(l.Addr().String(), l.Addr().String())
 //	... run the command with env ...
 //	srv.Close()
 //	report(denials.Denials())
@@ -57,10 +64,14 @@
 //     naming host, port and reason, SOCKS5 answers 0x02 (connection not
 //     allowed by ruleset). Deduplication is the caller's: Collector does
 //     it with a count.
-//   - Connections are relayed with io.Copy both ways (splice(2) between
-//     TCP sockets on Linux), a half-close is passed on, both ends are
-//     closed when both directions end; Close ends every listener and
-//     connection and waits for their goroutines.
+//   - Connections are relayed both ways through a pooled 256 KiB buffer, a
+//     half-close is passed on, both ends are closed when both directions
+//     end; Close ends every listener and connection and waits for their
+//     goroutines. Sockets have TCP_NODELAY, as package net's do.
+//   - A plain-HTTP request is forwarded in origin form with "Connection:
+//     close" and its body and answer relayed as framed; the client's
+//     connection ends with the answer, so each request is checked on a
+//     connection of its own (no keep-alive between client and proxy).
 //
 // IMPORTANT: the proxy sees only clients that use it. A client that
 // ignores the proxy variables connects directly and, inside a network

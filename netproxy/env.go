@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"sort"
+	"strings"
 	"sync"
 )
 
@@ -44,6 +45,17 @@ func EnvVars(httpAddr, socksAddr string) []string {
 		set("no_proxy", local)
 	}
 	return env
+}
+
+// EnvNames are the names EnvVars sets when given both addresses, for a
+// report that lists names only.
+func EnvNames() []string {
+	var names []string
+	for _, kv := range EnvVars("x", "x") {
+		name, _, _ := strings.Cut(kv, "=")
+		names = append(names, name)
+	}
+	return names
 }
 
 // CountedDenial is a Denial with the number of times it was seen.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -18,6 +17,11 @@ type Policy struct {
 	Allowed []profiles.DomainPattern
 	// Denied are refused even when Allowed matches (denied_domains).
 	Denied []profiles.DomainPattern
+	// AllowAll lets every destination through that Denied does not match,
+	// on any port: a full network with a deny list (the guard's
+	// deny_domains), which only a proxy can enforce. Addresses are still
+	// classified.
+	AllowAll bool
 	// AllowPrivateAddresses lets an allowed destination resolve to
 	// loopback, link-local, private, CGNAT and unique-local addresses. The
 	// cloud metadata addresses stay refused unless an Allowed IP-literal
@@ -27,8 +31,9 @@ type Policy struct {
 	// --resolve HOST:PORT:ADDR (ParseResolve). The pinned addresses are
 	// checked like resolved ones.
 	Resolve []ResolveRule
-	// Lookup resolves a host name; nil is net.DefaultResolver.LookupNetIP
-	// for "ip". It is called only for hosts the patterns allow.
+	// Lookup resolves a host name; nil is the proxy's own stub resolver
+	// (/etc/hosts, then resolv.conf's nameservers: dns_linux.go). It is
+	// called only for hosts the patterns allow.
 	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
 }
 
@@ -117,6 +122,9 @@ func (p *Policy) Check(host string, port int) (string, *RefusedError) {
 			return canon, refuse(canon, port, ReasonDenied, "")
 		}
 	}
+	if p.AllowAll {
+		return canon, nil
+	}
 	hostMatched := false
 	for _, a := range p.Allowed {
 		if a.IP != isIP || !a.MatchesHost(canon) {
@@ -159,9 +167,7 @@ func (p *Policy) resolve(ctx context.Context, host string, port int) ([]netip.Ad
 	}
 	lookup := p.Lookup
 	if lookup == nil {
-		lookup = func(ctx context.Context, h string) ([]netip.Addr, error) {
-			return net.DefaultResolver.LookupNetIP(ctx, "ip", h)
-		}
+		lookup = lookupHost
 	}
 	addrs, err := lookup(ctx, host)
 	if err != nil {

@@ -79,7 +79,7 @@ func pin(t testing.TB, host string, port int, addr string) ResolveRule {
 func startProxy(t testing.TB, pol Policy) (string, *Collector) {
 	var c Collector
 	s := New(pol, Options{OnDenial: c.Add})
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := Listen(netip.MustParseAddrPort("127.0.0.1:0"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,11 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
-	"net/http"
 	"net/netip"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -33,16 +29,19 @@ type Options struct {
 // with a method's letter). Make it with New; Serve any number of
 // listeners; Close ends them and every connection.
 type Server struct {
-	pol       Policy
-	opt       Options
-	transport *http.Transport
+	pol Policy
+	opt Options
 
 	mu        sync.Mutex
 	closed    bool
-	listeners map[net.Listener]struct{}
-	conns     map[net.Conn]struct{}
+	listeners map[*Listener]struct{}
+	conns     map[*conn]struct{}
 	wg        sync.WaitGroup
 }
+
+// errTransientAccept is an accept that failed for the connection, not
+// the listener (the client reset it while it waited): Serve goes on.
+var errTransientAccept = errors.New("connection aborted before accept")
 
 // ErrServerClosed is what Serve returns after Close.
 var ErrServerClosed = errors.New("netproxy: server closed")
@@ -56,28 +55,12 @@ func New(pol Policy, opt Options) *Server {
 	if opt.HandshakeTimeout == 0 {
 		opt.HandshakeTimeout = 30 * time.Second
 	}
-	s := &Server{pol: pol, opt: opt, listeners: map[net.Listener]struct{}{}, conns: map[net.Conn]struct{}{}}
-	s.transport = &http.Transport{
-		// Plain HTTP is forwarded through the same checked dial as CONNECT.
-		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			host, portStr, err := net.SplitHostPort(addr)
-			if err != nil {
-				return nil, err
-			}
-			port, _ := strconv.Atoi(portStr)
-			return s.dial(ctx, host, port)
-		},
-		Proxy:               nil,
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 4,
-		IdleConnTimeout:     30 * time.Second,
-	}
-	return s
+	return &Server{pol: pol, opt: opt, listeners: map[*Listener]struct{}{}, conns: map[*conn]struct{}{}}
 }
 
 // Serve accepts connections on l until l fails or Close is called; it
 // closes l when it returns.
-func (s *Server) Serve(l net.Listener) error {
+func (s *Server) Serve(l *Listener) error {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -93,7 +76,7 @@ func (s *Server) Serve(l net.Listener) error {
 		l.Close()
 	}()
 	for {
-		c, err := l.Accept()
+		c, err := l.accept()
 		if err != nil {
 			s.mu.Lock()
 			closed := s.closed
@@ -101,8 +84,7 @@ func (s *Server) Serve(l net.Listener) error {
 			if closed {
 				return ErrServerClosed
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
+			if errors.Is(err, errTransientAccept) {
 				continue
 			}
 			return fmt.Errorf("accept: %w", err)
@@ -132,12 +114,11 @@ func (s *Server) Close() error {
 		c.Close()
 	}
 	s.mu.Unlock()
-	s.transport.CloseIdleConnections()
 	s.wg.Wait()
 	return nil
 }
 
-func (s *Server) track(c net.Conn) bool {
+func (s *Server) track(c *conn) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -147,14 +128,14 @@ func (s *Server) track(c net.Conn) bool {
 	return true
 }
 
-func (s *Server) untrack(c net.Conn) {
+func (s *Server) untrack(c *conn) {
 	s.mu.Lock()
 	delete(s.conns, c)
 	s.mu.Unlock()
 	c.Close()
 }
 
-func (s *Server) handle(c net.Conn) {
+func (s *Server) handle(c *conn) {
 	c.SetDeadline(time.Now().Add(s.opt.HandshakeTimeout))
 	br := bufio.NewReader(c)
 	first, err := br.Peek(1)
@@ -173,7 +154,7 @@ func (s *Server) handle(c net.Conn) {
 // address dialled is the address checked: the name is never resolved
 // again. A refusal is reported through OnDenial and returned as a
 // *RefusedError.
-func (s *Server) dial(ctx context.Context, host string, port int) (net.Conn, error) {
+func (s *Server) dial(ctx context.Context, host string, port int) (*conn, error) {
 	canon, ref := s.pol.Check(host, port)
 	if ref != nil {
 		s.report(ref)
@@ -189,37 +170,21 @@ func (s *Server) dial(ctx context.Context, host string, port int) (net.Conn, err
 		}
 		return nil, err
 	}
-	var d net.Dialer
 	var last error
 	for _, a := range addrs {
-		up, err := d.DialContext(ctx, "tcp", netip.AddrPortFrom(a, uint16(port)).String())
+		// Tracked, so that Close of the Server reaches upstream
+		// connections too; the handler untracks it.
+		up, err := dialTCP(ctx, netip.AddrPortFrom(a, uint16(port)))
 		if err == nil {
 			if !s.track(up) {
 				up.Close()
 				return nil, ErrServerClosed
 			}
-			return &trackedConn{Conn: up, s: s}, nil
+			return up, nil
 		}
 		last = err
 	}
 	return nil, fmt.Errorf("connect %s:%d: %w", canon, port, last)
-}
-
-// trackedConn untracks its connection when closed, so that Close of the
-// Server reaches upstream connections too.
-type trackedConn struct {
-	net.Conn
-	s    *Server
-	once sync.Once
-}
-
-func (t *trackedConn) Close() error {
-	t.once.Do(func() {
-		t.s.mu.Lock()
-		delete(t.s.conns, t.Conn)
-		t.s.mu.Unlock()
-	})
-	return t.Conn.Close()
 }
 
 func (s *Server) report(r *RefusedError) {
@@ -232,10 +197,12 @@ func (s *Server) report(r *RefusedError) {
 // on (CloseWrite) so that a client that shuts down its sending side still
 // gets the answer, then closes both. An error in either direction closes
 // both at once. pending are bytes the client sent that were read while
-// parsing its request; they go upstream first.
-func relay(client, upstream net.Conn, pending []byte) {
+// parsing its request; they go upstream first. With closeAfterAnswer (a
+// forwarded plain-HTTP request, sent with "Connection: close"), the end of
+// the answer ends the client's connection too.
+func (s *Server) relay(client, upstream *conn, pending []byte, closeAfterAnswer bool) {
+	defer s.untrack(upstream)
 	defer client.Close()
-	defer upstream.Close()
 	if len(pending) > 0 {
 		if _, err := upstream.Write(pending); err != nil {
 			return
@@ -244,37 +211,20 @@ func relay(client, upstream net.Conn, pending []byte) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if _, err := io.Copy(rawConn(upstream), client); err != nil {
+		if err := copyConn(upstream, client); err != nil {
 			client.Close()
 			upstream.Close()
 			return
 		}
-		closeWrite(upstream)
+		upstream.CloseWrite()
 	}()
-	if _, err := io.Copy(client, rawConn(upstream)); err != nil {
+	if err := copyConn(client, upstream); err != nil || closeAfterAnswer {
 		client.Close()
 		upstream.Close()
 	} else {
-		closeWrite(client)
+		client.CloseWrite()
 	}
 	<-done
-}
-
-// rawConn unwraps a trackedConn so that io.Copy between two TCP
-// connections can use splice(2).
-func rawConn(c net.Conn) net.Conn {
-	if t, ok := c.(*trackedConn); ok {
-		return t.Conn
-	}
-	return c
-}
-
-func closeWrite(c net.Conn) {
-	if cw, ok := rawConn(c).(interface{ CloseWrite() error }); ok {
-		cw.CloseWrite()
-		return
-	}
-	c.Close()
 }
 
 // pendingBytes returns what br has read past the request.

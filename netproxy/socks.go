@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
-	"net"
 	"net/netip"
 	"syscall"
 	"time"
@@ -37,7 +36,7 @@ const (
 // an IP address (ATYP 1 or 4) is allowed only when an IP-literal pattern
 // of Allowed names it, so a client that resolved the name itself (curl's
 // socks5:// rather than socks5h://) is refused with the IP it sent.
-func (s *Server) serveSOCKS(c net.Conn, br *bufio.Reader) {
+func (s *Server) serveSOCKS(c *conn, br *bufio.Reader) {
 	var hdr [2]byte
 	if _, err := io.ReadFull(br, hdr[:]); err != nil {
 		return
@@ -84,10 +83,10 @@ func (s *Server) serveSOCKS(c net.Conn, br *bufio.Reader) {
 	}
 	c.SetDeadline(time.Time{})
 	if err := socksReply(c, socksSucceeded); err != nil {
-		up.Close()
+		s.untrack(up)
 		return
 	}
-	relay(c, up, pendingBytes(br))
+	s.relay(c, up, pendingBytes(br), false)
 }
 
 func readSOCKSAddr(br *bufio.Reader, atyp byte) (string, error) {
@@ -119,14 +118,14 @@ func readSOCKSAddr(br *bufio.Reader, atyp byte) (string, error) {
 
 // socksReply writes a reply; the bound address is always 0.0.0.0:0, so
 // that the host's own addresses are not shown to the sandbox.
-func socksReply(c net.Conn, code byte) error {
+func socksReply(c *conn, code byte) error {
 	_, err := c.Write([]byte{socksVersion, code, 0, socksAtypIPv4, 0, 0, 0, 0, 0, 0})
 	return err
 }
 
 func socksCode(err error) byte {
 	var re *RefusedError
-	var dns *net.DNSError
+	var dns *dnsError
 	switch {
 	case errors.As(err, &re):
 		return socksNotAllowed

@@ -64,6 +64,25 @@ type Policy struct {
 	// (DefaultProtected unless the caller removed them, plus --protect):
 	// the effective list, for the report.
 	ProtectedNames []string `json:"protected_names,omitempty"`
+	// Domains, when not nil, is network by domain (allowed_domains): Network
+	// stays NetworkIsolated, so the command's namespace has only loopback,
+	// and sbx's proxy, listening inside it, reaches the hosts Domains
+	// allows from sbx's own namespace (docs/network.md).
+	Domains *Domains `json:"domains,omitempty"`
+}
+
+// Domains is what the proxy of a network-by-domain call lets through:
+// canonical patterns (profiles.ParseDomainPattern) and pinned names.
+type Domains struct {
+	Allowed []string `json:"allowed"`
+	// AllowAll allows every host that Denied does not name (a full
+	// network under the guard's deny_domains).
+	AllowAll              bool     `json:"allow_all,omitempty"`
+	Denied                []string `json:"denied,omitempty"`
+	AllowPrivateAddresses bool     `json:"allow_private_addresses,omitempty"`
+	// Resolve pins HOST:PORT to addresses, curl's --resolve syntax
+	// (netproxy.ParseResolve).
+	Resolve []string `json:"resolve,omitempty"`
 }
 
 // SkippedPath is an implicit root that was not granted, and why.
@@ -97,6 +116,9 @@ type Request struct {
 	// Capabilities are the Linux capabilities the command keeps (see
 	// Policy.Capabilities).
 	Capabilities []string
+	// Resolve pins names for the proxy of a network-by-domain call
+	// (Domains.Resolve); ignored without allowed_domains.
+	Resolve []string
 }
 
 // DefaultProtected are the names every writable root keeps read-only, as
@@ -151,11 +173,12 @@ func Build(req Request) (Policy, error) {
 	if req.Additional.NetworkEnabled() {
 		pol.Network = NetworkFull
 	}
-	if req.Additional.NetworkMode() == profiles.NetworkDomains && req.Mode != profiles.DangerFullAccess {
-		// IMPORTANT: the proxy (package netproxy) is not wired into the
-		// launchers yet. Refuse rather than run with no network while the
-		// caller believes some hosts are reachable (issue 18).
-		return Policy{}, &profiles.FieldError{Field: "additional_permissions.network.allowed_domains", Err: errors.New("network by domain is not enforced yet: use network.enabled without allowed_domains, or no network")}
+	// IMPORTANT: a full network beside denied_domains (merged from a grant
+	// of the whole network) is NetworkFull: no proxy runs, so the denied
+	// list is not enforced.
+	if req.Additional.NetworkMode() == profiles.NetworkDomains {
+		pol.Domains = &Domains{Allowed: req.Additional.AllowedDomains(), Denied: req.Additional.DeniedDomains(),
+			AllowPrivateAddresses: req.Additional.AllowPrivateAddresses(), Resolve: req.Resolve}
 	}
 	// write are all writable trees; repos are the ones whose .git is
 	// protected (not /tmp and $TMPDIR, which are scratch space).
@@ -164,6 +187,7 @@ func Build(req Request) (Policy, error) {
 	case profiles.DangerFullAccess:
 		pol.Unrestricted = true
 		pol.Network = NetworkFull
+		pol.Domains = nil
 		pol.WriteRoots = []string{"/"}
 		return pol, nil
 	case profiles.WorkspaceWrite:

@@ -1,19 +1,31 @@
 package policy
 
 import (
-	"strings"
+	"reflect"
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/profiles"
 )
 
-// A domain grant must not run as no network (the caller believes hosts are
-// reachable) nor as full network (wider than granted) while the proxy is
-// not wired in: Build refuses it, naming the field.
-func TestBuildRefusesDomainsUntilWired(t *testing.T) {
-	add := profiles.BuildNetwork(&profiles.Network{Enabled: true, AllowedDomains: []string{"pypi.org"}}, nil, nil)
-	pol, err := Build(Request{Mode: profiles.ReadOnly, Cwd: t.TempDir(), Additional: add})
-	if err == nil || !strings.Contains(err.Error(), "additional_permissions.network.allowed_domains") {
-		t.Fatalf("Build = %+v, %v; want an error naming allowed_domains", pol.Network, err)
+// A domain grant is neither full network (wider than granted) nor lost:
+// the network stays isolated and Domains carries the patterns for the
+// proxy; danger-full-access has the whole network anyway.
+func TestBuildDomains(t *testing.T) {
+	add := profiles.BuildNetwork(&profiles.Network{Enabled: true, AllowedDomains: []string{"pypi.org"}, DeniedDomains: []string{"evil.org"}, AllowPrivateAddresses: true}, nil, nil)
+	pol, err := Build(Request{Mode: profiles.ReadOnly, Cwd: t.TempDir(), Additional: add, Resolve: []string{"pypi.org:443:127.0.0.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Domains{Allowed: []string{"pypi.org"}, Denied: []string{"evil.org"}, AllowPrivateAddresses: true, Resolve: []string{"pypi.org:443:127.0.0.1"}}
+	if pol.Network != NetworkIsolated || pol.Domains == nil || !reflect.DeepEqual(*pol.Domains, want) {
+		t.Fatalf("Build = network %v, domains %+v; want isolated, %+v", pol.Network, pol.Domains, want)
+	}
+	pol, err = Build(Request{Mode: profiles.DangerFullAccess, Cwd: t.TempDir(), Additional: add})
+	if err != nil || pol.Network != NetworkFull || pol.Domains != nil {
+		t.Fatalf("danger-full-access: network %v, domains %+v, %v; want full, none", pol.Network, pol.Domains, err)
+	}
+	pol, err = Build(Request{Mode: profiles.ReadOnly, Cwd: t.TempDir(), Resolve: []string{"pypi.org:443:127.0.0.1"}})
+	if err != nil || pol.Domains != nil {
+		t.Fatalf("no domains: %+v, %v; want no proxy", pol.Domains, err)
 	}
 }

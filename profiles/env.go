@@ -103,6 +103,11 @@ func (p EnvPolicy) Apply(base []string) ([]string, EnvReport, error) {
 		case EnvAllowList:
 			keep = matchAny(name, p.Allow)
 		}
+		if _, set := p.Set[name]; set {
+			// Set replaces it: with both in the environment, getenv
+			// would return the first, the inherited one.
+			continue
+		}
 		if keep {
 			out = append(out, kv)
 		} else {

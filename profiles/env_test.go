@@ -163,3 +163,15 @@ func TestEnvPolicyURLValue(t *testing.T) {
 		t.Errorf("allow did not keep DATABASE_URL: %q", got)
 	}
 }
+
+// A regression test: Set appended to the inherited entries, so a name in
+// both appeared twice and getenv (the first match) saw the inherited value.
+func TestEnvPolicySetReplaces(t *testing.T) {
+	out, rep, err := EnvPolicy{Set: map[string]string{"GIT_SSL_CAINFO": "/ca.pem"}}.Apply([]string{"GIT_SSL_CAINFO=/etc/ssl/ca.crt", "PATH=/bin"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"PATH=/bin", "GIT_SSL_CAINFO=/ca.pem"}; !slices.Equal(out, want) || len(rep.Stripped) != 0 {
+		t.Fatalf("Apply = %q (stripped %q), want %q", out, rep.Stripped, want)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
@@ -25,7 +26,8 @@ func retryCommandLine(sub string, fs *flag.FlagSet, args []string) *call.Command
 
 // runRetryFlags spell the escalation flags of the run flags (runFlags.register).
 var runRetryFlags = call.RetryFlags{Network: "network", SandboxPermissions: "sandbox-permissions", Escalate: "escalate",
-	Justification: "justification", AllowRead: "allow-read", AllowWrite: "allow-write"}
+	Justification: "justification", AllowRead: "allow-read", AllowWrite: "allow-write",
+	AllowDomain: "allow-domain", DenyDomain: "deny-domain", AllowPrivateAddresses: "allow-private-addresses", Resolve: "resolve"}
 
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })
@@ -50,6 +52,16 @@ func explainDenials(w io.Writer, ds []enforce.Denial, dropped int, h *call.Retry
 		if d.Count > 1 {
 			times = fmt.Sprintf(", %d times", d.Count)
 		}
+		if d.Domain != "" {
+			// The proxy's: the host asked for, and the address refused
+			// when it was the address.
+			what := hostPort(d.Domain, d.Port)
+			if d.Address != nil {
+				what += " (" + d.Address.Address + ")"
+			}
+			fmt.Fprintf(w, "sbx: denied %s %s (%s%s): %s\n", d.Operation, what, d.Source, times, d.Reason)
+			continue
+		}
 		fmt.Fprintf(w, "sbx: denied %s %s (%s, pid %d%s): %s\n", d.Operation, denialObject(d.Path, d.Address), d.Syscall, d.PID, times, d.Reason)
 	}
 	if dropped > 0 {
@@ -59,7 +71,11 @@ func explainDenials(w io.Writer, ds []enforce.Denial, dropped int, h *call.Retry
 		return
 	}
 	for _, u := range h.Unresolved {
-		fmt.Fprintf(w, "sbx: no retry for %s %s: %s\n", u.Operation, denialObject(u.Path, u.Address), u.Reason)
+		what := denialObject(u.Path, u.Address)
+		if u.Domain != "" {
+			what = hostPort(u.Domain, u.Port)
+		}
+		fmt.Fprintf(w, "sbx: no retry for %s %s: %s\n", u.Operation, what, u.Reason)
 	}
 	if h.Reason != "" {
 		fmt.Fprintf(w, "sbx: needs %s: %s\n", h.EscalateTo, h.Reason)
@@ -109,4 +125,13 @@ func shellJoin(argv []string) string {
 		}
 	}
 	return strings.Join(q, " ")
+}
+
+// hostPort is host:port, an IPv6 host in brackets (net.JoinHostPort: sbx
+// does not link package net).
+func hostPort(host string, port int) string {
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	return host + ":" + strconv.Itoa(port)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/shells"
@@ -127,6 +128,10 @@ type runFlags struct {
 	protect          listFlag
 	noDefaultProtect bool
 	network          bool
+	allowDomain      listFlag
+	denyDomain       listFlag
+	allowPrivate     bool
+	resolve          listFlag
 	excludeTmp       bool
 	excludeTmpdir    bool
 	require          listFlag
@@ -160,6 +165,10 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(&rf.protect, "protect", "keep `NAME` read-only in every writable root, as "+strings.Join(policy.DefaultProtected, ", ")+" are by default; a missing one cannot be created (repeatable)")
 	fs.BoolVar(&rf.noDefaultProtect, "no-default-protect", false, "do not protect "+strings.Join(policy.DefaultProtected, ", ")+" (the report's policy.protected_names says what is)")
 	fs.BoolVar(&rf.network, "network", false, "allow network access")
+	fs.Var(&rf.allowDomain, "allow-domain", "allow network to `PATTERN` only, through sbx's proxy: host, *.domain (subdomains only), optional :PORT (default 80 and 443) (repeatable; docs/network.md)")
+	fs.Var(&rf.denyDomain, "deny-domain", "refuse `PATTERN` even when --allow-domain matches it (repeatable)")
+	fs.BoolVar(&rf.allowPrivate, "allow-private-addresses", false, "let --allow-domain hosts resolve to loopback, link-local and private addresses")
+	fs.Var(&rf.resolve, "resolve", "pin `HOST:PORT:ADDR` for the proxy, as curl's --resolve (repeatable; with --allow-domain)")
 	fs.BoolVar(&rf.excludeTmp, "exclude-tmp", false, "do not make /tmp writable in workspace-write")
 	fs.BoolVar(&rf.excludeTmpdir, "exclude-tmpdir", false, "do not make $TMPDIR writable in workspace-write")
 	fs.StringVar(&rf.sandboxPermissions, "sandbox-permissions", "", "per-call escalation: use_default, with_additional_permissions (the --allow-* flags become a request needing approval) or require_escalated")
@@ -191,14 +200,17 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	if len(rf.allowRead) > 0 || len(rf.allowWrite) > 0 {
 		add.FileSystem = &profiles.FileSystem{Read: rf.allowRead, Write: rf.allowWrite}
 	}
+	var err error
+	if add.Network, err = rf.domains(set); err != nil {
+		return call.Request{}, err
+	}
 	r := call.Request{
 		Command: command, Cwd: rf.cwd, Mode: rf.mode, WritableRoots: rf.writableRoots,
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, ReadOnly: rf.readOnly,
 		Protect: rf.protect, ProtectField: "--protect", NoDefaultProtect: rf.noDefaultProtect,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require, CapAdd: rf.capAdd, CapAddField: "--cap-add",
-		Timeout: rf.timeout,
+		Timeout: rf.timeout, Resolve: rf.resolve,
 	}
-	var err error
 	if r.Limits, err = rf.limitsRequest(set).Limits(runLimitNames); err != nil {
 		return r, err
 	}
@@ -289,7 +301,8 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		// --network is then part of the request the approver sees, not
 		// the caller's own setting: a request for the network alone is
 		// valid.
-		r.Network, r.Additional.Network = false, &profiles.Network{Enabled: true}
+		r.Network = false
+		r.Additional = profiles.Merge(r.Additional, profiles.Build(true, nil, nil))
 	}
 	if rf.approver != "" {
 		e.Approver = escalate.CommandApprover{Argv: strings.Fields(rf.approver)}
@@ -332,7 +345,7 @@ func (rf *runFlags) checkEffect(r call.Request, set map[string]bool) error {
 	if r.Mode == profiles.DangerFullAccess {
 		// danger-full-access has no file-system or network restriction to
 		// add to or carve out of.
-		for _, name := range []string{"allow-read", "allow-write", "read-only", "protect", "no-default-protect", "network"} {
+		for _, name := range []string{"allow-read", "allow-write", "read-only", "protect", "no-default-protect", "network", "allow-domain", "deny-domain", "allow-private-addresses", "resolve"} {
 			if set[name] {
 				return &profiles.FieldError{Field: "--" + name, Err: errors.New("no effect in danger-full-access, which already reads, writes and connects everywhere")}
 			}
@@ -693,4 +706,40 @@ func writeReport(path string, v any, stdio Stdio) error {
 		return err
 	}
 	return os.WriteFile(path, b, 0o644)
+}
+
+// domains is the network part of the call's profile from the domain
+// flags, nil without them. Each value is checked here, so an error names
+// the flag; the flags that only narrow or pin names need --allow-domain.
+func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
+	for _, f := range []struct {
+		name string
+		list []string
+	}{{"--allow-domain", rf.allowDomain}, {"--deny-domain", rf.denyDomain}} {
+		for _, v := range f.list {
+			if _, err := profiles.ParseDomainPattern(v); err != nil {
+				return nil, &profiles.FieldError{Field: f.name, Err: fmt.Errorf("%q: %w", v, err)}
+			}
+		}
+	}
+	for _, v := range rf.resolve {
+		if _, err := netproxy.ParseResolve(v); err != nil {
+			return nil, &profiles.FieldError{Field: "--resolve", Err: err}
+		}
+	}
+	if len(rf.allowDomain) > 0 && rf.network {
+		return nil, &profiles.FieldError{Field: "--allow-domain", Err: errors.New("contradicts --network, which reaches every address: give one or the other")}
+	}
+	if len(rf.allowDomain) == 0 {
+		// With no network the proxy does not run; with --network every
+		// address is reachable, and no proxy sees what a deny list would
+		// refuse.
+		for _, name := range []string{"deny-domain", "allow-private-addresses", "resolve"} {
+			if set[name] {
+				return nil, &profiles.FieldError{Field: "--" + name, Err: errors.New("only valid with --allow-domain (the proxy applies it)")}
+			}
+		}
+		return nil, nil
+	}
+	return &profiles.Network{Enabled: true, AllowedDomains: rf.allowDomain, DeniedDomains: rf.denyDomain, AllowPrivateAddresses: rf.allowPrivate}, nil
 }

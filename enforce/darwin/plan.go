@@ -63,6 +63,12 @@ func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 		p.Launch = LaunchDirect
 		return p, nil
 	}
+	if pol.Domains != nil {
+		// IMPORTANT: no proxy on macOS yet (its Seatbelt profile would
+		// allow only the proxy's loopback port): the network stays off.
+		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "network-domains",
+			Reason: "network by domain is not implemented on macOS: the command runs without network"})
+	}
 	paths, err := canonicalPolicy(pol, opts.Paths)
 	if err != nil {
 		return nil, err

@@ -106,6 +106,7 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 	rep.Resources = proc.Resources(ru)
 	sv := proc.EndSupervision()
 	rep.Denials = append(rep.Denials, sv.Denials...)
+	rep.Denials = append(rep.Denials, proc.ProxyDenials()...)
 	rep.DenialsDropped += sv.Dropped
 	if len(sv.Downgrades) > 0 {
 		// The supervisor could not be set up: what counted on it is as

@@ -52,6 +52,8 @@ type Process struct {
 	// placeholders are the carve-out placeholders this call made, removed
 	// by Wait.
 	placeholders []string
+	// proxy serves network by domain (proxy.go), nil without; Wait ends it.
+	proxy *proxyServer
 }
 
 type exitResult struct {
@@ -215,6 +217,7 @@ func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
 		r = wait(pr.Pid)
 	}
 	pr.stopInit()
+	pr.proxy.close()
 	removePlaceholders(pr.placeholders)
 	pr.placeholders = nil
 	if pr.release != nil {
@@ -331,6 +334,7 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 		pid, initPid int
 		lifeline     *os.File
 		lis          listener
+		proxy        *proxyServer
 		err          error
 	}
 	startc := make(chan started, 1)
@@ -362,6 +366,11 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 			}
 			if answers != nil {
 				answers.Close()
+			}
+			if err == nil && p.Proxy {
+				// In the call's network namespace, before Landlock's and
+				// seccomp's network rules.
+				st.proxy, spec.Env, err = startProxyHere(p, spec.Env)
 			}
 			if err == nil {
 				err = dropCapabilities(p.Capabilities)
@@ -414,8 +423,9 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 		}()
 	}
 	s := <-startc
-	pr.initPid, pr.lifeline = s.initPid, s.lifeline
+	pr.initPid, pr.lifeline, pr.proxy = s.initPid, s.lifeline, s.proxy
 	if s.err != nil {
+		pr.proxy.close()
 		if s.lis.fd >= 0 {
 			unix.Close(s.lis.fd)
 		}
@@ -864,6 +874,10 @@ type stagePayload struct {
 	// Terminal: fds 0-2 are a pty slave that becomes the command's
 	// controlling terminal (see Spec.Terminal).
 	Terminal bool `json:",omitempty"`
+	// ProxySocket is the fd of the socket the stage sends the proxy's
+	// listening sockets on (sendProxy), before the seccomp listener; 0
+	// without network by domain.
+	ProxySocket int `json:",omitempty"`
 }
 
 // stagePlan is the part of a Plan the stage applies, all the payload
@@ -1016,6 +1030,9 @@ func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) 
 	if sup != nil {
 		pl.ListenerSocket = stageListenerFD
 	}
+	if p.Proxy {
+		pl.ProxySocket = stageListenerFD
+	}
 	if st.pidns {
 		pl.StatusFD = stageStatusFD
 	}
@@ -1047,6 +1064,11 @@ func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) 
 	}()
 	if _, err := st.plan.Write(payload); err != nil {
 		return nil, fmt.Errorf("stage: send plan: %w", err)
+	}
+	if p.Proxy {
+		if err := pr.takeProxy(p, st); err != nil {
+			return nil, err
+		}
 	}
 	if sup != nil {
 		sup.receive(st.listenerSock, st.pid)
@@ -1170,6 +1192,12 @@ func StageMain() int {
 	}
 	if err == nil {
 		err = setupNamespaces(plan, false, mountProcHere)
+	}
+	if err == nil && pl.ProxySocket > 0 {
+		var addr string
+		if addr, err = sendProxy(pl.ProxySocket); err == nil {
+			pl.Env = withProxyEnv(pl.Env, addr)
+		}
 	}
 	if err == nil {
 		err = dropCapabilities(plan.Capabilities)

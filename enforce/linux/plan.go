@@ -169,6 +169,10 @@ type Plan struct {
 	Sockets  SocketPolicy
 	// NewNetNS: a private network namespace with only loopback up.
 	NewNetNS bool
+	// Proxy: network by domain (Policy.Domains). The launcher makes the
+	// proxy's listening sockets inside the call's network namespace and sbx
+	// serves them from its own (proxy.go).
+	Proxy bool `json:",omitempty"`
 	// NewPIDNS: the command runs in a new PID namespace whose init dies with
 	// sbx, taking every process of the call with it.
 	NewPIDNS bool
@@ -397,6 +401,16 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	}
 	p.compileMaskLinks(masked)
 	p.NewNetNS = needNS && pol.Network == policy.NetworkIsolated
+	if pol.Domains != nil {
+		// Without a namespace of its own the command would share the
+		// host's loopback with the proxy's listener, and seccomp keeps it
+		// to unix sockets anyway: it runs without network, reported.
+		p.Proxy = p.NewNetNS
+		if !p.Proxy {
+			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "network-domains",
+				Reason: "no network namespace (no user namespaces: " + sys.UserNSReason + "): network by domain needs one for the proxy; the command runs without network"})
+		}
+	}
 	p.NewUTSNS, p.NewIPCNS = needNS, needNS
 	p.compileProc(sys, needNS)
 	switch {
@@ -614,6 +628,7 @@ func (p *Plan) Enforcement() enforce.Enforcement {
 		return e
 	}
 	e.NetworkNamespace = p.NewNetNS
+	e.NetworkDomains = p.Proxy
 	e.MountNamespace = p.needsMountNS()
 	e.MaskedPaths = p.MaskedMounts
 	e.UserNamespace = p.NewUserNS
@@ -667,6 +682,17 @@ func (p *Plan) String() string {
 		return b.String()
 	}
 	fmt.Fprintf(&b, "namespaces: user=%t pid=%t net=%t mount=%t uts=%t ipc=%t\n", p.NewUserNS, p.NewPIDNS, p.NewNetNS, p.needsMountNS(), p.NewUTSNS, p.NewIPCNS)
+	if d := p.Policy.Domains; p.Proxy {
+		allowed := strings.Join(d.Allowed, ",")
+		if d.AllowAll {
+			allowed = "every host"
+		}
+		fmt.Fprintf(&b, "proxy: HTTP and SOCKS5 on 127.0.0.1 and ::1 in the call's network namespace, allowed %s", allowed)
+		if len(d.Denied) > 0 {
+			fmt.Fprintf(&b, ", denied %s", strings.Join(d.Denied, ","))
+		}
+		fmt.Fprintf(&b, ", private addresses %t\n", d.AllowPrivateAddresses)
+	}
 	caps := "none"
 	if len(p.Capabilities) > 0 {
 		var names []string

@@ -89,3 +89,39 @@ func TestPlanResolveUnixSupervised(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanProxy: network by domain gets the proxy where the call has a
+// network namespace of its own (root, or a user namespace), and is the
+// network-domains downgrade without one: the command then runs with no
+// network (seccomp keeps it to unix sockets), never with the host's.
+func TestPlanProxy(t *testing.T) {
+	add := profiles.BuildNetwork(&profiles.Network{Enabled: true, AllowedDomains: []string{"pypi.org"}}, nil, nil)
+	pol, err := policy.Build(policy.Request{Mode: profiles.ReadOnly, Cwd: t.TempDir(), Additional: add})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name  string
+		sys   System
+		proxy bool
+	}{
+		{"root", System{LandlockABI: 7, Privileged: true}, true},
+		{"user namespace", System{LandlockABI: 7, UserNS: true}, true},
+		{"neither", System{LandlockABI: 7, UserNSReason: "max_user_namespaces is 0"}, false},
+	} {
+		plan, err := Compile(pol, tt.sys)
+		if err != nil {
+			t.Fatal(err)
+		}
+		degraded := slices.ContainsFunc(plan.Downgrades, func(d enforce.Downgrade) bool { return d.Feature == "network-domains" })
+		if plan.Proxy != tt.proxy || degraded == tt.proxy || plan.NewNetNS != tt.proxy || plan.Enforcement().NetworkDomains != tt.proxy {
+			t.Errorf("%s: proxy %v, netns %v, downgraded %v; want proxy %v", tt.name, plan.Proxy, plan.NewNetNS, degraded, tt.proxy)
+		}
+		if !tt.proxy && plan.Sockets != SocketsUnixOnly {
+			t.Errorf("%s: sockets %v, want unix only", tt.name, plan.Sockets)
+		}
+		if err := enforce.CheckRequired([]string{"network-domains"}, plan.Downgrades); (err != nil) == tt.proxy {
+			t.Errorf("%s: --require network-domains: %v", tt.name, err)
+		}
+	}
+}

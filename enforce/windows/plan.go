@@ -277,6 +277,10 @@ func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 		p.ACEs = append(p.ACEs, ACE{Path: ro, Kind: Deny, Mask: DenyMask, Inherit: inheritance(fi)})
 	}
 	p.Downgrades = append(p.Downgrades, everyoneWritable, noDenials)
+	if pol.Domains != nil {
+		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "network-domains",
+			Reason: "network by domain is not implemented on Windows: the network is not restricted (see netns)"})
+	}
 	if pol.Network == policy.NetworkIsolated {
 		p.Downgrades = append(p.Downgrades, noNetwork)
 	}
