@@ -77,8 +77,8 @@ type InternalMarker interface{ InternalFailure() }
 
 type internalError struct{ err error }
 
-func (e internalError) Error() string   { return e.err.Error() }
-func (e internalError) Unwrap() error   { return e.err }
+func (e internalError) Error() string    { return e.err.Error() }
+func (e internalError) Unwrap() error    { return e.err }
 func (e internalError) InternalFailure() {}
 
 // Internal marks err as sbx's own failure (kind internal).

@@ -105,6 +105,5 @@ func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (enf
 	return rep, err
 }
 
-
 // ptyInput is what is typed into a pty (execjson.PTYInput).
 func ptyInput(text string) string { return execjson.PTYInput(text) }
