@@ -326,3 +326,10 @@ func (s *Server) lookup(id string) (*session, *Error) {
 	}
 	return sess, nil
 }
+
+// running reports whether a call of that id is in flight.
+func (s *Server) running(callID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[callID] != nil
+}

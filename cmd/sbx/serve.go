@@ -102,4 +102,3 @@ func serveCmd(args []string, stdio Stdio) int {
 	}
 	return 0
 }
-

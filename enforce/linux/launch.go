@@ -334,7 +334,12 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 		err          error
 	}
 	startc := make(chan started, 1)
-	pr := &Process{release: make(chan struct{})}
+	// release is read here, not through pr in the launch: Wait sets
+	// pr.release to nil once it closed it, and a launch that read the
+	// field after that would wait on a nil channel, its locked thread
+	// leaked for good (found by a long-lived server, under -race).
+	release := make(chan struct{})
+	pr := &Process{release: release}
 	launch := func(pre nsDone) {
 		st := started{lis: listener{fd: -1}}
 		if cg != nil {
@@ -403,7 +408,7 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 			cg.leaveV1()
 		}
 		startc <- st
-		<-pr.release
+		<-release
 	}
 	if pre != nil {
 		pre.jobs <- launch
