@@ -401,6 +401,34 @@ func TestServeDisconnectKills(t *testing.T) {
 	}
 }
 
+// TestServeKilledServer: sbx serve killed with SIGKILL takes every
+// sandboxed tree with it.
+func TestServeKilledServer(t *testing.T) {
+	s := startServer(t)
+	s.ok("initialize", nil)
+	ws := workspace(t)
+	turn := s.session("s", ws, map[string]any{"preset": "auto"})
+	marker := fmt.Sprintf("%d.%d", 5000+os.Getpid()%1000, time.Now().UnixNano()%1000)
+	for i := range 3 {
+		p := execParams("s", turn, fmt.Sprintf("c%d", i), ws, "sh", "-c", "sleep "+marker+" & echo started; wait")
+		p["stream"] = true
+		s.start("exec", p)
+		<-s.notes
+	}
+	for deadline := time.Now().Add(10 * time.Second); len(pidsOf("sleep", marker)) != 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the calls' sleeps are not running: %v", pidsOf("sleep", marker))
+		}
+	}
+	s.cmd.Process.Kill()
+	<-s.exited
+	for deadline := time.Now().Add(5 * time.Second); len(pidsOf("sleep", marker)) > 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("processes outlived the SIGKILLed server: %v", pidsOf("sleep", marker))
+		}
+	}
+}
+
 // pidsOf lists the processes whose argv is exactly argv.
 func pidsOf(argv ...string) []int {
 	var out []int

@@ -2,6 +2,8 @@ package serve
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -155,5 +157,74 @@ func TestLogFailureRefuses(t *testing.T) {
 	}
 	if code, _ := c.fail("turn/begin", map[string]any{"session_id": "s"}); code != CodeUnknownSession {
 		t.Errorf("a session whose opening was not recorded is open: %d", code)
+	}
+}
+
+// TestChildSession: a child takes only the parent's explicit session
+// override, never its grants, and its approval policy is pinned to never.
+func TestChildSession(t *testing.T) {
+	c := newClient(t, Options{})
+	ws := t.TempDir()
+	c.ok("session/open", map[string]any{"session_id": "p", "cwd": ws, "preset": "read-only"})
+	c.ok("turn/begin", map[string]any{"session_id": "p"})
+	out := t.TempDir()
+	c.ok("grants/apply", map[string]any{"session_id": "p", "environment_id": "e",
+		"requested": map[string]any{"file_system": map[string]any{"write": []string{out}}},
+		"response":  map[string]any{"granted": map[string]any{"file_system": map[string]any{"write": []string{out}}}, "scope": "session"}})
+	child := c.ok("session/open", map[string]any{"session_id": "k", "cwd": ws, "parent_session_id": "p", "environment_id": "e"})
+	if child["sandbox_mode"] != "read-only" || child["approval_policy"] != "never" {
+		t.Errorf("child of an explicit read-only parent: %v", child)
+	}
+	turn := c.ok("turn/begin", map[string]any{"session_id": "k"})["turn_id"].(string)
+	res := c.ok("exec", map[string]any{"session_id": "k", "turn_id": turn, "call_id": "c", "cwd": ws,
+		"command": []string{"sh", "-c", "echo x > " + out + "/f"}})
+	if res["exit_code"] == 0.0 || ran(out) {
+		t.Errorf("the child wrote with its parent's grant: %v", res)
+	}
+	if code, data := c.fail("session/set_preset", map[string]any{"session_id": "k", "key": "auto"}); code != CodeInvalidParams || data["field"] != "key" {
+		t.Errorf("a child selected an asking preset: %d %v", code, data)
+	}
+	if code, data := c.fail("session/open", map[string]any{"cwd": ws, "parent_session_id": "p", "preset": "full-access"}); code != CodeInvalidParams || data["field"] != "preset" {
+		t.Errorf("a child chose its own preset: %d %v", code, data)
+	}
+	if code, data := c.fail("session/open", map[string]any{"cwd": ws, "parent_session_id": "nope"}); code != CodeUnknownSession || data["field"] != "parent_session_id" {
+		t.Errorf("unknown parent: %d %v", code, data)
+	}
+	// A parent under the deployment default has no override to hand down:
+	// the child gets the default.
+	c.ok("session/open", map[string]any{"session_id": "p2", "cwd": ws})
+	child = c.ok("session/open", map[string]any{"cwd": ws, "parent_session_id": "p2"})
+	if child["sandbox_mode"] != "workspace-write" || child["approval_policy"] != "never" {
+		t.Errorf("child of a default parent: %v", child)
+	}
+}
+
+// TestTurnGrantEndsWithTurn: a turn grant applies inside its turn only.
+func TestTurnGrantEndsWithTurn(t *testing.T) {
+	c := newClient(t, Options{})
+	ws, turn := c.openTurn("s", map[string]any{"preset": "auto"})
+	out := t.TempDir()
+	grant := func() {
+		c.ok("grants/apply", map[string]any{"session_id": "s",
+			"requested": map[string]any{"file_system": map[string]any{"write": []string{out}}},
+			"response":  map[string]any{"granted": map[string]any{"file_system": map[string]any{"write": []string{out, "/etc"}}}, "scope": "turn"}})
+	}
+	grant()
+	write := func(turn, id string) float64 {
+		return c.ok("exec", map[string]any{"session_id": "s", "turn_id": turn, "call_id": id, "cwd": ws, "exclude_tmp": true, "exclude_tmpdir": true,
+			"command": []string{"sh", "-c", "echo x > " + out + "/f && ! echo y > /etc/sbx-serve-test"}})["exit_code"].(float64)
+	}
+	if code := write(turn, "c1"); code != 0 {
+		t.Errorf("the turn grant did not apply (or /etc was granted beyond the request): exit %v", code)
+	}
+	c.ok("turn/end", map[string]any{"session_id": "s", "turn_id": turn})
+	if code, _ := c.fail("grants/apply", map[string]any{"session_id": "s", "requested": map[string]any{"network": map[string]any{"enabled": true}},
+		"response": map[string]any{"granted": map[string]any{}, "scope": "turn"}}); code != CodeNoOpenTurn {
+		t.Errorf("a turn grant outside a turn: %d", code)
+	}
+	turn2 := c.ok("turn/begin", map[string]any{"session_id": "s"})["turn_id"].(string)
+	os.Remove(filepath.Join(out, "f"))
+	if code := write(turn2, "c2"); code == 0 {
+		t.Error("the turn grant outlived its turn")
 	}
 }
