@@ -334,6 +334,12 @@ func TestServeConcurrent(t *testing.T) {
 	s := startServer(t)
 	s.ok("initialize", nil)
 	ws := workspace(t)
+	// IMPORTANT: with no .git, each call makes and removes a placeholder
+	// .git for its carve-out, and a call whose plan saw another call's
+	// placeholder fails to bind it once that call removed it ("bind mount
+	// .git: no such file or directory"): enforce/linux's race, not the
+	// server's, reported to its owner. A repository has its .git.
+	dotGit(t, ws)
 	turn := s.session("s", ws, map[string]any{"preset": "auto"})
 	const n = 32
 	script := `readlink /proc/self/ns/pid /proc/self/ns/net; ls /proc | grep -c '^[0-9]'; sleep 2`

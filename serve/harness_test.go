@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 
 // client talks to a Server over pipes, as a client would over stdio.
 type client struct {
-	t    *testing.T
+	t    testing.TB
 	w    *io.PipeWriter
 	mu   sync.Mutex
 	next int
@@ -53,6 +53,13 @@ func newClient(t *testing.T, opt Options) *client {
 	return c
 }
 
+// newClientB is newClient for a benchmark.
+func newClientB(b *testing.B) *client {
+	c := connect(b, New(Options{Logf: b.Logf}), &MemLogs{})
+	c.ok("initialize", map[string]any{})
+	return c
+}
+
 func startClient(t *testing.T, opt Options) *client {
 	t.Helper()
 	logs := &MemLogs{}
@@ -66,7 +73,7 @@ func startClient(t *testing.T, opt Options) *client {
 	return connect(t, srv, logs)
 }
 
-func connect(t *testing.T, srv *Server, logs *MemLogs) *client {
+func connect(t testing.TB, srv *Server, logs *MemLogs) *client {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &client{t: t, w: inW, waiting: map[string]chan map[string]any{}, notes: make(chan map[string]any, 1024),
@@ -175,7 +182,7 @@ func (c *client) fail(method string, params any) (int, map[string]any) {
 	return errorOf(c.t, method, c.call(method, params))
 }
 
-func errorOf(t *testing.T, method string, m map[string]any) (int, map[string]any) {
+func errorOf(t testing.TB, method string, m map[string]any) (int, map[string]any) {
 	t.Helper()
 	e, ok := m["error"].(map[string]any)
 	if !ok {
