@@ -392,13 +392,7 @@ func (s *Server) endTurn(params json.RawMessage) (any, *Error) {
 	if err := sess.append(RecTurnEnded, turnRecord{TurnID: t.id}); err != nil {
 		return nil, asError(err)
 	}
-	sess.turn = nil
-	for _, g := range sess.grants {
-		if g.turnID == t.id {
-			g.turn, g.turnID, g.turnStrict = profiles.Profile{}, "", false
-		}
-	}
-	t.cancel()
+	sess.endTurnLocked()
 	return nil, nil
 }
 

@@ -40,6 +40,8 @@ type session struct {
 	turn       *turn
 	// grants are the stored grants, by environment id.
 	grants map[string]*envGrants
+	// replay is what Restore left to settle (nil once served).
+	replay *replayState
 }
 
 // envGrants are one environment's stored grants: the session's outlive
