@@ -150,11 +150,11 @@ func timeRun(argv []string, dir string) (time.Duration, error) {
 
 // client is one JSON-RPC connection to the server.
 type client struct {
-	w             io.Writer
-	r             *bufio.Reader
-	next          int
+	w               io.Writer
+	r               *bufio.Reader
+	next            int
 	sessionID, turn string
-	ws            string
+	ws              string
 }
 
 func (c *client) call(method string, params any) (map[string]any, error) {
