@@ -34,6 +34,10 @@ approvals settled cancelled. Approvals are asked by --approver CMD (the
 program of sbx run --approver) or on the terminal (--approve-on-terminal);
 with neither, every approval is unavailable and the call denied.
 
+Examples:
+  sbx serve                                   # one client on stdio
+  sbx serve --listen "$XDG_RUNTIME_DIR/sbx.sock" --approver /usr/local/bin/approve
+
 Exit status: 0 after shutdown and exit (or end of input on stdin), 1 after
 an exit without shutdown, 125 bad flags or a socket that cannot be made.
 
