@@ -554,3 +554,62 @@ func waitForPath(t *testing.T, p string) {
 	}
 	t.Fatalf("%s did not appear", p)
 }
+
+// TestServeNoLeak: fds, threads, mounts and memory of the server stay flat
+// over many requests (1000; SBX_IT_SERVE_REQUESTS=10000 for the issue's
+// count).
+func TestServeNoLeak(t *testing.T) {
+	n := 1000
+	if v, err := strconv.Atoi(os.Getenv("SBX_IT_SERVE_REQUESTS")); err == nil && v > 0 {
+		n = v
+	}
+	s := startServer(t)
+	s.ok("initialize", nil)
+	ws := workspace(t)
+	dotGit(t, ws)
+	turn := s.session("s", ws, map[string]any{"preset": "auto"})
+	pid := s.cmd.Process.Pid
+	exec := func(i int) {
+		res := s.ok("exec", execParams("s", turn, fmt.Sprintf("c%d", i), ws, "/bin/true"))
+		if res["exit_code"] != 0.0 {
+			t.Fatalf("call %d: %v", i, res)
+		}
+	}
+	for i := range 100 {
+		exec(i)
+	}
+	before := usageOf(t, pid)
+	for i := 100; i < 100+n; i++ {
+		exec(i)
+	}
+	after := usageOf(t, pid)
+	t.Logf("after 100 requests %+v, after %d more %+v", before, n, after)
+	if after.fds > before.fds+2 || after.threads > before.threads+4 || after.mounts != before.mounts || after.rssKB > before.rssKB+32<<10 {
+		t.Errorf("the server grew over %d requests: %+v, then %+v", n, before, after)
+	}
+}
+
+type usage struct{ fds, threads, mounts, rssKB int }
+
+func usageOf(t *testing.T, pid int) usage {
+	t.Helper()
+	var u usage
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.fds = len(fds)
+	mi, _ := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid))
+	u.mounts = strings.Count(string(mi), "\n")
+	st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	for _, line := range strings.Split(string(st), "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 2 && f[0] == "Threads:" {
+			u.threads, _ = strconv.Atoi(f[1])
+		}
+		if len(f) >= 2 && f[0] == "VmRSS:" {
+			u.rssKB, _ = strconv.Atoi(f[1])
+		}
+	}
+	return u
+}
