@@ -68,16 +68,37 @@ func run(sbx string, n, rounds, clients int) error {
 		return err
 	}
 	defer srv.close()
-	c, err := srv.client.session(ws)
-	if err != nil {
+	if _, err := srv.client.call("initialize", map[string]any{}); err != nil {
 		return err
 	}
-	seq := &series{name: "serve-exec"}
-	for range 20 { // warm-up
-		if _, err := c.exec(); err != nil {
+	// serve-exec is the measure; the two others, in the same server, show
+	// what the network namespace costs and the floor without any sandbox.
+	variants := []struct {
+		series *series
+		preset string
+		extra  map[string]any
+	}{
+		{&series{name: "serve-exec"}, "auto", nil},
+		{&series{name: "serve-exec-network"}, "auto", map[string]any{"network_access": true}},
+		{&series{name: "serve-exec-unsandboxed"}, "full-access", nil},
+	}
+	var sessions []*client
+	for _, v := range variants {
+		c := *srv.client
+		if err := c.open(ws, v.preset); err != nil {
 			return err
 		}
+		c.extra = v.extra
+		sessions = append(sessions, &c)
 	}
+	for range 20 { // warm-up
+		for _, c := range sessions {
+			if _, err := c.exec(); err != nil {
+				return err
+			}
+		}
+	}
+	seq := variants[0].series
 	perRound := max(1, n/rounds)
 	for r := 0; seq.len() < n || r < rounds; r++ {
 		if r < rounds {
@@ -90,18 +111,24 @@ func run(sbx string, n, rounds, clients int) error {
 			}
 		}
 		for i := 0; i < perRound && seq.len() < n; i++ {
-			d, err := c.exec()
-			if err != nil {
-				return err
+			for j, c := range sessions {
+				d, err := c.exec()
+				if err != nil {
+					return err
+				}
+				variants[j].series.add(d)
 			}
-			seq.add(d)
 		}
 	}
 	conc, err := concurrent(sbx, ws, clients, max(1, n/clients))
 	if err != nil {
 		return err
 	}
-	report(append(procs, seq, conc), "bwrap")
+	all := procs
+	for _, v := range variants {
+		all = append(all, v.series)
+	}
+	report(append(all, conc), "bwrap")
 	return nil
 }
 
@@ -152,14 +179,16 @@ func timeRun(argv []string, dir string) (time.Duration, error) {
 type client struct {
 	w               io.Writer
 	r               *bufio.Reader
-	next            int
+	next            *int // shared by the sessions of one connection
 	sessionID, turn string
 	ws              string
+	extra           map[string]any // more exec params
 }
 
 func (c *client) call(method string, params any) (map[string]any, error) {
-	c.next++
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": c.next, "method": method, "params": params})
+	*c.next++
+	id := *c.next
+	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 	if _, err := c.w.Write(append(b, '\n')); err != nil {
 		return nil, err
 	}
@@ -172,7 +201,7 @@ func (c *client) call(method string, params any) (map[string]any, error) {
 		if err := json.Unmarshal(line, &m); err != nil {
 			return nil, err
 		}
-		if m["id"] == float64(c.next) {
+		if m["id"] == float64(id) {
 			if m["error"] != nil {
 				return nil, fmt.Errorf("%s: %v", method, m["error"])
 			}
@@ -186,17 +215,22 @@ func (c *client) session(ws string) (*client, error) {
 	if _, err := c.call("initialize", map[string]any{}); err != nil {
 		return nil, err
 	}
-	s, err := c.call("session/open", map[string]any{"cwd": ws, "preset": "auto"})
+	return c, c.open(ws, "auto")
+}
+
+// open opens a session with preset and a turn in it.
+func (c *client) open(ws, preset string) error {
+	s, err := c.call("session/open", map[string]any{"cwd": ws, "preset": preset})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.sessionID, c.ws = s["session_id"].(string), ws
 	t, err := c.call("turn/begin", map[string]any{"session_id": c.sessionID})
 	if err != nil {
-		return nil, err
+		return err
 	}
 	c.turn = t["turn_id"].(string)
-	return c, nil
+	return nil
 }
 
 // callIDs make call ids unique across clients (the server's are).
@@ -205,8 +239,12 @@ var callIDs atomic.Int64
 // exec times one exec of /bin/true, request to response.
 func (c *client) exec() (time.Duration, error) {
 	start := time.Now()
-	r, err := c.call("exec", map[string]any{"session_id": c.sessionID, "turn_id": c.turn, "call_id": fmt.Sprintf("c%d", callIDs.Add(1)),
-		"cwd": c.ws, "command": []string{"/bin/true"}})
+	p := map[string]any{"session_id": c.sessionID, "turn_id": c.turn, "call_id": fmt.Sprintf("c%d", callIDs.Add(1)),
+		"cwd": c.ws, "command": []string{"/bin/true"}}
+	for k, v := range c.extra {
+		p[k] = v
+	}
+	r, err := c.call("exec", p)
 	d := time.Since(start)
 	if err == nil && r["exit_code"] != 0.0 {
 		err = fmt.Errorf("exec /bin/true: %v", r)
@@ -234,7 +272,7 @@ func startStdio(sbx, ws string) (*server, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
-	return &server{cmd: cmd, in: in, client: &client{w: in, r: bufio.NewReaderSize(out, 1<<20)}}, nil
+	return &server{cmd: cmd, in: in, client: &client{w: in, r: bufio.NewReaderSize(out, 1<<20), next: new(int)}}, nil
 }
 
 func (s *server) close() {
@@ -269,7 +307,7 @@ func concurrent(sbx, ws string, clients, per int) (*series, error) {
 			return nil, err
 		}
 		defer conn.Close()
-		c, err := (&client{w: conn, r: bufio.NewReader(conn)}).session(ws)
+		c, err := (&client{w: conn, r: bufio.NewReader(conn), next: new(int)}).session(ws)
 		if err != nil {
 			return nil, err
 		}
