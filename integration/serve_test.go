@@ -328,6 +328,41 @@ func TestServeSandbox(t *testing.T) {
 	}
 }
 
+// TestServeFSAndPTY: an "fs" request and a pty request through the server
+// behave as through sbx exec.
+func TestServeFSAndPTY(t *testing.T) {
+	s := startServer(t)
+	s.ok("initialize", nil)
+	ws := workspace(t)
+	turn := s.session("s", ws, map[string]any{"preset": "auto"})
+	fs := func(callID, path string) map[string]any {
+		return s.ok("exec", map[string]any{"session_id": "s", "turn_id": turn, "call_id": callID, "cwd": ws,
+			"fs": map[string]any{"op": "write", "path": path, "content": "hi\n"}})
+	}
+	if res := fs("f1", "note.txt"); res["ok"] != true || res["op"] != "write" || res["call_id"] != "f1" {
+		t.Errorf("fs write in the workspace: %v", res)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "note.txt")); string(b) != "hi\n" {
+		t.Errorf("note.txt: %q", b)
+	}
+	out := outsidePath(t)
+	if err := os.Mkdir(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	res := fs("f2", filepath.Join(out, "f"))
+	if res["ok"] != false || res["error"].(map[string]any)["kind"] != "denied" {
+		t.Errorf("fs write outside: %v", res)
+	}
+	if _, err := os.Stat(filepath.Join(out, "f")); err == nil {
+		t.Error("the fs write outside the workspace happened")
+	}
+	p := execParams("s", turn, "p1", ws, "sh", "-c", "test -t 0 && read line && echo got $line")
+	p["pty"], p["stdin"] = map[string]any{}, "x\n"
+	if res := s.ok("exec", p); res["exit_code"] != 0.0 || !strings.Contains(res["stdout"].(string), "got x") {
+		t.Errorf("pty: %v", res)
+	}
+}
+
 // TestServeConcurrent: 32 calls in flight at once, each in its own PID
 // and network namespace, seeing none of the others' processes.
 func TestServeConcurrent(t *testing.T) {
