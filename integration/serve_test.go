@@ -377,11 +377,18 @@ func TestServeConcurrent(t *testing.T) {
 	dotGit(t, ws)
 	turn := s.session("s", ws, map[string]any{"preset": "auto"})
 	const n = 32
-	script := `readlink /proc/self/ns/pid /proc/self/ns/net; ls /proc | grep -c '^[0-9]'; sleep 2`
+	// Each call waits until all n are running (a barrier in the shared
+	// workspace): they are in flight at once, and no namespace is freed,
+	// its inode number free for reuse, before all were read.
+	if err := os.Mkdir(filepath.Join(ws, "in"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	script := fmt.Sprintf(`touch in/$1; readlink /proc/self/ns/pid /proc/self/ns/net; ls /proc | grep -c '^[0-9]'
+i=0; while [ "$(ls in | wc -l)" -lt %d ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; [ $i -lt 1200 ]`, n)
 	start := time.Now()
 	var pending []chan map[string]any
 	for i := range n {
-		pending = append(pending, s.start("exec", execParams("s", turn, fmt.Sprintf("c%d", i), ws, "sh", "-c", script)))
+		pending = append(pending, s.start("exec", execParams("s", turn, fmt.Sprintf("c%d", i), ws, "sh", "-c", script, "sh", strconv.Itoa(i))))
 	}
 	seen := map[string]int{}
 	for i, ch := range pending {
@@ -409,9 +416,42 @@ func TestServeConcurrent(t *testing.T) {
 	if len(seen) != 2*n {
 		t.Errorf("%d distinct namespaces, want %d", len(seen), 2*n)
 	}
-	// Serially the sleeps alone would take 64s.
-	if d := time.Since(start); d > 30*time.Second {
-		t.Errorf("32 calls of 2s took %v: not in flight at once", d)
+	t.Logf("%d calls, all in flight at once, in %v", n, time.Since(start))
+}
+
+// TestServeConcurrentNoGit: concurrent calls in a workspace without a .git
+// each get the carve-out placeholder bound, however they overlap: one
+// call's end must not remove the placeholder another call's plan counts on.
+func TestServeConcurrentNoGit(t *testing.T) {
+	s := startServer(t)
+	s.ok("initialize", nil)
+	ws := workspace(t)
+	turn := s.session("s", ws, map[string]any{"preset": "auto"})
+	const clients, each = 8, 40
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	for c := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range each {
+				m := s.get(s.start("exec", execParams("s", turn, fmt.Sprintf("c%d-%d", c, i), ws, "sh", "-c", "! mkdir .git/x 2>/dev/null")))
+				if res, _ := m["result"].(map[string]any); res == nil || res["exit_code"] != 0.0 {
+					mu.Lock()
+					failures = append(failures, fmt.Sprint(m))
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if len(failures) > 0 {
+		t.Errorf("%d of %d clients failed, first: %.600s", len(failures), clients, failures[0])
+	}
+	if _, err := os.Lstat(filepath.Join(ws, ".git")); err == nil {
+		t.Error("a placeholder .git was left behind")
 	}
 }
 

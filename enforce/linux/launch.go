@@ -163,37 +163,6 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 	return pr, nil
 }
 
-// makePlaceholders creates each missing carve-out as an empty directory
-// (see Plan.Placeholders), in sbx's own mount namespace, so that the
-// call's can bind it read-only. It returns those it made: one that exists
-// by now (another call's placeholder, or the user's git init) is left to
-// its maker and bound as it is.
-func makePlaceholders(paths []string) ([]string, error) {
-	var made []string
-	for _, path := range paths {
-		err := os.Mkdir(path, 0o755)
-		if errors.Is(err, os.ErrExist) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) {
-			// Made by someone else by now; or its parent is not the
-			// caller's to write, so the command cannot make it either.
-			continue
-		}
-		if err != nil {
-			removePlaceholders(made)
-			return nil, fmt.Errorf("carve-out placeholder: %w", err)
-		}
-		made = append(made, path)
-	}
-	return made, nil
-}
-
-// removePlaceholders removes the placeholders a call made, each only if it
-// is still an empty directory: rmdir refuses anything else.
-func removePlaceholders(made []string) {
-	for _, path := range made {
-		unix.Rmdir(path)
-	}
-}
-
 // EndSupervision stops the seccomp supervisor, once the command has ended,
 // and returns what it saw. Without a supervisor it returns nothing.
 func (pr *Process) EndSupervision() SupervisionResult {
