@@ -369,11 +369,8 @@ func TestServeConcurrent(t *testing.T) {
 	s := startServer(t)
 	s.ok("initialize", nil)
 	ws := workspace(t)
-	// IMPORTANT: with no .git, each call makes and removes a placeholder
-	// .git for its carve-out, and a call whose plan saw another call's
-	// placeholder fails to bind it once that call removed it ("bind mount
-	// .git: no such file or directory"): enforce/linux's race, not the
-	// server's, reported to its owner. A repository has its .git.
+	// A repository, as most workspaces are (TestServeConcurrentNoGit has
+	// the calls share a placeholder .git).
 	dotGit(t, ws)
 	turn := s.session("s", ws, map[string]any{"preset": "auto"})
 	const n = 32

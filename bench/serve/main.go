@@ -48,8 +48,8 @@ func run(sbx string, n, rounds, clients int) error {
 	}
 	defer os.RemoveAll(ws)
 	ws, _ = filepath.EvalSymlinks(ws)
-	// A repository's .git: without one, concurrent calls in one cwd race
-	// on the carve-out's placeholder (see integration's TestServeConcurrent).
+	// A repository's .git, as most workspaces have (without one, each call
+	// makes or shares a placeholder for the carve-out).
 	if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
 		return err
 	}
