@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -458,13 +459,11 @@ func (s *Server) applyGrant(params json.RawMessage) (any, *Error) {
 		}
 	}
 	var fe *profiles.FieldError
-	if errors.As(err, &fe) && fe.Field != "requested" && !hasPrefix(fe.Field, "requested.") {
+	if errors.As(err, &fe) && fe.Field != "requested" && !strings.HasPrefix(fe.Field, "requested.") {
 		return nil, paramError("response."+fe.Field, fe.Err)
 	}
 	return nil, asError(err)
 }
-
-func hasPrefix(s, p string) bool { return len(s) >= len(p) && s[:len(p)] == p }
 
 func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeResult) (any, *Error) {
 	sess.mu.Lock()

@@ -228,3 +228,36 @@ func TestTurnGrantEndsWithTurn(t *testing.T) {
 		t.Error("the turn grant outlived its turn")
 	}
 }
+
+// TestGrantsApplyErrors: the fields of a bad round trip are named inside
+// params.
+func TestGrantsApplyErrors(t *testing.T) {
+	c := newClient(t, Options{})
+	c.openTurn("s", map[string]any{})
+	req := map[string]any{"network": map[string]any{"enabled": true}}
+	for _, tt := range []struct {
+		name   string
+		params map[string]any
+		field  string
+	}{
+		{"bad scope", map[string]any{"requested": req, "response": map[string]any{"granted": req, "scope": "forever"}}, "response.scope"},
+		{"unknown response field", map[string]any{"requested": req, "response": map[string]any{"granted": req, "permissions": req}}, "response.permissions"},
+		{"empty request", map[string]any{"requested": map[string]any{}, "response": map[string]any{"granted": req}}, "requested"},
+		{"bad requested path", map[string]any{"requested": map[string]any{"file_system": map[string]any{"write": []string{""}}}, "response": map[string]any{"granted": req}}, "requested.file_system.write[0]"},
+		{"no response", map[string]any{"requested": req}, "response"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.params["session_id"] = "s"
+			code, data := c.fail("grants/apply", tt.params)
+			if code != CodeInvalidParams || data["field"] != tt.field {
+				t.Errorf("got %d %v, want invalid_params naming %s", code, data, tt.field)
+			}
+		})
+	}
+	// Unknown fields of granted are the client's, skipped and listed.
+	got := c.ok("grants/apply", map[string]any{"session_id": "s", "requested": req,
+		"response": map[string]any{"granted": map[string]any{"network": map[string]any{"enabled": true}, "macos": map[string]any{}}}})
+	if ig, _ := got["ignored"].([]any); len(ig) != 1 || ig[0] != "granted.macos" {
+		t.Errorf("ignored: %v", got)
+	}
+}
