@@ -2,20 +2,17 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/fsop"
-	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
 
@@ -25,7 +22,7 @@ func init() {
 
 // ExitDenied is the exit status of `sbx fs` when the sandbox denied the
 // change (the report has the denial and the retry hint).
-const ExitDenied = 3
+const ExitDenied = execjson.ExitDenied
 
 const fsUsage = `Usage: sbx fs [run flags] [--json] OPERATION ARG...
 
@@ -86,19 +83,8 @@ Flags (the run flags; --shell, -c and --login are refused: no command runs):
 `
 
 // fsResult is the `sbx fs --json` output and the `sbx exec` result of an
-// "fs" request: the report plus the outcome of the change.
-type fsResult struct {
-	callReport
-	Op fsop.Kind `json:"op"`
-	OK bool      `json:"ok"`
-	// Error says why the change was not made: Kind "denied" when the
-	// supervisor reported a denial, else "failed"; Message is the helper's
-	// error as the system call (or the patch) gave it.
-	Error *errorObject `json:"error,omitempty"`
-	// ErrorDetail is the same object, under the name every other output
-	// gives it.
-	ErrorDetail *errorObject `json:"error_detail,omitempty"`
-}
+// "fs" request (execjson.FSResult).
+type fsResult = execjson.FSResult
 
 func fsCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("fs", fsUsage, stdio)
@@ -248,107 +234,7 @@ var selfExecutable = os.Executable
 // content as its stdin, and makes the result; form is the form of the
 // call a retry repeats. The error is a refusal (exit 125): nothing ran.
 func runFS(req call.Request, op fsop.Op, content string, form call.RetryForm) (fsResult, error) {
-	exe, err := selfExecutable()
-	if err != nil {
-		return fsResult{}, internalError{fmt.Errorf("executable: %w", err)}
-	}
-	// The spec (argv[2]) is made once the policy is known.
-	req.Command, req.Shell = []string{exe, fsStageCommand, ""}, nil
-	p, err := call.Prepare(context.Background(), req)
-	if err != nil {
-		return fsResult{}, err
-	}
-	c := p.Call
-	op.InPlace = inPlaceTargets(op, content, c.Cmd.Dir, c.Policy)
-	spec, err := json.Marshal(op)
-	if err != nil {
-		return fsResult{}, err
-	}
-	c.Cmd.Argv[2] = string(spec)
-	out, err := captureCall(c, 0, execInput{stdin: content})
-	if err != nil {
-		// A required feature missing is still unsupported (errorFor
-		// looks for it first); anything else is sbx's own failure.
-		return fsResult{}, internalError{fmt.Errorf("fs helper: %w", err)}
-	}
-	res := fsResult{callReport: out.callReport, Op: op.Kind}
-	res.Permissions, res.Env = p.Permissions, p.Env
-	if len(res.Denials) > 0 {
-		res.Retry = p.Retry(res.Denials, form)
-	}
-	var st fsStageResult
-	died := json.Unmarshal([]byte(out.Stdout), &st) != nil
-	switch {
-	case died:
-		// The helper died before it could say (a timeout, a limit).
-		st.Error = fmt.Sprintf("fs helper exited %d without a result", out.ExitCode)
-		if out.KilledBy != "" {
-			st.Error = fmt.Sprintf("fs helper killed (%s) before it reported a result: the change may be partly made", out.KilledBy)
-		}
-		if msg := strings.TrimSpace(out.Stderr); msg != "" {
-			st.Error += ": " + msg
-		}
-	case st.OK:
-		res.OK = true
-	}
-	code := 0
-	if !res.OK {
-		res.Error = &errorObject{Kind: fsFailed, Message: st.Error}
-		res.ErrorDetail = res.Error
-		code = 1
-		// Denied only on the supervisor's evidence, never from an errno.
-		if len(res.Denials) > 0 {
-			res.Error.Kind, code = fsDenied, ExitDenied
-		}
-		if died {
-			code = max(code, out.ExitCode)
-		}
-	}
-	res.ExitCode = code
-	return res, nil
-}
-
-// inPlaceTargets are the existing files op replaces (write's path, copy's
-// destination, the files a patch modifies) that the policy lets the call
-// write but not create beside: a grant of the file alone, a carve-out.
-// Those the helper writes in place, so that the first refusal it meets is
-// the file's own and the retry asks for the file, the smallest grant, not
-// its directory. Paths are resolved, as the checker and the helper see
-// them; a path that does not resolve is a create and needs the directory.
-func inPlaceTargets(op fsop.Op, input, cwd string, pol policy.Policy) []string {
-	if pol.Unrestricted {
-		return nil
-	}
-	var targets []string
-	switch op.Kind {
-	case fsop.Write:
-		targets = []string{op.Path}
-	case fsop.Copy:
-		targets = []string{op.Dest}
-	case fsop.ApplyPatch:
-		patches, _ := fsop.ParsePatch(input)
-		for _, p := range patches {
-			if !p.IsNew() && !p.IsDelete() {
-				targets = append(targets, p.Path())
-			}
-		}
-	}
-	chk := denial.NewChecker(pol, denial.Extra{})
-	var out []string
-	for _, t := range targets {
-		if !filepath.IsAbs(t) {
-			t = filepath.Join(cwd, t)
-		}
-		r, err := filepath.EvalSymlinks(t)
-		if err != nil {
-			continue
-		}
-		if fi, err := os.Stat(r); err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		if !chk.Path(denial.Create, filepath.Join(filepath.Dir(r), ".sbx-fs")).Allowed {
-			out = append(out, r)
-		}
-	}
-	return out
+	return execjson.RunFS(context.Background(), req, op, content, execjson.FSOptions{
+		Form: form, Executable: func() (string, error) { return selfExecutable() }, RelaySignals: true,
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/fsop"
 )
 
@@ -14,19 +15,14 @@ import (
 // (package fsop), so Landlock, the read-only mounts and the denial
 // supervisor judge it exactly as they judge a command, and prints the
 // outcome as one JSON object.
-const fsStageCommand = "__fs"
+const fsStageCommand = execjson.FSStageCommand
 
 func init() {
 	register(fsStageCommand, command{hidden: true, summary: "internal: one file-system change inside the sandbox", run: fsStage})
 }
 
-// fsStageResult is the stage's output. Error is the system call's (or the
-// patch's) message, unchanged; whether the sandbox caused it is for the
-// outer sbx to say, from the supervisor's evidence.
-type fsStageResult struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
-}
+// fsStageResult is the stage's output (execjson.FSStageResult).
+type fsStageResult = execjson.FSStageResult
 
 func fsStage(args []string, stdio Stdio) int {
 	var op fsop.Op

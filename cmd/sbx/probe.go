@@ -19,6 +19,7 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/denial"
 	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
@@ -183,7 +184,8 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err != nil {
 		return probeReport{}, err
 	}
-	res, err := captureCall(c, 0, execInput{})
+	c.ForwardSignals = true
+	res, err := execjson.Capture(context.Background(), c, 0, execjson.Input{})
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("probe stage exited %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
 	}

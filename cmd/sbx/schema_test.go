@@ -716,7 +716,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 			Unresolved: []escalate.Unresolved{{Operation: "connect", Address: &enforce.Address{Family: "inet6", Address: "::1", Port: 1}, Reason: "forbidden by guard"}}},
 			Argv: []string{"run", "--network", "--", "true"}, Request: map[string]any{"command": []string{"true"}}},
 	}
-	res := execResult{callReport: rep, Stdout: "a", Stderr: "b", StdoutTruncated: true, StderrTruncated: true, Error: "start: x",
+	res := execResult{CallReport: rep, Stdout: "a", Stderr: "b", StdoutTruncated: true, StderrTruncated: true, Error: "start: x",
 		ErrorDetail: &errorObject{Kind: errExecFailed, Message: "start: x", Errno: "ENOENT"}}
 	refusals := []refusal{
 		newRefusal(&profiles.FieldError{Field: "cwd", Err: errors.New("required")}),

@@ -165,37 +165,6 @@ func Start(p *Plan, spec Spec) (*Process, error) {
 	return pr, nil
 }
 
-// makePlaceholders creates each missing carve-out as an empty directory
-// (see Plan.Placeholders), in sbx's own mount namespace, so that the
-// call's can bind it read-only. It returns those it made: one that exists
-// by now (another call's placeholder, or the user's git init) is left to
-// its maker and bound as it is.
-func makePlaceholders(paths []string) ([]string, error) {
-	var made []string
-	for _, path := range paths {
-		err := os.Mkdir(path, 0o755)
-		if errors.Is(err, os.ErrExist) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) {
-			// Made by someone else by now; or its parent is not the
-			// caller's to write, so the command cannot make it either.
-			continue
-		}
-		if err != nil {
-			removePlaceholders(made)
-			return nil, fmt.Errorf("carve-out placeholder: %w", err)
-		}
-		made = append(made, path)
-	}
-	return made, nil
-}
-
-// removePlaceholders removes the placeholders a call made, each only if it
-// is still an empty directory: rmdir refuses anything else.
-func removePlaceholders(made []string) {
-	for _, path := range made {
-		unix.Rmdir(path)
-	}
-}
-
 // EndSupervision stops the seccomp supervisor, once the command has ended,
 // and returns what it saw. Without a supervisor it returns nothing.
 func (pr *Process) EndSupervision() SupervisionResult {
@@ -338,7 +307,12 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 		err          error
 	}
 	startc := make(chan started, 1)
-	pr := &Process{release: make(chan struct{})}
+	// release is read here, not through pr in the launch: Wait sets
+	// pr.release to nil once it closed it, and a launch that read the
+	// field after that would wait on a nil channel, its locked thread
+	// leaked for good (found by a long-lived server, under -race).
+	release := make(chan struct{})
+	pr := &Process{release: release}
 	launch := func(pre nsDone) {
 		st := started{lis: listener{fd: -1}}
 		if cg != nil {
@@ -412,7 +386,7 @@ func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prest
 			cg.leaveV1()
 		}
 		startc <- st
-		<-pr.release
+		<-release
 	}
 	if pre != nil {
 		pre.jobs <- launch

@@ -334,7 +334,9 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "denial-reports",
 			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported"})
 	}
-	p.ReadOnlyMounts = existing(pol.ReadOnly)
+	// A carve-out that exists only as another call's placeholder is
+	// missing: that call removes it when it ends (heldPlaceholder).
+	p.ReadOnlyMounts = slices.DeleteFunc(existing(pol.ReadOnly), heldPlaceholder)
 	p.MaskedMounts = existing(pol.Masked)
 	masked := p.MaskedMounts
 	// Every sandboxed call gets a PID namespace, so that the whole tree dies

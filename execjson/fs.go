@@ -1,0 +1,155 @@
+package execjson
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/fsop"
+	"github.com/sbx-sandbox/sbx/policy"
+)
+
+// FSStageCommand is the hidden subcommand `sbx fs` runs inside the
+// sandbox: it performs the one change of its spec with plain system calls
+// (package fsop), so Landlock, the read-only mounts and the denial
+// supervisor judge it exactly as they judge a command, and prints the
+// outcome as one FSStageResult.
+const FSStageCommand = "__fs"
+
+// FSStageResult is the stage's output. Error is the system call's (or the
+// patch's) message, unchanged; whether the sandbox caused it is for the
+// outer sbx to say, from the supervisor's evidence.
+type FSStageResult struct {
+	OK    bool   `json:"ok"`
+	Error string `json:"error,omitempty"`
+}
+
+// FSOptions are RunFS's: see Options.
+type FSOptions struct {
+	// Form is the form of the call a retry repeats.
+	Form call.RetryForm
+	// Executable is the sbx binary that runs the stage.
+	Executable   func() (string, error)
+	Dispatch     func() error
+	RelaySignals bool
+}
+
+// RunFS runs the FSStageCommand stage for op under the call req describes,
+// with content as its stdin, and makes the result. The error is a refusal
+// (exit 125): nothing ran.
+func RunFS(ctx context.Context, req call.Request, op fsop.Op, content string, opt FSOptions) (FSResult, error) {
+	exe, err := opt.Executable()
+	if err != nil {
+		return FSResult{}, Internal(fmt.Errorf("executable: %w", err))
+	}
+	// The spec (argv[2]) is made once the policy is known.
+	req.Command, req.Shell = []string{exe, FSStageCommand, ""}, nil
+	p, err := call.Prepare(ctx, req)
+	if err != nil {
+		return FSResult{}, err
+	}
+	if opt.Dispatch != nil {
+		if err := opt.Dispatch(); err != nil {
+			return FSResult{}, err
+		}
+	}
+	c := p.Call
+	c.ForwardSignals = opt.RelaySignals
+	op.InPlace = inPlaceTargets(op, content, c.Cmd.Dir, c.Policy)
+	spec, err := json.Marshal(op)
+	if err != nil {
+		return FSResult{}, err
+	}
+	c.Cmd.Argv[2] = string(spec)
+	out, err := Capture(ctx, c, 0, Input{Stdin: content})
+	if err != nil {
+		// A required feature missing is still unsupported (ErrorFor
+		// looks for it first); anything else is sbx's own failure.
+		return FSResult{}, Internal(fmt.Errorf("fs helper: %w", err))
+	}
+	res := FSResult{CallReport: out.CallReport, Op: op.Kind}
+	res.Permissions, res.Env = p.Permissions, p.Env
+	if len(res.Denials) > 0 {
+		res.Retry = p.Retry(res.Denials, opt.Form)
+	}
+	var st FSStageResult
+	died := json.Unmarshal([]byte(out.Stdout), &st) != nil
+	switch {
+	case died:
+		// The helper died before it could say (a timeout, a limit).
+		st.Error = fmt.Sprintf("fs helper exited %d without a result", out.ExitCode)
+		if out.KilledBy != "" {
+			st.Error = fmt.Sprintf("fs helper killed (%s) before it reported a result: the change may be partly made", out.KilledBy)
+		}
+		if msg := strings.TrimSpace(out.Stderr); msg != "" {
+			st.Error += ": " + msg
+		}
+	case st.OK:
+		res.OK = true
+	}
+	code := 0
+	if !res.OK {
+		res.Error = &ErrorObject{Kind: KindFSFailed, Message: st.Error}
+		res.ErrorDetail = res.Error
+		code = 1
+		// Denied only on the supervisor's evidence, never from an errno.
+		if len(res.Denials) > 0 {
+			res.Error.Kind, code = KindFSDenied, ExitDenied
+		}
+		if died {
+			code = max(code, out.ExitCode)
+		}
+	}
+	res.ExitCode = code
+	return res, nil
+}
+
+// inPlaceTargets are the existing files op replaces (write's path, copy's
+// destination, the files a patch modifies) that the policy lets the call
+// write but not create beside: a grant of the file alone, a carve-out.
+// Those the helper writes in place, so that the first refusal it meets is
+// the file's own and the retry asks for the file, the smallest grant, not
+// its directory. Paths are resolved, as the checker and the helper see
+// them; a path that does not resolve is a create and needs the directory.
+func inPlaceTargets(op fsop.Op, input, cwd string, pol policy.Policy) []string {
+	if pol.Unrestricted {
+		return nil
+	}
+	var targets []string
+	switch op.Kind {
+	case fsop.Write:
+		targets = []string{op.Path}
+	case fsop.Copy:
+		targets = []string{op.Dest}
+	case fsop.ApplyPatch:
+		patches, _ := fsop.ParsePatch(input)
+		for _, p := range patches {
+			if !p.IsNew() && !p.IsDelete() {
+				targets = append(targets, p.Path())
+			}
+		}
+	}
+	chk := denial.NewChecker(pol, denial.Extra{})
+	var out []string
+	for _, t := range targets {
+		if !filepath.IsAbs(t) {
+			t = filepath.Join(cwd, t)
+		}
+		r, err := filepath.EvalSymlinks(t)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(r); err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if !chk.Path(denial.Create, filepath.Join(filepath.Dir(r), ".sbx-fs")).Allowed {
+			out = append(out, r)
+		}
+	}
+	return out
+}

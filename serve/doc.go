@@ -1,0 +1,33 @@
+// Package serve is sbx's long-lived session server (`sbx serve`): JSON-RPC
+// 2.0, one JSON object per line, over stdio or a unix socket
+// (docs/serve.md). It owns the session state that profiles/ and escalate/
+// model (the knobs pinned when a session opens, preset intents, turns,
+// grants stored by environment id and scope, child sessions) and runs
+// each exec request through package execjson, the code path of
+// `sbx exec`, launching in-process: no new Go start per call.
+//
+//	srv := serve.New(serve.Options{Answerer: serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: argv}}})
+//	err := srv.ServeConn(ctx, os.Stdin, os.Stdout) // or srv.ServeListener(ctx, l) after serve.Listen(path)
+//
+// Approvals go to an Answerer, a seam: the --approver program and the
+// terminal prompt are two implementations (ApproverAnswerer), and one that
+// asks the client over the connection plugs in the same way. The outcome
+// vocabulary is closed; only allowed-once proceeds.
+//
+// Guarantees:
+//   - Each record (Log) is appended, and durable, before the effect it
+//     records is acted on or acknowledged: approval/asked before the
+//     answerer is asked, and the call proceeds only once approval/decided
+//     is on the log. A record that cannot be appended stops the action.
+//   - Cancellation (exec/cancel, $/cancelRequest, the client going away,
+//     the turn ending for approvals) settles a pending approval cancelled
+//     at once; an answer that comes later is dropped. A call is checked
+//     again before policy and before dispatch; after dispatch its whole
+//     tree is killed and the result says aborted.
+//   - A client that goes away has its running calls killed; ServeConn
+//     returns once they ended and their records are written.
+//   - Only the server's uid and root may connect to its socket
+//     (SO_PEERCRED), which is made 0600.
+//   - A malformed line gets a parse error and the connection goes on; a
+//     line over the size limit is refused without being held whole.
+package serve

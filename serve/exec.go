@@ -1,0 +1,329 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/execjson"
+)
+
+func contextWithCancel() (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.Background())
+}
+
+// execParams are exec's params: the sbx exec request, plus where in the
+// server the call belongs. call_id is the request's own field, required
+// here: exec/cancel and the records name the call by it.
+type execParams struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+	execjson.Request
+}
+
+// execResult is exec's result: sbx exec's, plus aborted when a
+// cancellation killed the command after it started.
+type execResult struct {
+	*execjson.Result
+	Aborted bool `json:"aborted,omitempty"`
+}
+
+type execFSResult struct {
+	*execjson.FSResult
+	Aborted bool `json:"aborted,omitempty"`
+}
+
+// runningCall is an exec in flight.
+type runningCall struct {
+	id     string // the call id
+	reqID  string // the JSON-RPC id, as sent
+	cancel context.CancelFunc
+}
+
+// sessionFields are the exec request fields the session owns: a call of
+// a session runs with the session's knobs, guard, grants and answerer.
+var sessionFields = []struct {
+	name string
+	set  func(r *execjson.Request) bool
+	why  string
+}{
+	{"sandbox_mode", func(r *execjson.Request) bool { return r.SandboxMode != nil }, "the session's (session/set_preset); ask for more with sandbox_permissions"},
+	{"approval_policy", func(r *execjson.Request) bool { return r.ApprovalPolicy != nil }, "the session's (session/set_preset)"},
+	{"approver", func(r *execjson.Request) bool { return r.Approver != nil }, "the server's answerer answers"},
+	{"guard", func(r *execjson.Request) bool { return r.Guard != "" }, "the session's (session/open)"},
+	{"grants", func(r *execjson.Request) bool { return r.Grants != nil }, "the server applies the grants stored with grants/apply"},
+}
+
+type callStartedRecord struct {
+	CallID        string `json:"call_id"`
+	TurnID        string `json:"turn_id"`
+	EnvironmentID string `json:"environment_id"`
+	// Request is the exec params as received: the call's arguments, which
+	// approval records link to by call_id.
+	Request json.RawMessage `json:"request"`
+}
+
+type callFinishedRecord struct {
+	CallID string `json:"call_id"`
+	// Outcome is exited, aborted, aborted_before_dispatch, cancelled,
+	// denied or refused.
+	Outcome  string `json:"outcome"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Error    string `json:"error,omitempty"`
+}
+
+func (c *conn) exec(id, params json.RawMessage) {
+	if id == nil {
+		// Without an id there is nobody to give the result to.
+		return
+	}
+	var p execParams
+	if e := decodeParams(params, &p); e != nil {
+		c.reply(id, nil, e)
+		return
+	}
+	sess, e := c.srv.lookup(p.SessionID)
+	if e != nil {
+		c.reply(id, nil, e)
+		return
+	}
+	if p.TurnID == "" {
+		c.reply(id, nil, required("turn_id"))
+		return
+	}
+	if p.CallID == "" {
+		c.reply(id, nil, required("call_id"))
+		return
+	}
+	for _, f := range sessionFields {
+		if f.set(&p.Request) {
+			c.reply(id, nil, paramError(f.name, errors.New("not taken by the server: "+f.why)))
+			return
+		}
+	}
+	t, e := sess.openTurn(p.TurnID)
+	if e != nil {
+		c.reply(id, nil, e)
+		return
+	}
+	sess.mu.Lock()
+	env := p.EnvironmentID
+	if env == "" {
+		env = sess.environmentID
+	}
+	sess.mu.Unlock()
+	ctx, cancel := context.WithCancel(c.ctx)
+	rc := &runningCall{id: p.CallID, reqID: string(id), cancel: cancel}
+	if e := c.register(rc); e != nil {
+		cancel()
+		c.reply(id, nil, e)
+		return
+	}
+	if err := sess.append(RecCallStarted, callStartedRecord{CallID: p.CallID, TurnID: p.TurnID, EnvironmentID: env, Request: params}); err != nil {
+		c.unregister(rc)
+		cancel()
+		c.reply(id, nil, asError(err))
+		return
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer c.unregister(rc)
+		defer cancel()
+		res, e := c.run(ctx, sess, t, env, &p, params)
+		c.reply(id, res, e)
+	}()
+}
+
+// register makes the call cancellable by its call id and request id.
+func (c *conn) register(rc *runningCall) *Error {
+	c.srv.mu.Lock()
+	defer c.srv.mu.Unlock()
+	if c.srv.calls[rc.id] != nil {
+		e := newError(CodeConflict, KindConflict, "call %q is already running", rc.id)
+		e.Data.CallID = rc.id
+		return e
+	}
+	c.srv.calls[rc.id] = rc
+	c.mu.Lock()
+	c.requests[rc.reqID] = rc
+	c.mu.Unlock()
+	return nil
+}
+
+func (c *conn) unregister(rc *runningCall) {
+	c.srv.mu.Lock()
+	if c.srv.calls[rc.id] == rc {
+		delete(c.srv.calls, rc.id)
+	}
+	c.srv.mu.Unlock()
+	c.mu.Lock()
+	if c.requests[rc.reqID] == rc {
+		delete(c.requests, rc.reqID)
+	}
+	c.mu.Unlock()
+}
+
+// errCancelled stops a cancelled call at one of its checks: before policy,
+// and before dispatch.
+var errCancelled = errors.New("cancelled")
+
+// run runs one exec call and finishes its record. ctx ends when the call
+// is cancelled or its client goes away; approvals also end with the turn.
+func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *execParams, raw json.RawMessage) (any, *Error) {
+	hooks := c.srv.opt.Hooks
+	askCtx, stopAsk := context.WithCancel(ctx)
+	defer stopAsk()
+	stopTurn := context.AfterFunc(t.ctx, stopAsk)
+	defer stopTurn()
+	ap := &approval{sess: sess, turnID: p.TurnID, callID: p.CallID, answerer: c.srv.opt.Answerer, ctx: askCtx, hooks: hooks}
+	var approver escalate.Approver = ap
+	if hooks != nil && hooks.BeforeAsk != nil {
+		approver = escalate.ApproverFunc(func(ctx context.Context, req escalate.ApprovalRequest) (escalate.Outcome, error) {
+			hooks.BeforeAsk(p.CallID)
+			return ap.Approve(ctx, req)
+		})
+	}
+	dispatched := false
+	opt := execjson.Options{
+		Env: c.srv.opt.Env, Raw: raw, Executable: c.srv.opt.Executable,
+		Events: func(ev execjson.OutputEvent) error { return c.notify("exec/output", ev) },
+		Adjust: func(r *call.Request) error {
+			if ctx.Err() != nil {
+				return errCancelled
+			}
+			sess.mu.Lock()
+			r.Mode, r.Escalation.ApprovalPolicy, r.Escalation.GuardPath = sess.mode, sess.policy, sess.guard
+			sess.mu.Unlock()
+			r.Escalation.EnvironmentID = env
+			r.Escalation.Grants = sess.grantsFor(env, p.TurnID)
+			r.Escalation.Approver = approver
+			return nil
+		},
+		Dispatch: func() error {
+			if hooks != nil && hooks.Dispatching != nil {
+				hooks.Dispatching(p.CallID)
+			}
+			if ctx.Err() != nil {
+				return errCancelled
+			}
+			dispatched = true
+			return nil
+		},
+	}
+	resp, err := execjson.Exec(ctx, &p.Request, opt)
+	asked, decided := ap.wait()
+	fin := callFinishedRecord{CallID: p.CallID}
+	var result any
+	var e *Error
+	switch {
+	case err != nil && ctx.Err() != nil && !dispatched && (errors.Is(err, errCancelled) || isCancelledDenial(err)):
+		fin.Outcome = OutcomeCancelled
+		if asked {
+			fin.Outcome = OutcomeAbortedBeforeDispatch
+		}
+		e = newError(CodeCancelled, KindCancelled, "exec %s cancelled before its command started", p.CallID)
+		e.Data.Outcome, e.Data.CallID = fin.Outcome, p.CallID
+		if asked && decided == escalate.AllowedOnce {
+			e.Message += " (its approval had been allowed)"
+		}
+	case err != nil:
+		e = refusalError(err)
+		e.Data.CallID = p.CallID
+		fin.Outcome, fin.Error = "refused", e.Message
+		if e.Data.Kind == KindDenied {
+			fin.Outcome = "denied"
+		}
+	default:
+		code := resp.ExitCode()
+		fin.Outcome, fin.ExitCode = "exited", &code
+		aborted := ctx.Err() != nil && dispatched && killedBySignal(resp)
+		if aborted {
+			fin.Outcome = "aborted"
+		}
+		if resp.FS != nil {
+			result = execFSResult{FSResult: resp.FS, Aborted: aborted}
+		} else {
+			result = execResult{Result: resp.Result, Aborted: aborted}
+		}
+	}
+	if err := sess.append(RecCallFinished, fin); err != nil {
+		// The call happened; its end could not be recorded. Say so rather
+		// than acknowledge what the log does not hold.
+		return nil, asError(fmt.Errorf("call %s finished (%s) but %w", p.CallID, fin.Outcome, err))
+	}
+	return result, e
+}
+
+// killedBySignal: the server relays no signals, so a kill "signal" is its
+// own cancellation.
+func killedBySignal(r execjson.Response) bool {
+	if r.FS != nil {
+		return r.FS.KilledBy == "signal"
+	}
+	return r.Result.KilledBy == "signal"
+}
+
+type cancelExecParams struct {
+	CallID string `json:"call_id"`
+}
+
+type cancelResult struct {
+	// Cancelled is false when no call of that id is in flight (finished,
+	// or never started): nothing happened.
+	Cancelled bool `json:"cancelled"`
+}
+
+func (c *conn) cancelExec(id, params json.RawMessage) {
+	var p cancelExecParams
+	if e := decodeParams(params, &p); e != nil {
+		if id != nil {
+			c.reply(id, nil, e)
+		}
+		return
+	}
+	if p.CallID == "" {
+		if id != nil {
+			c.reply(id, nil, required("call_id"))
+		}
+		return
+	}
+	c.srv.mu.Lock()
+	rc := c.srv.calls[p.CallID]
+	c.srv.mu.Unlock()
+	if rc != nil {
+		rc.cancel()
+	}
+	if id != nil {
+		c.reply(id, cancelResult{Cancelled: rc != nil}, nil)
+	}
+}
+
+// cancelRequest is $/cancelRequest {id}: a notification; a request it
+// names that is not (or no longer) in flight is ignored.
+func (c *conn) cancelRequest(id, params json.RawMessage) {
+	var p struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if e := decodeParams(params, &p); e != nil || !goodID(p.ID) {
+		if id != nil {
+			if e == nil {
+				e = paramError("id", errors.New("must be a string or a number"))
+			}
+			c.reply(id, nil, e)
+		}
+		return
+	}
+	c.mu.Lock()
+	rc := c.requests[string(p.ID)]
+	c.mu.Unlock()
+	if rc != nil {
+		rc.cancel()
+	}
+	if id != nil {
+		c.reply(id, cancelResult{Cancelled: rc != nil}, nil)
+	}
+}

@@ -1,0 +1,145 @@
+package serve
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+
+	"golang.org/x/sys/unix"
+)
+
+// Listener is a listening unix socket. It is made with raw system calls,
+// not package net: net links cgo, and sbx stays a static binary.
+type Listener struct {
+	fd   int
+	path string
+	once sync.Once
+}
+
+// Listen makes the unix socket at path, mode 0600 from its creation (the
+// umask is narrowed around the bind: a chmod after it would leave a window
+// in which anyone could connect). An existing path is refused, not
+// replaced: it may be another server's socket, or not a socket at all.
+func Listen(path string) (*Listener, error) {
+	if _, err := os.Lstat(path); err == nil {
+		return nil, fmt.Errorf("listen %s: already exists (another server's socket, or a stale one: remove it)", path)
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket: %w", err)
+	}
+	old := syscall.Umask(0o177)
+	err = unix.Bind(fd, &unix.SockaddrUnix{Name: path})
+	syscall.Umask(old)
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("bind %s: %w", path, err)
+	}
+	if err := unix.Listen(fd, 128); err != nil {
+		unix.Close(fd)
+		os.Remove(path)
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	return &Listener{fd: fd, path: path}, nil
+}
+
+// Close stops accepting (a blocked accept returns) and removes the socket.
+func (l *Listener) Close() error {
+	l.once.Do(func() {
+		// shutdown wakes an accept blocked on another thread; close alone
+		// does not.
+		unix.Shutdown(l.fd, unix.SHUT_RDWR)
+		unix.Close(l.fd)
+		os.Remove(l.path)
+	})
+	return nil
+}
+
+// accept returns the next connection as a pollable file (Close unblocks
+// its reads) and its peer's credentials.
+func (l *Listener) accept() (*os.File, PeerCred, error) {
+	for {
+		fd, _, err := unix.Accept4(l.fd, unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.ECONNABORTED) {
+			continue
+		}
+		if err != nil {
+			return nil, PeerCred{}, err
+		}
+		cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
+		f := os.NewFile(uintptr(fd), "sbx-serve-conn")
+		if err != nil {
+			f.Close()
+			return nil, PeerCred{}, fmt.Errorf("getsockopt SO_PEERCRED: %w", err)
+		}
+		return f, PeerCred{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
+	}
+}
+
+// PeerCred is a connected peer's credentials, as the kernel gives them
+// (SO_PEERCRED: what they were at connect time).
+type PeerCred struct{ PID, UID, GID int }
+
+// allowedPeer: only the server's own uid, and root, may talk to it. Any
+// other uid would run commands with the server's authority.
+func allowedPeer(p PeerCred) error {
+	if p.UID == os.Getuid() || p.UID == 0 {
+		return nil
+	}
+	return fmt.Errorf("uid %d (pid %d) is neither the server's uid %d nor root", p.UID, p.PID, os.Getuid())
+}
+
+// ServeListener accepts connections on l until ctx ends, or a client
+// shut the server down and every connection has ended. Each connection's
+// peer is checked first; a refused one is closed with the reason logged.
+func (s *Server) ServeListener(ctx context.Context, l *Listener) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	stop := context.AfterFunc(ctx, func() { l.Close() })
+	defer stop()
+	var mu sync.Mutex
+	active := 0
+	for {
+		c, cred, err := l.accept()
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return fmt.Errorf("accept: %w", err)
+		}
+		if err := allowedPeer(cred); err != nil {
+			s.Logf("refused a connection: %v", err)
+			c.Close()
+			continue
+		}
+		mu.Lock()
+		active++
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer c.Close()
+			// The connection's end (or the server's) also unblocks its read.
+			stopRead := context.AfterFunc(ctx, func() { c.Close() })
+			defer stopRead()
+			err := s.ServeConn(ctx, c, c)
+			if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, os.ErrClosed) {
+				s.Logf("connection of pid %d: %v", cred.PID, err)
+			}
+			mu.Lock()
+			active--
+			last := active == 0
+			mu.Unlock()
+			if last && s.ShuttingDown() {
+				// Shut down and no client left: the server is done.
+				cancel()
+			}
+		}()
+	}
+}

@@ -1,0 +1,504 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
+)
+
+// handler serves one method; it replies itself (a notification's id is
+// nil and gets no reply).
+type handler func(c *conn, id, params json.RawMessage)
+
+var methods map[string]handler
+
+func init() {
+	methods = map[string]handler{
+		"initialize":          (*conn).initialize,
+		"shutdown":            (*conn).shutdownMethod,
+		"session/open":        simple((*Server).openSession),
+		"session/set_preset":  simple((*Server).setPreset),
+		"session/permissions": simple((*Server).permissions),
+		"turn/begin":          simple((*Server).beginTurn),
+		"turn/end":            simple((*Server).endTurn),
+		"grants/apply":        simple((*Server).applyGrant),
+		"exec":                (*conn).exec,
+		"exec/cancel":         (*conn).cancelExec,
+		"$/cancelRequest":     (*conn).cancelRequest,
+	}
+}
+
+// simple makes a handler of a method that answers at once.
+func simple(f func(s *Server, params json.RawMessage) (any, *Error)) handler {
+	return func(c *conn, id, params json.RawMessage) {
+		res, e := f(c.srv, params)
+		if id != nil {
+			c.reply(id, res, e)
+		}
+	}
+}
+
+// Methods are the method names, for initialize's capabilities.
+func Methods() []string {
+	return []string{"initialize", "session/open", "session/set_preset", "session/permissions", "turn/begin", "turn/end",
+		"grants/apply", "exec", "exec/cancel", "$/cancelRequest", "shutdown", "exit"}
+}
+
+type serverInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+type initializeResult struct {
+	Server          serverInfo     `json:"server"`
+	ProtocolVersion string         `json:"protocol_version"`
+	Capabilities    map[string]any `json:"capabilities"`
+}
+
+func (c *conn) initialize(id, params json.RawMessage) {
+	// Clients send their own facts; none are read yet, and a newer
+	// client's must not be refused.
+	var p map[string]json.RawMessage
+	if e := decodeParams(params, &p); e != nil {
+		c.reply(id, nil, e)
+		return
+	}
+	caps := map[string]any{"methods": Methods(), "stream": true, "max_message_bytes": c.srv.opt.MaxMessage,
+		"answerer": c.srv.opt.Answerer != nil}
+	for k, v := range c.srv.opt.Capabilities {
+		caps[k] = v
+	}
+	c.mu.Lock()
+	c.initialized = true
+	c.mu.Unlock()
+	if id != nil {
+		c.reply(id, initializeResult{Server: serverInfo{Name: "sbx", Version: c.srv.opt.Version}, ProtocolVersion: ProtocolVersion, Capabilities: caps}, nil)
+	}
+}
+
+// shutdownMethod: the connection takes no more requests but exit, and the
+// server no more connections; calls in flight finish.
+func (c *conn) shutdownMethod(id, params json.RawMessage) {
+	var p struct{}
+	if e := decodeParams(params, &p); e != nil {
+		c.reply(id, nil, e)
+		return
+	}
+	c.mu.Lock()
+	c.shutdown = true
+	c.mu.Unlock()
+	c.srv.mu.Lock()
+	c.srv.shutdown = true
+	c.srv.mu.Unlock()
+	if id != nil {
+		c.reply(id, nil, nil)
+	}
+}
+
+type openParams struct {
+	SessionID       string                   `json:"session_id"`
+	Cwd             string                   `json:"cwd"`
+	EnvironmentID   string                   `json:"environment_id"`
+	Preset          *string                  `json:"preset"`
+	SandboxMode     *profiles.Mode           `json:"sandbox_mode"`
+	ApprovalPolicy  *profiles.ApprovalPolicy `json:"approval_policy"`
+	Guard           string                   `json:"guard"`
+	ParentSessionID string                   `json:"parent_session_id"`
+}
+
+// openedRecord is session/opened's data: every fact pinned at open, so
+// that a replay rebuilds the session without the defaults of its day.
+type openedRecord struct {
+	SessionID       string                  `json:"session_id"`
+	Cwd             string                  `json:"cwd"`
+	EnvironmentID   string                  `json:"environment_id"`
+	SandboxMode     profiles.Mode           `json:"sandbox_mode"`
+	ApprovalPolicy  profiles.ApprovalPolicy `json:"approval_policy"`
+	ExplicitMode    bool                    `json:"explicit_mode"`
+	Preset          string                  `json:"preset"`
+	Guard           string                  `json:"guard,omitempty"`
+	ParentSessionID string                  `json:"parent_session_id,omitempty"`
+}
+
+func (s *Server) openSession(params json.RawMessage) (any, *Error) {
+	var p openParams
+	if e := decodeParams(params, &p); e != nil {
+		return nil, e
+	}
+	if p.Cwd == "" {
+		return nil, required("cwd")
+	}
+	cwd, err := call.ResolveCwd(p.Cwd)
+	if err != nil {
+		return nil, paramError("cwd", err)
+	}
+	if p.Preset != nil && (p.SandboxMode != nil || p.ApprovalPolicy != nil) {
+		return nil, paramError("preset", errors.New("give a preset, or sandbox_mode and approval_policy, not both"))
+	}
+	if (p.SandboxMode == nil) != (p.ApprovalPolicy == nil) {
+		field := "approval_policy"
+		if p.SandboxMode == nil {
+			field = "sandbox_mode"
+		}
+		return nil, paramError(field, errors.New("sandbox_mode and approval_policy come together (or give a preset)"))
+	}
+	def := s.opt.Defaults()
+	rec := openedRecord{Cwd: cwd, EnvironmentID: p.EnvironmentID, Guard: p.Guard, ParentSessionID: p.ParentSessionID,
+		SandboxMode: def.SandboxMode, ApprovalPolicy: def.ApprovalPolicy}
+	switch {
+	case p.Preset != nil:
+		pr, err := s.table.Select(*p.Preset)
+		if err != nil {
+			return nil, paramError("preset", err)
+		}
+		rec.SandboxMode, rec.ApprovalPolicy, rec.Preset, rec.ExplicitMode = pr.SandboxMode, pr.ApprovalPolicy, pr.Key, true
+	case p.SandboxMode != nil:
+		rec.SandboxMode, rec.ApprovalPolicy, rec.ExplicitMode = *p.SandboxMode, *p.ApprovalPolicy, true
+	}
+	if p.ParentSessionID != "" {
+		if e := s.childFacts(&rec, p); e != nil {
+			return nil, e
+		}
+	}
+	if _, err := escalate.LoadGuard(rec.Guard); err != nil {
+		return nil, paramError("guard", err)
+	}
+	rec.SessionID = p.SessionID
+	if rec.SessionID == "" {
+		rec.SessionID = newID("s-")
+	}
+	if rec.EnvironmentID == "" {
+		rec.EnvironmentID = rec.SessionID
+	}
+	if rec.Preset == "" {
+		rec.Preset = s.table.Derive(rec.SandboxMode, rec.ApprovalPolicy, "")
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions[rec.SessionID] != nil {
+		e := newError(CodeConflict, KindConflict, "session %q is already open", rec.SessionID)
+		e.Data.SessionID = rec.SessionID
+		return nil, e
+	}
+	log, err := s.opt.OpenLog(rec.SessionID)
+	if err != nil {
+		return nil, asError(fmt.Errorf("open the session's log: %w", err))
+	}
+	sess := &session{id: rec.SessionID, log: log, cwd: rec.Cwd, environmentID: rec.EnvironmentID, mode: rec.SandboxMode,
+		policy: rec.ApprovalPolicy, explicitMode: rec.ExplicitMode, lastPreset: rec.Preset, guard: rec.Guard,
+		parent: rec.ParentSessionID, grants: map[string]*envGrants{}}
+	if err := sess.append(RecSessionOpened, rec); err != nil {
+		return nil, asError(err)
+	}
+	s.sessions[sess.id] = sess
+	return sess.factsLocked(s.table), nil
+}
+
+// childFacts pins a child session's facts: only the parent's explicit
+// session sandbox override (never its grants, one-shot or stored), the
+// parent's guard, and approval policy never (escalate.ForChild).
+func (s *Server) childFacts(rec *openedRecord, p openParams) *Error {
+	if p.Preset != nil || p.SandboxMode != nil {
+		field := "preset"
+		if p.SandboxMode != nil {
+			field = "sandbox_mode"
+		}
+		return paramError(field, errors.New("a child session takes its sandbox mode from its parent (parent_session_id)"))
+	}
+	parent, e := s.lookup(p.ParentSessionID)
+	if e != nil {
+		if e.Code == CodeUnknownSession {
+			e.Data.Field = "parent_session_id"
+		}
+		return e
+	}
+	parent.mu.Lock()
+	pctx := escalate.CallContext{DefaultMode: rec.SandboxMode, ApprovalPolicy: parent.policy}
+	if parent.explicitMode {
+		m := parent.mode
+		pctx.SessionMode = &m
+	}
+	parentGuard := parent.guard
+	parent.mu.Unlock()
+	if p.Guard != "" && p.Guard != parentGuard {
+		return paramError("guard", errors.New("a child session keeps its parent's guard"))
+	}
+	child := escalate.ForChild(pctx)
+	child.DefaultMode = rec.SandboxMode
+	rec.SandboxMode, rec.ApprovalPolicy, rec.Guard = child.StandingMode(), child.ApprovalPolicy, parentGuard
+	rec.ExplicitMode = child.SessionMode != nil
+	return nil
+}
+
+type presetParams struct {
+	SessionID string `json:"session_id"`
+	Key       string `json:"key"`
+}
+
+type intentRecord struct {
+	Key string `json:"key"`
+}
+
+type knobRecord struct {
+	Knob string `json:"knob"` // "sandbox_mode" or "approval_policy"
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// setPreset records the intent, then one record per knob that really
+// changes, then changes them. "custom" is never selectable.
+func (s *Server) setPreset(params json.RawMessage) (any, *Error) {
+	var p presetParams
+	if e := decodeParams(params, &p); e != nil {
+		return nil, e
+	}
+	sess, e := s.lookup(p.SessionID)
+	if e != nil {
+		return nil, e
+	}
+	if p.Key == "" {
+		return nil, required("key")
+	}
+	pr, err := s.table.Select(p.Key)
+	if err != nil {
+		return nil, paramError("key", err)
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.child() && pr.ApprovalPolicy != profiles.ApprovalNever {
+		return nil, paramError("key", fmt.Errorf("preset %s has approval policy %s: a child session's is pinned to never", pr.Key, pr.ApprovalPolicy))
+	}
+	if err := sess.append(RecPresetIntent, intentRecord{Key: pr.Key}); err != nil {
+		return nil, asError(err)
+	}
+	if pr.SandboxMode != sess.mode {
+		if err := sess.append(RecKnobChanged, knobRecord{Knob: "sandbox_mode", From: sess.mode.String(), To: pr.SandboxMode.String()}); err != nil {
+			return nil, asError(err)
+		}
+		sess.mode = pr.SandboxMode
+	}
+	if pr.ApprovalPolicy != sess.policy {
+		if err := sess.append(RecKnobChanged, knobRecord{Knob: "approval_policy", From: sess.policy.String(), To: pr.ApprovalPolicy.String()}); err != nil {
+			return nil, asError(err)
+		}
+		sess.policy = pr.ApprovalPolicy
+	}
+	sess.lastPreset, sess.explicitMode = pr.Key, true
+	return sess.factsLocked(s.table), nil
+}
+
+type sessionParams struct {
+	SessionID string `json:"session_id"`
+}
+
+type permissionsResult struct {
+	Presets []profiles.Preset `json:"presets"`
+	Default string            `json:"default"`
+	// Current is the session's knobs and the preset they derive.
+	Current facts `json:"current"`
+	// Selectable says which presets the session may select (a child's
+	// approval policy is pinned).
+	Selectable []string `json:"selectable"`
+}
+
+func (s *Server) permissions(params json.RawMessage) (any, *Error) {
+	var p sessionParams
+	if e := decodeParams(params, &p); e != nil {
+		return nil, e
+	}
+	sess, e := s.lookup(p.SessionID)
+	if e != nil {
+		return nil, e
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	res := permissionsResult{Presets: s.table.List(), Default: s.table.Default().Key, Current: sess.factsLocked(s.table), Selectable: []string{}}
+	for _, pr := range res.Presets {
+		if !sess.child() || pr.ApprovalPolicy == profiles.ApprovalNever {
+			res.Selectable = append(res.Selectable, pr.Key)
+		}
+	}
+	return res, nil
+}
+
+type turnRecord struct {
+	TurnID string `json:"turn_id"`
+}
+
+type turnResult struct {
+	TurnID string `json:"turn_id"`
+}
+
+func (s *Server) beginTurn(params json.RawMessage) (any, *Error) {
+	var p sessionParams
+	if e := decodeParams(params, &p); e != nil {
+		return nil, e
+	}
+	sess, e := s.lookup(p.SessionID)
+	if e != nil {
+		return nil, e
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.turn != nil {
+		e := newError(CodeConflict, KindConflict, "session %s already has turn %s open (turn/end first)", sess.id, sess.turn.id)
+		e.Data.SessionID, e.Data.TurnID = sess.id, sess.turn.id
+		return nil, e
+	}
+	t := &turn{id: newID("t-")}
+	if err := sess.append(RecTurnBegun, turnRecord{TurnID: t.id}); err != nil {
+		return nil, asError(err)
+	}
+	t.ctx, t.cancel = contextWithCancel()
+	sess.turn = t
+	return turnResult{TurnID: t.id}, nil
+}
+
+type endTurnParams struct {
+	SessionID string `json:"session_id"`
+	TurnID    string `json:"turn_id"`
+}
+
+// endTurn closes the turn: its grants end, and approvals still pending in
+// it settle cancelled.
+func (s *Server) endTurn(params json.RawMessage) (any, *Error) {
+	var p endTurnParams
+	if e := decodeParams(params, &p); e != nil {
+		return nil, e
+	}
+	sess, e := s.lookup(p.SessionID)
+	if e != nil {
+		return nil, e
+	}
+	if p.TurnID == "" {
+		return nil, required("turn_id")
+	}
+	t, e := sess.openTurn(p.TurnID)
+	if e != nil {
+		return nil, e
+	}
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if sess.turn != t {
+		// Ended meanwhile by another request.
+		e := newError(CodeNoOpenTurn, KindNoOpenTurn, "turn %q is not the open turn of session %s", p.TurnID, sess.id)
+		e.Data.SessionID, e.Data.TurnID = sess.id, p.TurnID
+		return nil, e
+	}
+	if err := sess.append(RecTurnEnded, turnRecord{TurnID: t.id}); err != nil {
+		return nil, asError(err)
+	}
+	sess.endTurnLocked()
+	return nil, nil
+}
+
+type grantParams struct {
+	SessionID     string          `json:"session_id"`
+	EnvironmentID string          `json:"environment_id"`
+	Requested     json.RawMessage `json:"requested"`
+	// Response is the client's answer: {granted, scope,
+	// strict_auto_review}, as sbx normalize-grant reads them.
+	Response json.RawMessage `json:"response"`
+}
+
+type grantRecord struct {
+	EnvironmentID string `json:"environment_id"`
+	// TurnID is the turn a turn-scoped grant belongs to.
+	TurnID string `json:"turn_id,omitempty"`
+	profiles.NormalizeResult
+}
+
+// applyGrant normalises a request_permissions round trip as sbx
+// normalize-grant does (intersected with the request, session+strict made
+// an empty turn grant) and stores it by environment id and scope.
+func (s *Server) applyGrant(params json.RawMessage) (any, *Error) {
+	var p grantParams
+	if e := decodeParams(params, &p); e != nil {
+		return nil, e
+	}
+	sess, e := s.lookup(p.SessionID)
+	if e != nil {
+		return nil, e
+	}
+	if len(p.Requested) == 0 {
+		return nil, required("requested")
+	}
+	if len(p.Response) == 0 {
+		return nil, required("response")
+	}
+	env := p.EnvironmentID
+	sess.mu.Lock()
+	if env == "" {
+		env = sess.environmentID
+	}
+	cwd := sess.cwd
+	sess.mu.Unlock()
+	var resp map[string]json.RawMessage
+	if e := decodeParams(p.Response, &resp); e != nil {
+		e.Data.Field, e.Message = "response", "response: "+e.Message
+		return nil, e
+	}
+	for k := range resp {
+		if k != "granted" && k != "scope" && k != "strict_auto_review" {
+			return nil, paramError("response."+k, errors.New("unknown field (want granted, scope, strict_auto_review)"))
+		}
+	}
+	cwdJSON, _ := json.Marshal(cwd)
+	resp["cwd"], resp["requested"] = cwdJSON, p.Requested
+	wire, _ := json.Marshal(resp)
+	req, err := profiles.DecodeNormalizeRequest(wire)
+	if err == nil {
+		var res profiles.NormalizeResult
+		if res, err = profiles.NormalizeResponse(req); err == nil {
+			return s.storeGrant(sess, env, res)
+		}
+	}
+	var fe *profiles.FieldError
+	if errors.As(err, &fe) && fe.Field != "requested" && !strings.HasPrefix(fe.Field, "requested.") {
+		return nil, paramError("response."+fe.Field, fe.Err)
+	}
+	return nil, asError(err)
+}
+
+func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeResult) (any, *Error) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	rec := grantRecord{EnvironmentID: env, NormalizeResult: res}
+	if res.Scope == profiles.ScopeTurn {
+		if sess.turn == nil {
+			e := newError(CodeNoOpenTurn, KindNoOpenTurn, "a turn grant needs an open turn (turn/begin first)")
+			e.Data.SessionID = sess.id
+			return nil, e
+		}
+		rec.TurnID = sess.turn.id
+	}
+	if err := sess.append(RecGrantApplied, rec); err != nil {
+		return nil, asError(err)
+	}
+	sess.applyGrantLocked(rec)
+	return rec, nil
+}
+
+// applyGrantLocked adds a recorded grant to the store; sess.mu is held.
+func (sess *session) applyGrantLocked(rec grantRecord) {
+	g := sess.grants[rec.EnvironmentID]
+	if g == nil {
+		g = &envGrants{}
+		sess.grants[rec.EnvironmentID] = g
+	}
+	if rec.Scope == profiles.ScopeSession {
+		g.session = profiles.Merge(g.session, rec.Permissions)
+		return
+	}
+	if g.turnID != rec.TurnID {
+		g.turn, g.turnStrict = profiles.Profile{}, false
+	}
+	g.turnID = rec.TurnID
+	g.turn = profiles.Merge(g.turn, rec.Permissions)
+	g.turnStrict = g.turnStrict || rec.StrictAutoReview
+}

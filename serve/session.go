@@ -1,0 +1,136 @@
+package serve
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/sbx-sandbox/sbx/profiles"
+)
+
+// session is one open session: its permission facts, pinned when it
+// opened (a later change of the server's defaults does not reach it), its
+// open turn and its stored grants. mu guards the state; logMu keeps the
+// records in the order their effects happen.
+type session struct {
+	id  string
+	log Log
+
+	logMu sync.Mutex
+
+	mu  sync.Mutex
+	cwd string
+	// environmentID is the default environment of the session's calls and
+	// grants.
+	environmentID string
+	mode          profiles.Mode
+	policy        profiles.ApprovalPolicy
+	// explicitMode says the mode is the session's own override (a preset
+	// or sandbox_mode given at open or set since), not the default: the
+	// one thing a child session takes from it.
+	explicitMode bool
+	// lastPreset is the last preset selected, which wins the derivation
+	// while it still matches.
+	lastPreset string
+	guard      string
+	parent     string
+	turn       *turn
+	// grants are the stored grants, by environment id.
+	grants map[string]*envGrants
+	// replay is what Restore left to settle (nil once served).
+	replay *replayState
+}
+
+// envGrants are one environment's stored grants: the session's outlive
+// turns, the turn's end with the turn that holds them.
+type envGrants struct {
+	session    profiles.Profile
+	turn       profiles.Profile
+	turnID     string
+	turnStrict bool
+}
+
+// turn is the session's open turn. ctx ends with it: approvals still
+// pending then settle cancelled.
+type turn struct {
+	id     string
+	ctx    context.Context
+	cancel context.CancelFunc
+}
+
+// child reports whether the session is a delegated child (its approval
+// policy is pinned to never).
+func (s *session) child() bool { return s.parent != "" }
+
+// append makes the record durable; it returns once Log.Append did.
+func (s *session) append(typ string, data any) error {
+	rec, err := record(typ, s.id, data)
+	if err != nil {
+		return err
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	if err := s.log.Append(rec); err != nil {
+		return fmt.Errorf("log %s: %w", typ, err)
+	}
+	return nil
+}
+
+// facts is the session's permission state as the protocol shows it.
+type facts struct {
+	SessionID      string                  `json:"session_id"`
+	SandboxMode    profiles.Mode           `json:"sandbox_mode"`
+	ApprovalPolicy profiles.ApprovalPolicy `json:"approval_policy"`
+	// Preset is derived: the last choice while it matches, else the first
+	// matching preset, else "custom".
+	Preset string `json:"preset"`
+}
+
+// factsLocked is the session's facts; s.mu is held.
+func (s *session) factsLocked(table profiles.PresetTable) facts {
+	return facts{SessionID: s.id, SandboxMode: s.mode, ApprovalPolicy: s.policy, Preset: table.Derive(s.mode, s.policy, s.lastPreset)}
+}
+
+// grantsFor are the stored grants a call of environment env gets in turn
+// turnID: the session's, and the turn's when they belong to that turn.
+func (s *session) grantsFor(env, turnID string) profiles.Grants {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	g := s.grants[env]
+	if g == nil {
+		return profiles.Grants{}
+	}
+	out := profiles.Grants{Session: g.session}
+	if g.turnID == turnID {
+		out.Turn, out.TurnStrict = g.turn, g.turnStrict
+	}
+	return out
+}
+
+// openTurn returns the open turn when it is turnID.
+func (s *session) openTurn(turnID string) (*turn, *Error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.turn == nil || s.turn.id != turnID {
+		e := newError(CodeNoOpenTurn, KindNoOpenTurn, "turn %q is not the open turn of session %s", turnID, s.id)
+		if s.turn == nil {
+			e.Message = fmt.Sprintf("session %s has no open turn (turn/begin first)", s.id)
+		}
+		e.Data.SessionID, e.Data.TurnID = s.id, turnID
+		return nil, e
+	}
+	return s.turn, nil
+}
+
+// newID is 16 random bytes in hex; should the system's random source
+// fail, a time-based id (ids name, they do not authorise).
+func newID(prefix string) string {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return fmt.Sprintf("%st%x", prefix, time.Now().UnixNano())
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
