@@ -61,6 +61,9 @@ const (
 	Masked
 	// DeviceNode: creating a device node.
 	DeviceNode
+	// DenyGlob: the path (or a directory above it) matches a deny
+	// pattern (Verdict.At is the pattern as given).
+	DenyGlob
 )
 
 var causeText = map[Cause]string{
@@ -69,6 +72,7 @@ var causeText = map[Cause]string{
 	CarveOut:          "inside a read-only carve-out",
 	Masked:            "inside a path the guard hides",
 	DeviceNode:        "device nodes cannot be created in the sandbox",
+	DenyGlob:          "matches a deny pattern",
 }
 
 func (c Cause) String() string { return causeText[c] }
@@ -89,6 +93,8 @@ func (v Verdict) Reason() string {
 		return "inside the read-only carve-out " + v.At
 	case Masked:
 		return "inside " + v.At + ", which the guard hides"
+	case DenyGlob:
+		return v.At
 	}
 	return v.Cause.String()
 }
@@ -107,6 +113,7 @@ type Checker struct {
 	readOnly   []string
 	masked     []string
 	devices    []string
+	globs      []policy.DenyGlob
 }
 
 // NewChecker returns the checker for pol. Policy paths are already
@@ -116,6 +123,7 @@ func NewChecker(pol policy.Policy, extra Extra) *Checker {
 		writeRoots: slices.Clone(pol.WriteRoots),
 		readOnly:   slices.Clone(pol.ReadOnly),
 		masked:     slices.Clone(pol.Masked),
+		globs:      slices.Clone(pol.DenyGlobs),
 	}
 	for _, d := range append(slices.Clone(pol.Devices), extra.Devices...) {
 		if !slices.Contains(c.devices, d) {
@@ -134,10 +142,18 @@ func (c *Checker) Path(a Access, path string) Verdict {
 		return Verdict{Cause: Masked, At: m}
 	}
 	if a == Read {
+		// A deny_read match the mounts do not hide (made during the call,
+		// or past the walk's bound).
+		if d, ok := policy.MatchDenyGlobs(c.globs, path, true); ok {
+			return Verdict{Cause: DenyGlob, At: d.Reason()}
+		}
 		return Verdict{Allowed: true}
 	}
 	if ro := covering(path, c.readOnly); ro != "" {
 		return Verdict{Cause: CarveOut, At: ro}
+	}
+	if d, ok := policy.MatchDenyGlobs(c.globs, path, false); ok {
+		return Verdict{Cause: DenyGlob, At: d.Reason()}
 	}
 	switch a {
 	case WriteObject, Metadata:

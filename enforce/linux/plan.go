@@ -407,7 +407,8 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	default:
 		p.Sockets = SocketsUnixOnly
 	}
-	if sup == Supervised && len(p.MaskedMounts) > 0 {
+	p.compileDenyGlobs(pol)
+	if sup == Supervised && (len(p.MaskedMounts) > 0 || hasReadGlobs(pol)) {
 		// Reads are supervised only where a read can be a denial: a path
 		// the mount namespace hides (without one, the mask downgrade says
 		// it stays readable, so its reads are no denials).
