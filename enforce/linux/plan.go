@@ -699,6 +699,9 @@ func (p *Plan) String() string {
 	for _, l := range p.MaskedLinks {
 		fmt.Fprintf(&b, "mask: %s (inode %d:%d) has %d name(s) no mask covers\n", l.Path, l.Dev, l.Ino, l.Uncovered)
 	}
+	for _, d := range p.Policy.DenyGlobs {
+		fmt.Fprintf(&b, "deny-glob: deny_%s %s (given %s): existing matches masked or read-only above; new ones refused by the supervisor only\n", d.Access, d.Pattern, d.Given)
+	}
 	if lp := p.Landlock; lp != nil {
 		fmt.Fprintf(&b, "landlock: abi=%d handled_fs=%s\n", lp.ABI, accessString(lp.HandledFS))
 		if lp.HandledNet != 0 {
