@@ -21,11 +21,13 @@ var defaultGuardPath = DefaultGuardPath
 
 // Guard is the deployment's final, monotone layer (DESIGN.md rule 1): paths
 // that may never be written or read, and network that may never be enabled.
-// File format (strict JSON, absolute paths):
+// File format (strict JSON; absolute paths, or patterns with a wildcard):
 //
-//	{"deny_read": ["/etc/shadow"], "deny_write": ["/etc"], "deny_network": true}
+//	{"deny_read": ["/etc/shadow", "**/.env"], "deny_write": ["/etc", "/home/*/.ssh"], "deny_network": true}
 //
-// A deny_read path is never written either.
+// A deny_read path is never written either. An entry with "*", "?" or "["
+// is a pattern (profiles.Glob; a relative one is matched below the call's
+// cwd and each writable root): see DenyReadGlobs.
 //
 // IMPORTANT: backends hide a deny_read path by path (a mount on Linux), and
 // paths name files, not inodes (DESIGN.md invariant 5): a hard link made
