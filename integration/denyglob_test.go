@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -188,4 +189,41 @@ func TestDenyGlobProfile(t *testing.T) {
 			t.Errorf("exit %d (%s), want 125 naming deny_write[1]", out.code, out.stderr)
 		}
 	})
+}
+
+// TestDenyGlobScanBound: a workspace with more entries than the walk's
+// bound is never skipped silently: the report names the pattern as
+// deny-glob-scan, and --require deny-glob-scan refuses to run. The walk
+// prunes: a pattern whose literal part names one directory (sub/*.env) does not walk
+// the rest, and reports nothing.
+func TestDenyGlobScanBound(t *testing.T) {
+	ws := workspace(t)
+	many := filepath.Join(ws, "many")
+	if err := os.Mkdir(many, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i <= 20000; i++ {
+		f, err := os.Create(filepath.Join(many, "f"+strconv.Itoa(i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+	}
+	flags := append(append([]string{}, wsOnly...), "--guard", denyGuard(t, []string{"**/.env"}, nil))
+	out, rep := run(t, ws, flags, "true")
+	if out.code != 0 || rep == nil {
+		t.Fatalf("exit %d: %s", out.code, out.stderr)
+	}
+	if reason := rep.degraded("deny-glob-scan"); !strings.Contains(reason, "**/.env") || !strings.Contains(reason, "20000") {
+		t.Errorf("deny-glob-scan %q, want it naming **/.env and the bound", reason)
+	}
+	out, _ = run(t, ws, append(append([]string{}, flags...), "--require", "deny-glob-scan"), "true")
+	if out.code != 125 || !strings.Contains(out.stderr, "deny-glob-scan") {
+		t.Errorf("--require deny-glob-scan: exit %d (%s), want 125", out.code, out.stderr)
+	}
+	flags = append(append([]string{}, wsOnly...), "--guard", denyGuard(t, []string{"sub/*.env"}, nil))
+	out, rep = run(t, ws, flags, "true")
+	if out.code != 0 || rep == nil || rep.degraded("deny-glob-scan") != "" {
+		t.Errorf("sub/*.env: exit %d, degraded %+v: the walk did not prune", out.code, rep)
+	}
 }

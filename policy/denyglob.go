@@ -163,13 +163,35 @@ func (pol Policy) DenyGlobAt(path string, reads bool) (DenyGlob, bool) {
 
 // MatchDenyGlobs is DenyGlobAt over globs.
 func MatchDenyGlobs(globs []DenyGlob, path string, reads bool) (DenyGlob, bool) {
+	return NewDenyMatcher(globs).Match(path, reads)
+}
+
+// DenyMatcher is a list of deny patterns parsed once, for a checker that
+// asks for every path (the supervisor).
+type DenyMatcher struct {
+	globs  []DenyGlob
+	parsed []profiles.Glob
+}
+
+// NewDenyMatcher parses globs (valid by construction).
+func NewDenyMatcher(globs []DenyGlob) DenyMatcher {
+	m := DenyMatcher{globs: globs}
 	for _, d := range globs {
+		m.parsed = append(m.parsed, d.Glob())
+	}
+	return m
+}
+
+// Match returns the pattern that covers path (absolute, clean): one that
+// matches it or a directory above it. With reads true only deny_read
+// patterns count.
+func (m DenyMatcher) Match(path string, reads bool) (DenyGlob, bool) {
+	for i, d := range m.globs {
 		if reads && d.Access != DenyRead {
 			continue
 		}
-		g := d.Glob()
 		for p := path; ; p = filepath.Dir(p) {
-			if g.Match(p) {
+			if m.parsed[i].Match(p) {
 				return d, true
 			}
 			if p == "/" || p == "." {

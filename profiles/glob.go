@@ -183,6 +183,13 @@ func (g Glob) Match(p string) bool {
 	if !g.abs || !strings.HasPrefix(p, "/") {
 		return false
 	}
+	// Most patterns end in a literal name (**/.env): most paths fail on
+	// their last component, which costs no split.
+	if n := len(g.comps); n > 0 {
+		if last := g.comps[n-1]; last != "**" && !IsGlob(last) && !strings.Contains(last, `\`) && p[strings.LastIndexByte(p, '/')+1:] != last {
+			return false
+		}
+	}
 	var pc []string
 	if p != "/" {
 		pc = strings.Split(p[1:], "/")

@@ -113,7 +113,7 @@ type Checker struct {
 	readOnly   []string
 	masked     []string
 	devices    []string
-	globs      []policy.DenyGlob
+	globs      policy.DenyMatcher
 }
 
 // NewChecker returns the checker for pol. Policy paths are already
@@ -123,7 +123,7 @@ func NewChecker(pol policy.Policy, extra Extra) *Checker {
 		writeRoots: slices.Clone(pol.WriteRoots),
 		readOnly:   slices.Clone(pol.ReadOnly),
 		masked:     slices.Clone(pol.Masked),
-		globs:      slices.Clone(pol.DenyGlobs),
+		globs:      policy.NewDenyMatcher(slices.Clone(pol.DenyGlobs)),
 	}
 	for _, d := range append(slices.Clone(pol.Devices), extra.Devices...) {
 		if !slices.Contains(c.devices, d) {
@@ -144,7 +144,7 @@ func (c *Checker) Path(a Access, path string) Verdict {
 	if a == Read {
 		// A deny_read match the mounts do not hide (made during the call,
 		// or past the walk's bound).
-		if d, ok := policy.MatchDenyGlobs(c.globs, path, true); ok {
+		if d, ok := c.globs.Match(path, true); ok {
 			return Verdict{Cause: DenyGlob, At: d.Reason()}
 		}
 		return Verdict{Allowed: true}
@@ -152,7 +152,7 @@ func (c *Checker) Path(a Access, path string) Verdict {
 	if ro := covering(path, c.readOnly); ro != "" {
 		return Verdict{Cause: CarveOut, At: ro}
 	}
-	if d, ok := policy.MatchDenyGlobs(c.globs, path, false); ok {
+	if d, ok := c.globs.Match(path, false); ok {
 		return Verdict{Cause: DenyGlob, At: d.Reason()}
 	}
 	switch a {

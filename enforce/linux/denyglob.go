@@ -81,6 +81,7 @@ func (s *supervisor) renamedTree(from, to string) (refusal, bool) {
 	if len(s.plan.Policy.DenyGlobs) == 0 {
 		return refusal{}, false
 	}
+	m := policy.NewDenyMatcher(s.plan.Policy.DenyGlobs)
 	n := 0
 	var found refusal
 	ok := false
@@ -92,7 +93,7 @@ func (s *supervisor) renamedTree(from, to string) (refusal, bool) {
 			return errBigTree
 		}
 		dest := filepath.Join(to, strings.TrimPrefix(p, from+"/"))
-		if d, match := policy.MatchDenyGlobs(s.plan.Policy.DenyGlobs, dest, false); match {
+		if d, match := m.Match(dest, false); match {
 			found, ok = refusal{errno: unix.EACCES, reason: dest + " " + d.Reason()}, true
 			return fs.SkipAll
 		}
