@@ -29,5 +29,13 @@ func applyGuard(guard escalate.Guard, final policy.Policy, cwd string, add profi
 	g.DenyReadGlobs, g.DenyWriteGlobs = read, write
 	a := g.Apply(final)
 	a.Policy.DenyGlobs, a.Policy.DenyUnscanned = exp.Globs, exp.Unscanned
+	// The report says which pattern took a path away, not "the guard",
+	// where the guard did not name the path itself.
+	for i, r := range a.Removed {
+		d, ok := exp.Source[r.Path]
+		if ok && !slices.Contains(guard.DenyRead, r.Path) && !slices.Contains(guard.DenyWrite, r.Path) {
+			a.Removed[i].Reason = r.What + ": " + d.Reason()
+		}
+	}
 	return a
 }

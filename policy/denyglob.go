@@ -53,6 +53,8 @@ type DenyExpansion struct {
 	// Unscanned are the given patterns whose matches were not all found,
 	// and why.
 	Unscanned []SkippedPath
+	// Source maps each path of Read and Write to the pattern that found it.
+	Source map[string]DenyGlob
 }
 
 // ExpandDenies anchors the deny patterns read and write (canonical, as
@@ -105,6 +107,12 @@ func ExpandDenies(pol Policy, cwd string, read, write []string, limit int) DenyE
 			out.Unscanned = append(out.Unscanned, SkippedPath{Path: d.Given, Reason: why})
 		}
 		for _, f := range found {
+			if out.Source == nil {
+				out.Source = map[string]DenyGlob{}
+			}
+			if _, seen := out.Source[f]; !seen || d.Access == DenyRead {
+				out.Source[f] = d
+			}
 			if d.Access == DenyRead {
 				out.Read = append(out.Read, f)
 			} else {
