@@ -89,7 +89,8 @@ func TestDenyGlobExisting(t *testing.T) {
 
 // TestDenyGlobCreate: no mount covers a name that does not exist yet. The
 // supervisor refuses creating other/.env (EACCES, the denial names the
-// pattern, the retry asks for nothing), renaming a file to it, and renaming
+// pattern, the retry asks for nothing), renaming, hard-linking or
+// symlinking a file to it, and renaming
 // a directory that holds a .env into the workspace; the report says
 // deny-glob-create is best effort, and --require deny-glob-create refuses
 // to run. Without the supervisor the downgrade says creation is not
@@ -133,6 +134,12 @@ func TestDenyGlobCreate(t *testing.T) {
 			r, _ = probe(t, ws, flags, "rename", src, target)
 			want(t, r, "EACCES")
 			wantAbsent(target)(t)
+			// And a hard link or a symlink.
+			for _, op := range []string{"link", "symlink"} {
+				r, _ = probe(t, ws, flags, op, src, target)
+				want(t, r, "EACCES")
+				wantAbsent(target)(t)
+			}
 			// So does renaming a directory that holds one.
 			tree := filepath.Join(ws, "tree-"+access)
 			if err := os.Mkdir(tree, 0o755); err != nil {

@@ -180,6 +180,12 @@ func (c *Checker) Path(a Access, path string) Verdict {
 }
 
 // covering returns the first of bases that path is within, or "".
+// DenyGlobAt returns the deny pattern that covers path, if any (with reads
+// true, deny_read patterns only), whatever else the policy says of path.
+func (c *Checker) DenyGlobAt(path string, reads bool) (policy.DenyGlob, bool) {
+	return c.globs.Match(path, reads)
+}
+
 func covering(path string, bases []string) string {
 	for _, b := range bases {
 		if profiles.Within(path, b) {

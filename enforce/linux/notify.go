@@ -247,10 +247,10 @@ func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) 
 		return cont
 	}
 	verdict := s.check.Path(denial.Read, r.path)
-	if verdict.Cause == denial.DenyGlob {
-		// No mask hides it (made during the call, or past the walk's
-		// bound): only this refusal does, best effort.
-		return s.refuse(unix.EACCES, enforce.Denial{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid, Reason: verdict.Reason()})
+	if d, ok := s.check.DenyGlobAt(r.path, true); ok && !(verdict.Cause == denial.Masked && slices.Contains(s.plan.MaskedMounts, verdict.At)) {
+		// No mask hides it (made during the call, past the walk's bound,
+		// or no mount namespace): only this refusal does, best effort.
+		return s.refuse(unix.EACCES, enforce.Denial{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid, Reason: d.Reason()})
 	}
 	if verdict.Allowed || !slices.Contains(s.plan.MaskedMounts, verdict.At) {
 		if d, ok := s.linkOfMasked(c, "read", r); ok {
