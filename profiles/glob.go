@@ -219,13 +219,10 @@ func (g Glob) Match(p string) bool {
 	return j == len(gc)
 }
 
-func matchComponent(pat, name string) bool {
-	if !IsGlob(pat) && !strings.Contains(pat, `\`) {
-		return pat == name
-	}
-	ok, _ := path.Match(pat, name)
-	return ok
-}
+// matchComponent is path.Match of one component, through the env name
+// matcher (matchName: a fast path for patterns whose only wildcard is
+// "*", fuzzed against path.Match).
+func matchComponent(pat, name string) bool { return matchName(pat, name) }
 
 // Regex is the pattern as an anchored POSIX extended regular expression
 // over whole paths, for Seatbelt's (regex ...) filter. Only for an
