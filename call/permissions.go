@@ -93,7 +93,7 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 			return policy.Policy{}, rep, err
 		}
 	}
-	applied := guard.Apply(final)
+	applied := applyGuard(guard, final, base.Cwd, finalReq.Additional)
 	if err := checkRequest(call, final, applied); err != nil {
 		return policy.Policy{}, rep, err
 	}

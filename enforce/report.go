@@ -167,6 +167,11 @@ var Features = []string{
 	"everyone-writable",
 	// macOS: no parent-death signal, so the tree outlives a killed sbx.
 	"parent-death-kill",
+	// Deny patterns (deny_read, deny_write with globs): a name matching
+	// one that is created during the call (best effort at most: the
+	// supervisor), and a pattern whose existing matches were not all
+	// found (the walk's bound).
+	"deny-glob-create", "deny-glob-scan",
 }
 
 // CheckRequired returns an UnsupportedFeatureError for the first required

@@ -22,12 +22,14 @@ var defaultGuardPath = DefaultGuardPath
 
 // Guard is the deployment's final, monotone layer (DESIGN.md rule 1): paths
 // that may never be written or read, and network that may never be enabled.
-// File format (strict JSON, absolute paths):
+// File format (strict JSON; absolute paths, or patterns with a wildcard):
 //
-//	{"deny_read": ["/etc/shadow"], "deny_write": ["/etc"], "deny_network": true,
+//	{"deny_read": ["/etc/shadow", "**/.env"], "deny_write": ["/etc", "/home/*/.ssh"], "deny_network": true,
 //	 "deny_domains": ["*.pastebin.com", "169.254.169.254"]}
 //
-// A deny_read path is never written either. deny_domains are domain
+// A deny_read path is never written either. An entry with "*", "?" or "["
+// is a pattern (profiles.Glob; a relative one is matched below the call's
+// cwd and each writable root): see DenyReadGlobs. deny_domains are domain
 // patterns (profiles.ParseDomainPattern) refused even when a call is
 // granted them: they join a network-by-domain policy's denied list, and a
 // full network becomes the proxy's, every host allowed but those (a client
@@ -44,6 +46,14 @@ type Guard struct {
 	DenyWrite   []string `json:"deny_write,omitempty"`
 	DenyNetwork bool     `json:"deny_network,omitempty"`
 	DenyDomains []string `json:"deny_domains,omitempty"`
+	// DenyReadGlobs and DenyWriteGlobs are the entries of deny_read and
+	// deny_write with a wildcard (profiles.Glob: "**/.env", "/home/*/.ssh"),
+	// canonical; ParseGuard moves them out of the path lists. A relative
+	// pattern is matched below the call's cwd and each writable root. Apply
+	// does not see them: the call expands them (policy.ExpandDenies) into
+	// paths and applies those as guard paths.
+	DenyReadGlobs  []string `json:"-"`
+	DenyWriteGlobs []string `json:"-"`
 }
 
 // LoadGuard reads the guard file at path. With path "" it reads
@@ -76,10 +86,10 @@ func ParseGuard(data []byte) (Guard, error) {
 		return Guard{}, err
 	}
 	var err error
-	if g.DenyRead, err = guardPaths(g.DenyRead, "deny_read"); err != nil {
+	if g.DenyRead, g.DenyReadGlobs, err = guardPaths(g.DenyRead, "deny_read"); err != nil {
 		return Guard{}, err
 	}
-	if g.DenyWrite, err = guardPaths(g.DenyWrite, "deny_write"); err != nil {
+	if g.DenyWrite, g.DenyWriteGlobs, err = guardPaths(g.DenyWrite, "deny_write"); err != nil {
 		return Guard{}, err
 	}
 	pats, err := profiles.ParseDomainPatterns(g.DenyDomains, "deny_domains")
@@ -93,9 +103,34 @@ func ParseGuard(data []byte) (Guard, error) {
 	return g, nil
 }
 
-func guardPaths(paths []string, field string) ([]string, error) {
+// guardPaths splits the entries of field into resolved paths and
+// canonical patterns (those with a wildcard).
+func guardPaths(entries []string, field string) (paths, globs []string, err error) {
+	var plain []string
+	for i, p := range entries {
+		if !profiles.IsGlob(p) {
+			plain = append(plain, p)
+			continue
+		}
+		g, err := profiles.ParseGlob(p)
+		if err != nil {
+			return nil, nil, &profiles.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
+		}
+		globs = append(globs, profiles.ResolveGlobPrefix(g).String())
+	}
+	if paths, err = resolveGuardPaths(plain, entries, field); err != nil {
+		return nil, nil, err
+	}
+	slices.Sort(globs)
+	return paths, slices.Compact(globs), nil
+}
+
+// resolveGuardPaths resolves the literal paths; errors name the entry's
+// index in all.
+func resolveGuardPaths(paths, all []string, field string) ([]string, error) {
 	var out []string
-	for i, p := range paths {
+	for _, p := range paths {
+		i := slices.Index(all, p)
 		if !filepath.IsAbs(p) {
 			return nil, &profiles.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: fmt.Errorf("%q is not an absolute path", p)}
 		}
@@ -110,7 +145,16 @@ func guardPaths(paths []string, field string) ([]string, error) {
 
 // IsEmpty reports whether the guard takes nothing away.
 func (g Guard) IsEmpty() bool {
-	return len(g.DenyRead) == 0 && len(g.DenyWrite) == 0 && !g.DenyNetwork && len(g.DenyDomains) == 0
+	return len(g.DenyRead) == 0 && len(g.DenyWrite) == 0 && !g.DenyNetwork && len(g.DenyDomains) == 0 && len(g.DenyReadGlobs) == 0 && len(g.DenyWriteGlobs) == 0
+}
+
+// WithPaths returns g with the paths read and write (absolute, resolved:
+// the existing matches of deny patterns) added to its deny lists.
+func (g Guard) WithPaths(read, write []string) Guard {
+	out := g
+	out.DenyRead = foldPaths(append(slices.Clone(g.DenyRead), read...))
+	out.DenyWrite = foldPaths(append(slices.Clone(g.DenyWrite), write...))
+	return out
 }
 
 // Removal is one thing the guard took away, for the report.

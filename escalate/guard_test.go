@@ -241,3 +241,32 @@ func TestGuardErrorIsNotADenial(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestParseGuardGlobs: entries with a wildcard are patterns, kept apart
+// from the paths (canonical, relative ones allowed); a literal entry must
+// still be absolute; a bad pattern names its field and index; a guard of
+// patterns only is not empty.
+func TestParseGuardGlobs(t *testing.T) {
+	g, err := ParseGuard([]byte(`{"deny_read": ["/nonexistent-sbx/shadow", "**/.env", "**/**/.env"], "deny_write": ["/nonexistent-sbx/*/.ssh/"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(g.DenyRead, []string{"/nonexistent-sbx/shadow"}) || !slices.Equal(g.DenyReadGlobs, []string{"**/.env"}) ||
+		len(g.DenyWrite) != 0 || !slices.Equal(g.DenyWriteGlobs, []string{"/nonexistent-sbx/*/.ssh"}) {
+		t.Errorf("guard %+v", g)
+	}
+	if (Guard{DenyWriteGlobs: []string{"*.pem"}}).IsEmpty() {
+		t.Error("a guard of patterns only is empty")
+	}
+	for _, tt := range []struct{ in, field string }{
+		{`{"deny_read": ["/etc/shadow", "a/**b"]}`, "deny_read[1]"},
+		{`{"deny_write": ["[a-"]}`, "deny_write[0]"},
+		{`{"deny_write": ["*", "relative"]}`, "deny_write[1]"},
+	} {
+		_, err := ParseGuard([]byte(tt.in))
+		var fe *profiles.FieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field {
+			t.Errorf("ParseGuard(%s) = %v, want a FieldError for %s", tt.in, err, tt.field)
+		}
+	}
+}

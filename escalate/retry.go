@@ -135,6 +135,12 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			unresolved(d, "forbidden by guard: "+m+" is hidden")
 			continue
 		}
+		if g, ok := in.Policy.DenyGlobAt(d.Path, false); ok {
+			// A deny pattern (guard or profile) only narrows: nothing
+			// granted or approved widens past it.
+			unresolved(d, "forbidden: "+d.Path+" "+g.Reason())
+			continue
+		}
 		if strings.HasPrefix(d.Reason, guardReason) {
 			// The backend saw the guard at fault where the path does not
 			// say it: another name (a hard link) of a masked file.

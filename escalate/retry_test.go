@@ -72,6 +72,10 @@ func TestSmallestRetry(t *testing.T) {
 		{"carve-out under danger-full-access", policy.Policy{Mode: profiles.DangerFullAccess, WriteRoots: []string{"/"}, ReadOnly: []string{ws}}, Guard{DenyWrite: []string{ws}}, profiles.Profile{},
 			[]enforce.Denial{fs("write", ws+"/x")},
 			`{"unresolved":[{"operation":"write","path":"` + ws + `/x","reason":"forbidden by guard: deny_write ` + ws + `"}]}`},
+		{"a new name matching a deny pattern gets no retry", globPol(pol, ws), Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", ws+"/other/.env")},
+			`{"unresolved":[{"operation":"create","path":"` + ws + `/other/.env","reason":"forbidden: ` + ws + `/other/.env matches the deny_write pattern **/.env"}]}`},
+		{"an existing match (a carve-out) gets no escalation", globPol(pol, ws), Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", ws+"/sub/.env")},
+			`{"unresolved":[{"operation":"write","path":"` + ws + `/sub/.env","reason":"forbidden: ` + ws + `/sub/.env matches the deny_write pattern **/.env"}]}`},
 		{"read-only mode: the workspace file", policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}}, Guard{}, profiles.Profile{},
 			[]enforce.Denial{fs("create", ws+"/out.txt")}, write(ws)},
 	}
@@ -147,4 +151,12 @@ func toJSON(v any) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// globPol is pol with the deny_write pattern **/.env anchored at ws, and
+// its existing match ws/sub/.env a carve-out.
+func globPol(pol policy.Policy, ws string) policy.Policy {
+	pol.ReadOnly = append(append([]string(nil), pol.ReadOnly...), ws+"/sub/.env")
+	pol.DenyGlobs = []policy.DenyGlob{{Pattern: ws + "/**/.env", Given: "**/.env", Access: policy.DenyWrite}}
+	return pol
 }

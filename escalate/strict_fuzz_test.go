@@ -17,6 +17,7 @@ func FuzzParseGuard(f *testing.F) {
 		`{"deny_network":true,"deny_network":false}`,
 		`{"DENY_WRITE":["/etc"]}`,
 		`{"deny_write":["etc"]}`,
+		`{"deny_read":["**/.env","/home/*/.ssh"],"deny_write":["a/**b"]}`,
 		`[{"deny_write":["/etc"]}]`,
 	} {
 		f.Add([]byte(s))

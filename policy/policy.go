@@ -55,6 +55,15 @@ type Policy struct {
 	// Masked are paths that may be neither read nor written (the guard's
 	// deny-read list); a backend hides them.
 	Masked []string `json:"masked,omitempty"`
+	// DenyGlobs are the deny patterns (guard and profiles) anchored at
+	// absolute roots: their existing matches are already in Masked or
+	// ReadOnly (ExpandDenies); a backend refuses creating new ones where
+	// it can, and reports where it cannot.
+	DenyGlobs []DenyGlob `json:"deny_globs,omitempty"`
+	// DenyUnscanned are the deny patterns whose existing matches were not
+	// all found (the walk's bound, an unreadable directory): a backend
+	// reports them as the deny-glob-scan downgrade.
+	DenyUnscanned []SkippedPath `json:"deny_unscanned,omitempty"`
 	// Skipped lists implicit roots left out because they do not exist.
 	Skipped []SkippedPath `json:"skipped,omitempty"`
 	// Capabilities are the Linux capabilities the command keeps (--cap-add,

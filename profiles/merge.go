@@ -8,7 +8,8 @@ package profiles
 //   - always the union of denied_domains: deny beats allow when a host is
 //     matched (a deny is kept beside full network too, for the layer that
 //     enforces it to honour or to report);
-//   - allow_private_addresses if any asks for it.
+//   - allow_private_addresses if any asks for it;
+//   - the union of deny_read and deny_write patterns.
 //
 // The inputs must be normalised (absolute, clean paths, canonical
 // patterns); Merge does not touch the file system.
@@ -30,7 +31,7 @@ func Merge(ps ...Profile) Profile {
 		allowed = nil
 	}
 	n := &Network{Enabled: full || len(allowed) > 0, AllowedDomains: allowed, DeniedDomains: denied, AllowPrivateAddresses: private}
-	return BuildNetwork(n, read, write)
+	return withDeniesOf(BuildNetwork(n, read, write), ps...)
 }
 
 // intersectNetwork is the network part of Intersect: each granted allowed
@@ -122,7 +123,8 @@ func Intersect(requested, granted Profile) Profile {
 			read = append(read, rd)
 		}
 	}
-	return BuildNetwork(intersectNetwork(requested, granted), read, write)
+	// Deny patterns of both sides are kept: a deny only narrows.
+	return withDeniesOf(BuildNetwork(intersectNetwork(requested, granted), read, write), requested, granted)
 }
 
 // Covers reports whether everything p asks for is already in q: network (full

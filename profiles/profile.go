@@ -59,9 +59,14 @@ func (m NetworkMode) String() string {
 }
 
 // FileSystem lists extra readable and writable paths. Write implies read.
+// DenyRead and DenyWrite are patterns (Glob) of paths that may not be read
+// (nor written) or written: they only narrow, never widen anything, and
+// they ask for nothing (IsEmpty ignores them); see deny.go.
 type FileSystem struct {
-	Read  []string `json:"read,omitempty"`
-	Write []string `json:"write,omitempty"`
+	Read      []string `json:"read,omitempty"`
+	Write     []string `json:"write,omitempty"`
+	DenyRead  []string `json:"deny_read,omitempty"`
+	DenyWrite []string `json:"deny_write,omitempty"`
 }
 
 // DecodeProfile decodes a profile from strict JSON.
@@ -184,7 +189,11 @@ func (p Profile) Normalize(cwd string) (Profile, error) {
 	if err := validateNetwork(p.Network); err != nil {
 		return Profile{}, err
 	}
-	return BuildNetwork(p.Network, read, write), nil
+	dr, dw, err := normalizeDenies(p)
+	if err != nil {
+		return Profile{}, err
+	}
+	return withDenies(BuildNetwork(p.Network, read, write), dr, dw), nil
 }
 
 // validateNetwork refuses invalid patterns and the combinations whose

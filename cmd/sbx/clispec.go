@@ -122,7 +122,7 @@ func flagValueKind(name string) valueKind {
 	switch name {
 	case "cwd", "writable-root":
 		return valueDir
-	case "allow-read", "allow-write", "read-only", "report", "guard":
+	case "allow-read", "allow-write", "read-only", "report", "guard", "grants":
 		return valueFile
 	case "approver":
 		return valueCommand

@@ -102,7 +102,10 @@ are merged there, as on any terminal); Ctrl-C reaches it as on a terminal.
 
 Approval: an escalation that no grant covers is asked about on the terminal
 (or by --approver): --approval-policy defaults to on-request here, but to
-never in sbx exec, which a program calls with no one to ask.
+never in sbx exec, which a program calls with no one to ask. --grants FILE
+gives the sticky grants of the session and turn (they apply without
+asking); with --strict-review every escalation goes to the approver even
+when those grants cover it, as a turn granted with strict_auto_review.
 
 SIGTERM or SIGHUP to sbx is relayed to COMMAND, and its tree is killed
 --kill-grace later (default 2s); SIGINT is relayed too. A SIGKILLed sbx
@@ -153,6 +156,8 @@ type runFlags struct {
 	approver           string
 	guard              string
 	preset             string
+	grants             string
+	strictReview       bool
 }
 
 func (rf *runFlags) register(fs *flag.FlagSet) {
@@ -177,6 +182,8 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&rf.approvalPolicy, "approval-policy", "", "never, on-request, on-failure or untrusted (default on-request; only on-request asks: the others deny an escalation no grant covers without asking)")
 	fs.StringVar(&rf.approver, "approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout); default: ask on the terminal")
 	fs.StringVar(&rf.guard, "guard", "", "deployment guard `FILE` (default "+escalate.DefaultGuardPath+" when it exists)")
+	fs.StringVar(&rf.grants, "grants", "", "sticky grants `FILE`: JSON {\"session\": profile, \"turn\": profile, \"turn_strict\": bool}, as sbx exec's grants; what they cover needs no approval")
+	fs.BoolVar(&rf.strictReview, "strict-review", false, "send every escalation to the approver, even one --grants covers (the turn grant's strict_auto_review; needs --grants)")
 	fs.StringVar(&rf.preset, "preset", "", "preset `KEY` setting mode and approval policy (see sbx presets)")
 	fs.StringVar(&rf.shell, "shell", "", "run the -c script with this shell: bash, sh, zsh, pwsh, powershell or cmd (no profile files unless --login)")
 	fs.StringVar(&rf.script, "c", "", "the script for --shell")
@@ -304,12 +311,37 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		r.Network = false
 		r.Additional = profiles.Merge(r.Additional, profiles.Build(true, nil, nil))
 	}
+	if err := rf.loadGrants(e, set); err != nil {
+		return r, err
+	}
 	if rf.approver != "" {
 		e.Approver = escalate.CommandApprover{Argv: strings.Fields(rf.approver)}
 	} else {
 		e.Approver = escalate.TerminalApprover{}
 	}
 	return r, rf.checkEffect(r, set)
+}
+
+// loadGrants reads --grants into e (strict JSON, the shape of sbx exec's
+// grants) and applies --strict-review. Without grants strict review would
+// change nothing (every escalation already goes to the approver), so it is
+// refused, as other flags without effect are.
+func (rf *runFlags) loadGrants(e *call.Escalation, set map[string]bool) error {
+	if set["strict-review"] && !set["grants"] {
+		return &profiles.FieldError{Field: "--strict-review", Err: errors.New("only valid with --grants: without grants every escalation goes to the approver already")}
+	}
+	if !set["grants"] {
+		return nil
+	}
+	data, err := os.ReadFile(rf.grants)
+	if err != nil {
+		return &profiles.FieldError{Field: "--grants", Err: err}
+	}
+	if err := profiles.DecodeStrict(data, &e.Grants); err != nil {
+		return &profiles.FieldError{Field: "--grants", Err: err}
+	}
+	e.Grants.TurnStrict = e.Grants.TurnStrict || rf.strictReview
+	return nil
 }
 
 // runLimitNames name the limits by their flags in errors.

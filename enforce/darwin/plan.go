@@ -74,6 +74,9 @@ func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p.Masked = paths.masked
+	var down []enforce.Downgrade
+	paths.globs, down = canonicalGlobs(pol, opts.Paths)
+	p.Downgrades = append(p.Downgrades, down...)
 	p.Profile, p.Params = buildProfile(pol, paths)
 	return p, nil
 }
@@ -86,6 +89,7 @@ type policyPaths struct {
 	readOnly []string
 	masked   []string
 	devices  []string
+	globs    []seatbeltGlob
 }
 
 func canonicalPolicy(pol policy.Policy, m PathMode) (policyPaths, error) {

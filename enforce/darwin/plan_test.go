@@ -74,6 +74,20 @@ var goldenCases = []struct {
 		p.Masked = []string{home + "/.ssh", home + "/.aws", proj + "/.env", "/etc/sudoers"}
 		return p
 	}},
+	{"deny-globs", func() policy.Policy {
+		// Deny patterns: a relative one anchored at the workspace and at
+		// /tmp (canonicalised), an absolute one, and an existing match
+		// made read-only as a carve-out.
+		p := workspaceWrite()
+		p.ReadOnly = append(p.ReadOnly, proj+"/sub/.env")
+		p.DenyGlobs = []policy.DenyGlob{
+			{Pattern: proj + "/**/.env", Given: "**/.env", Access: policy.DenyWrite},
+			{Pattern: "/tmp/**/*.pem", Given: "**/*.pem", Access: policy.DenyRead},
+			{Pattern: "/Users/*/.ssh", Given: "/Users/*/.ssh", Access: policy.DenyRead},
+			{Pattern: proj + "/[^a]?.key", Given: "[^a]?.key", Access: policy.DenyRead},
+		}
+		return p
+	}},
 	{"read-only-guard-masked", func() policy.Policy {
 		p := readOnly()
 		p.Masked = []string{home + "/.ssh"}

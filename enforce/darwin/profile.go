@@ -133,6 +133,10 @@ func buildProfile(pol policy.Policy, pp policyPaths) (string, []Param) {
 		w.line("")
 		writeGuard(w, mask)
 	}
+	if len(pp.globs) > 0 {
+		w.line("")
+		writeDenyGlobs(w, pp.globs)
+	}
 	return w.b.String(), w.params
 }
 

@@ -61,6 +61,9 @@ const (
 	Masked
 	// DeviceNode: creating a device node.
 	DeviceNode
+	// DenyGlob: the path (or a directory above it) matches a deny
+	// pattern (Verdict.At is the pattern as given).
+	DenyGlob
 )
 
 var causeText = map[Cause]string{
@@ -69,6 +72,7 @@ var causeText = map[Cause]string{
 	CarveOut:          "inside a read-only carve-out",
 	Masked:            "inside a path the guard hides",
 	DeviceNode:        "device nodes cannot be created in the sandbox",
+	DenyGlob:          "matches a deny pattern",
 }
 
 func (c Cause) String() string { return causeText[c] }
@@ -89,6 +93,8 @@ func (v Verdict) Reason() string {
 		return "inside the read-only carve-out " + v.At
 	case Masked:
 		return "inside " + v.At + ", which the guard hides"
+	case DenyGlob:
+		return v.At
 	}
 	return v.Cause.String()
 }
@@ -107,6 +113,7 @@ type Checker struct {
 	readOnly   []string
 	masked     []string
 	devices    []string
+	globs      policy.DenyMatcher
 }
 
 // NewChecker returns the checker for pol. Policy paths are already
@@ -116,6 +123,7 @@ func NewChecker(pol policy.Policy, extra Extra) *Checker {
 		writeRoots: slices.Clone(pol.WriteRoots),
 		readOnly:   slices.Clone(pol.ReadOnly),
 		masked:     slices.Clone(pol.Masked),
+		globs:      policy.NewDenyMatcher(slices.Clone(pol.DenyGlobs)),
 	}
 	for _, d := range append(slices.Clone(pol.Devices), extra.Devices...) {
 		if !slices.Contains(c.devices, d) {
@@ -134,10 +142,18 @@ func (c *Checker) Path(a Access, path string) Verdict {
 		return Verdict{Cause: Masked, At: m}
 	}
 	if a == Read {
+		// A deny_read match the mounts do not hide (made during the call,
+		// or past the walk's bound).
+		if d, ok := c.globs.Match(path, true); ok {
+			return Verdict{Cause: DenyGlob, At: d.Reason()}
+		}
 		return Verdict{Allowed: true}
 	}
 	if ro := covering(path, c.readOnly); ro != "" {
 		return Verdict{Cause: CarveOut, At: ro}
+	}
+	if d, ok := c.globs.Match(path, false); ok {
+		return Verdict{Cause: DenyGlob, At: d.Reason()}
 	}
 	switch a {
 	case WriteObject, Metadata:
@@ -164,6 +180,12 @@ func (c *Checker) Path(a Access, path string) Verdict {
 }
 
 // covering returns the first of bases that path is within, or "".
+// DenyGlobAt returns the deny pattern that covers path, if any (with reads
+// true, deny_read patterns only), whatever else the policy says of path.
+func (c *Checker) DenyGlobAt(path string, reads bool) (policy.DenyGlob, bool) {
+	return c.globs.Match(path, reads)
+}
+
 func covering(path string, bases []string) string {
 	for _, b := range bases {
 		if profiles.Within(path, b) {

@@ -237,7 +237,7 @@ func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolve
 // tried. A path that does not exist outside the sandbox either is an
 // ordinary ENOENT, not a denial.
 func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) decision {
-	if len(s.plan.MaskedMounts) == 0 {
+	if len(s.plan.MaskedMounts) == 0 && !hasReadGlobs(s.plan.Policy) {
 		return cont
 	}
 	// What cannot be resolved continues: the mask is a mount, the kernel's
@@ -247,6 +247,11 @@ func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) 
 		return cont
 	}
 	verdict := s.check.Path(denial.Read, r.path)
+	if d, ok := s.check.DenyGlobAt(r.path, true); ok && !(verdict.Cause == denial.Masked && slices.Contains(s.plan.MaskedMounts, verdict.At)) {
+		// No mask hides it (made during the call, past the walk's bound,
+		// or no mount namespace): only this refusal does, best effort.
+		return s.refuse(unix.EACCES, enforce.Denial{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid, Reason: d.Reason()})
+	}
 	if verdict.Allowed || !slices.Contains(s.plan.MaskedMounts, verdict.At) {
 		if d, ok := s.linkOfMasked(c, "read", r); ok {
 			return d
@@ -440,6 +445,18 @@ func (s *supervisor) rename(v *taskView, c call, flags uint32) decision {
 				d.errno = ref.errno
 			}
 			d.denials = append(d.denials, enforce.Denial{Operation: "rename", Path: side.r.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+		}
+	}
+	if d.errno == 0 && oldR.isDir() {
+		if ref, ok := s.renamedTree(oldR.path, newR.path); ok {
+			d.errno = ref.errno
+			d.denials = append(d.denials, enforce.Denial{Operation: "rename", Path: newR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+		}
+	}
+	if d.errno == 0 && flags&unix.RENAME_EXCHANGE != 0 && newR.isDir() {
+		if ref, ok := s.renamedTree(newR.path, oldR.path); ok {
+			d.errno = ref.errno
+			d.denials = append(d.denials, enforce.Denial{Operation: "rename", Path: oldR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
 		}
 	}
 	if d.errno == 0 {

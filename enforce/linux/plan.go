@@ -423,7 +423,8 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	default:
 		p.Sockets = SocketsUnixOnly
 	}
-	if sup == Supervised && len(p.MaskedMounts) > 0 {
+	p.compileDenyGlobs(pol)
+	if sup == Supervised && (len(p.MaskedMounts) > 0 || hasReadGlobs(pol)) {
 		// Reads are supervised only where a read can be a denial: a path
 		// the mount namespace hides (without one, the mask downgrade says
 		// it stays readable, so its reads are no denials).
@@ -725,6 +726,9 @@ func (p *Plan) String() string {
 	}
 	for _, l := range p.MaskedLinks {
 		fmt.Fprintf(&b, "mask: %s (inode %d:%d) has %d name(s) no mask covers\n", l.Path, l.Dev, l.Ino, l.Uncovered)
+	}
+	for _, d := range p.Policy.DenyGlobs {
+		fmt.Fprintf(&b, "deny-glob: deny_%s %s (given %s): existing matches masked or read-only above; new ones refused by the supervisor only\n", d.Access, d.Pattern, d.Given)
 	}
 	if lp := p.Landlock; lp != nil {
 		fmt.Fprintf(&b, "landlock: abi=%d handled_fs=%s\n", lp.ABI, accessString(lp.HandledFS))

@@ -287,6 +287,7 @@ func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 	if len(pol.Masked) > 0 {
 		p.Downgrades = append(p.Downgrades, noMask)
 	}
+	p.Downgrades = append(p.Downgrades, denyGlobDowngrades(pol)...)
 	if len(missing) > 0 {
 		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "carve-out-create",
 			Reason: "read-only carve-outs that do not exist yet can be created: " + strings.Join(missing, ", ")})

@@ -1,0 +1,130 @@
+package profiles
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// DenyReadPatterns returns file_system.deny_read: patterns (Glob) of paths
+// that may be neither read nor written.
+func (p Profile) DenyReadPatterns() []string {
+	if p.FileSystem == nil {
+		return nil
+	}
+	return p.FileSystem.DenyRead
+}
+
+// DenyWritePatterns returns file_system.deny_write: patterns of paths that
+// may not be written.
+func (p Profile) DenyWritePatterns() []string {
+	if p.FileSystem == nil {
+		return nil
+	}
+	return p.FileSystem.DenyWrite
+}
+
+// HasDenies reports whether the profile carries deny patterns.
+func (p Profile) HasDenies() bool {
+	return len(p.DenyReadPatterns()) > 0 || len(p.DenyWritePatterns()) > 0
+}
+
+// normalizeDenies validates the deny patterns of p and spells them
+// canonically (ParseGlob). An absolute pattern's literal prefix is
+// resolved (symlinks), as a path's is: the kernel enforces the object.
+// Relative patterns stay relative: they are matched below the call's cwd
+// and each writable root (policy.ExpandDenies).
+func normalizeDenies(p Profile) (read, write []string, err error) {
+	if read, err = canonicalGlobs(p.DenyReadPatterns(), "file_system.deny_read"); err != nil {
+		return nil, nil, err
+	}
+	if write, err = canonicalGlobs(p.DenyWritePatterns(), "file_system.deny_write"); err != nil {
+		return nil, nil, err
+	}
+	return read, write, nil
+}
+
+// canonicalGlobs validates patterns and returns their canonical
+// spellings, absolute ones with their literal prefix resolved. Errors are
+// *FieldError naming field[i].
+func canonicalGlobs(patterns []string, field string) ([]string, error) {
+	var out []string
+	for i, s := range patterns {
+		g, err := ParseGlob(s)
+		if err != nil {
+			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
+		}
+		out = append(out, ResolveGlobPrefix(g).String())
+	}
+	return out, nil
+}
+
+// ResolveGlobPrefix resolves the symlinks of an absolute pattern's literal
+// prefix (Glob.Prefix); a relative one is returned as it is.
+func ResolveGlobPrefix(g Glob) Glob {
+	if !g.IsAbs() {
+		return g
+	}
+	prefix := g.Prefix()
+	r := ResolveExisting(prefix)
+	if r == prefix {
+		return g
+	}
+	rest := strings.TrimPrefix(strings.TrimPrefix(g.String(), prefix), "/")
+	if out, err := ParseGlob(strings.TrimSuffix(r, "/") + "/" + rest); err == nil {
+		return out.escapedPrefix(len(strings.Split(strings.Trim(r, "/"), "/")))
+	}
+	return g
+}
+
+// escapedPrefix escapes the wildcard characters of the first n components,
+// which came from a resolved literal path.
+func (g Glob) escapedPrefix(n int) Glob {
+	out := Glob{abs: g.abs, comps: slices.Clone(g.comps)}
+	for i := 0; i < n && i < len(out.comps); i++ {
+		out.comps[i] = escapeGlob(out.comps[i])
+	}
+	return out
+}
+
+// withDeniesOf returns p with the union of the deny patterns of from.
+func withDeniesOf(p Profile, from ...Profile) Profile {
+	var read, write []string
+	for _, f := range from {
+		read = append(read, f.DenyReadPatterns()...)
+		write = append(write, f.DenyWritePatterns()...)
+	}
+	return withDenies(p, read, write)
+}
+
+// withDenies returns p with the deny patterns set, sorted and without
+// repeats; a deny_write pattern that is also a deny_read one is dropped
+// (deny_read forbids writing too).
+func withDenies(p Profile, read, write []string) Profile {
+	read = sortedUnique(read)
+	var w []string
+	for _, s := range sortedUnique(write) {
+		if !slices.Contains(read, s) {
+			w = append(w, s)
+		}
+	}
+	if len(read) == 0 && len(w) == 0 {
+		return p
+	}
+	fs := FileSystem{}
+	if p.FileSystem != nil {
+		fs = *p.FileSystem
+	}
+	fs.DenyRead, fs.DenyWrite = read, w
+	p.FileSystem = &fs
+	return p
+}
+
+func sortedUnique(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
