@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -36,6 +37,11 @@ type server struct {
 
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
+	if !slices.Contains(args, "--state-dir") && !slices.Contains(args, "--ephemeral") {
+		// Each server its own state: a shared default would pile up
+		// sessions from every run, each replayed at the next start.
+		args = append([]string{"--state-dir", t.TempDir()}, args...)
+	}
 	cmd := exec.Command(sbxBin, append([]string{"serve"}, args...)...)
 	cmd.Env = baseEnv()
 	cmd.Dir = t.TempDir()
@@ -572,7 +578,7 @@ func TestServePeerCredentials(t *testing.T) {
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	os.Chmod(dir, 0o755)
 	sock := filepath.Join(dir, "sbx.sock")
-	cmd := exec.Command(sbxBin, "serve", "--listen", sock)
+	cmd := exec.Command(sbxBin, "serve", "--listen", sock, "--state-dir", filepath.Join(dir, "state"))
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	if err := cmd.Start(); err != nil {
@@ -684,4 +690,58 @@ func usageOf(t *testing.T, pid int) usage {
 		}
 	}
 	return u
+}
+
+// TestServeStateRestart: the sessions' logs in --state-dir outlive the
+// server, SIGKILL included. A new server on the same directory serves the
+// same session with its stored grant; the turn the dead server left open is
+// closed (its id refused); sbx log verify finds the logs clean.
+func TestServeStateRestart(t *testing.T) {
+	state := t.TempDir()
+	ws := workspace(t)
+	out := outsidePath(t)
+	if err := os.Mkdir(out, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(out, 0o777)
+	write := func(s *server, turn, callID string) map[string]any {
+		p := execParams("s", turn, callID, ws, "sh", "-c", "echo out > "+out+"/f")
+		p["environment_id"] = "e1"
+		return s.ok("exec", p)
+	}
+
+	a := startServer(t, "--state-dir", state)
+	a.ok("initialize", nil)
+	turn := a.session("s", ws, map[string]any{"preset": "auto"})
+	if res := write(a, turn, "c1"); res["exit_code"] == 0.0 {
+		t.Fatalf("a write outside the workspace succeeded before the grant: %v", res)
+	}
+	a.ok("grants/apply", map[string]any{"session_id": "s", "environment_id": "e1",
+		"requested": map[string]any{"file_system": map[string]any{"write": []string{out}}},
+		"response":  map[string]any{"granted": map[string]any{"file_system": map[string]any{"write": []string{out}}}, "scope": "session"}})
+	a.cmd.Process.Kill() // no shutdown: what is on disk is what counts
+	<-a.exited
+
+	b := startServer(t, "--state-dir", state)
+	b.ok("initialize", nil)
+	if code, kind, _ := b.fail("exec", execParams("s", turn, "c2", ws, "true")); kind != "no_open_turn" {
+		t.Errorf("the dead server's open turn: code %d kind %q, want no_open_turn", code, kind)
+	}
+	turn2 := b.ok("turn/begin", map[string]any{"session_id": "s"})["turn_id"].(string)
+	if res := write(b, turn2, "c3"); res["exit_code"] != 0.0 {
+		t.Errorf("the stored session grant did not survive the restart: %v", res)
+	}
+	if _, kind, _ := b.fail("session/open", map[string]any{"session_id": "s", "cwd": ws, "preset": "auto"}); kind == "" {
+		t.Errorf("reopening a restored session id was not refused")
+	}
+	v := sbx(t, opts{args: []string{"log", "verify", state}})
+	if v.code != 0 {
+		t.Errorf("sbx log verify: exit %d\nstdout: %s\nstderr: %s", v.code, v.stdout, v.stderr)
+	}
+	show := sbx(t, opts{args: []string{"log", "show", "--json", state}})
+	for _, typ := range []string{"session/opened", "turn/begun", "grant/applied", "call/started", "call/finished", "turn/ended"} {
+		if !strings.Contains(show.stdout, `"`+typ+`"`) {
+			t.Errorf("sbx log show lists no %s record:\n%s", typ, show.stdout)
+		}
+	}
 }

@@ -259,7 +259,7 @@ type server struct {
 }
 
 func startStdio(sbx, ws string) (*server, error) {
-	cmd := exec.Command(sbx, "serve")
+	cmd := exec.Command(sbx, "serve", "--state-dir", filepath.Join(ws, ".sbx-state"))
 	cmd.Dir, cmd.Stderr = ws, os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -284,7 +284,7 @@ func (s *server) close() {
 // per requests as fast as it can; each request's latency is one sample.
 func concurrent(sbx, ws string, clients, per int) (*series, error) {
 	sock := filepath.Join(ws, "bench.sock")
-	cmd := exec.Command(sbx, "serve", "--listen", sock)
+	cmd := exec.Command(sbx, "serve", "--listen", sock, "--state-dir", filepath.Join(filepath.Dir(sock), "state"))
 	cmd.Stderr = os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, err

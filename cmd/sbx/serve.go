@@ -5,12 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/journal"
 	"github.com/sbx-sandbox/sbx/serve"
 	"github.com/sbx-sandbox/sbx/version"
 )
@@ -19,7 +22,7 @@ func init() {
 	register("serve", command{summary: "serve sessions, turns, grants and exec calls over JSON-RPC (stdio or a unix socket)", run: serveCmd})
 }
 
-const serveUsage = `Usage: sbx serve [--listen PATH] [--approver CMD | --approve-on-terminal] [--max-message BYTES]
+const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--approver CMD | --approve-on-terminal] [--max-message BYTES]
 
 Serves the sbx protocol (docs/serve.md): JSON-RPC 2.0, one JSON object per
 line, on stdin/stdout, or with --listen on a unix socket made with mode 0600
@@ -28,6 +31,15 @@ are closed and logged on stderr). Methods: initialize, session/open,
 session/set_preset, session/permissions, turn/begin, turn/end, grants/apply,
 exec (an sbx exec request plus session_id, turn_id and call_id),
 exec/cancel, $/cancelRequest, shutdown, exit.
+
+Every session has an append-only log in the state directory (--state-dir,
+default $XDG_STATE_HOME/sbx, else ~/.local/state/sbx): the session opened,
+presets, turns, grants, approvals asked and decided, calls started and
+finished, each record on disk (fsync) before what it records is acted on
+or acknowledged. A restarted server replays the logs and serves the same
+sessions and grants; approvals left pending are settled cancelled and open
+turns closed. sbx log show|verify DIR reads and checks the logs (docs/log.md).
+--ephemeral keeps them in memory only (nothing survives the server).
 
 A client that goes away has its running calls killed and its pending
 approvals settled cancelled. Approvals are asked by --approver CMD (the
@@ -49,6 +61,8 @@ func serveCmd(args []string, stdio Stdio) int {
 	listen := fs.String("listen", "", "serve on a unix socket at `PATH` (mode 0600) instead of stdio")
 	approver := fs.String("approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout)")
 	onTerminal := fs.Bool("approve-on-terminal", false, "ask approvals on the controlling terminal (/dev/tty)")
+	stateDir := fs.String("state-dir", "", "keep the sessions' logs in `DIR` (default $XDG_STATE_HOME/sbx, else ~/.local/state/sbx)")
+	ephemeral := fs.Bool("ephemeral", false, "keep the sessions' logs in memory only: nothing survives the server")
 	limit := int64(serve.DefaultMaxMessage)
 	fs.Var(sizeFlag{&limit}, "max-message", "refuse messages longer than `BYTES` (K/M/G suffixes; default 64M)")
 	if code, ok := fs.parse(args); !ok {
@@ -78,7 +92,31 @@ func serveCmd(args []string, stdio Stdio) int {
 	case *onTerminal:
 		opt.Answerer = serve.ApproverAnswerer{Approver: escalate.TerminalApprover{}}
 	}
+	if *ephemeral && *stateDir != "" {
+		fmt.Fprintln(stdio.Err, "sbx serve: --state-dir and --ephemeral: give one or the other")
+		return ExitRefused
+	}
+	var sessions []journal.Session
+	if !*ephemeral {
+		dir, err := serveStateDir(*stateDir)
+		if err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: --state-dir: %v\n", err)
+			return ExitRefused
+		}
+		var problems []journal.Problem
+		if sessions, problems, err = journal.Replay(dir); err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: --state-dir: %v\n", err)
+			return ExitRefused
+		}
+		for _, p := range problems {
+			opt.Logf("state: %s", p)
+		}
+		opt.OpenLog = func(id string) (serve.Log, error) { return journal.Open(dir, id) }
+	}
 	srv := serve.New(opt)
+	for _, p := range srv.Restore(sessions) {
+		opt.Logf("state: session %s not restored: %v", p.SessionID, p.Err)
+	}
 	// SIGTERM, SIGINT and SIGHUP end the server: every connection ends, and
 	// with it every running call's tree.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
@@ -105,4 +143,28 @@ func serveCmd(args []string, stdio Stdio) int {
 		return 1
 	}
 	return 0
+}
+
+// serveStateDir is the directory of the sessions' logs: dir, else
+// $XDG_STATE_HOME/sbx, else ~/.local/state/sbx; made 0700 if missing.
+func serveStateDir(dir string) (string, error) {
+	if dir == "" {
+		base := os.Getenv("XDG_STATE_HOME")
+		if !filepath.IsAbs(base) {
+			home, err := os.UserHomeDir()
+			if err != nil {
+				return "", fmt.Errorf("no XDG_STATE_HOME and no home directory: %w", err)
+			}
+			base = filepath.Join(home, ".local", "state")
+		}
+		dir = filepath.Join(base, "sbx")
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(abs, 0o700); err != nil {
+		return "", err
+	}
+	return abs, nil
 }

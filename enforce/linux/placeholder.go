@@ -27,12 +27,24 @@ var placeholders = struct {
 	held map[string]int
 }{held: map[string]int{}}
 
-// heldPlaceholder reports whether path is a placeholder a call of this
-// process holds.
-func heldPlaceholder(path string) bool {
+// existingCarveOuts returns the carve-outs of paths that exist and are not
+// a placeholder a call of this process holds. The check and the stat are
+// made under the lock a placeholder is removed under: checked apart, a
+// placeholder could be seen to exist, then removed by its last holder,
+// then seen as not held, and the plan would bind a directory that is gone.
+func existingCarveOuts(paths []string) []string {
 	placeholders.Lock()
 	defer placeholders.Unlock()
-	return placeholders.held[path] > 0
+	var out []string
+	for _, p := range paths {
+		if placeholders.held[p] > 0 {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // makePlaceholders creates each missing carve-out as an empty directory

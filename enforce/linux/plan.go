@@ -335,8 +335,8 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported"})
 	}
 	// A carve-out that exists only as another call's placeholder is
-	// missing: that call removes it when it ends (heldPlaceholder).
-	p.ReadOnlyMounts = slices.DeleteFunc(existing(pol.ReadOnly), heldPlaceholder)
+	// missing: that call removes it when it ends (existingCarveOuts).
+	p.ReadOnlyMounts = existingCarveOuts(pol.ReadOnly)
 	p.MaskedMounts = existing(pol.Masked)
 	masked := p.MaskedMounts
 	// Every sandboxed call gets a PID namespace, so that the whole tree dies
