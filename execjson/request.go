@@ -16,13 +16,17 @@ import (
 
 // Request is the wire shape of `sbx exec` (docs/schema/exec-request.schema.json).
 type Request struct {
-	Command               []string          `json:"command"`
-	Cwd                   string            `json:"cwd"`
-	SandboxMode           *profiles.Mode    `json:"sandbox_mode"`
-	WritableRoots         []string          `json:"writable_roots"`
-	ExcludeTmp            bool              `json:"exclude_tmp"`
-	ExcludeTmpdir         bool              `json:"exclude_tmpdir"`
-	ReadOnly              []string          `json:"read_only"`
+	Command       []string       `json:"command"`
+	Cwd           string         `json:"cwd"`
+	SandboxMode   *profiles.Mode `json:"sandbox_mode"`
+	WritableRoots []string       `json:"writable_roots"`
+	ExcludeTmp    bool           `json:"exclude_tmp"`
+	ExcludeTmpdir bool           `json:"exclude_tmpdir"`
+	ReadOnly      []string       `json:"read_only"`
+	// Protect and NoDefaultProtect are sbx run's --protect and
+	// --no-default-protect (policy.DefaultProtected).
+	Protect               []string          `json:"protect"`
+	NoDefaultProtect      bool              `json:"no_default_protect"`
 	NetworkAccess         bool              `json:"network_access"`
 	AdditionalPermissions *profiles.Profile `json:"additional_permissions"`
 	// Preauthorized marks additional_permissions as the caller's own
@@ -148,6 +152,7 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 	r = call.Request{
 		Command: req.Command, Cwd: req.Cwd, WritableRoots: req.WritableRoots, ExcludeTmp: req.ExcludeTmp,
 		ExcludeTmpdir: req.ExcludeTmpdir, ReadOnly: req.ReadOnly, Network: req.NetworkAccess,
+		Protect: req.Protect, ProtectField: "protect", NoDefaultProtect: req.NoDefaultProtect,
 		Env: env, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require, CapAdd: req.CapAdd, CapAddField: "cap_add",
 		KillGrace: killGrace,
 	}

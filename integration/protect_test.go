@@ -94,6 +94,27 @@ func TestProtectedNames(t *testing.T) {
 			t.Errorf("report protected_names %q, want [.git]", got)
 		}
 	})
+	t.Run("exec", func(t *testing.T) {
+		if !c.namespaces && !c.supervised {
+			t.Skip("without namespaces or the supervisor a missing carve-out can be created (reported as carve-out-create)")
+		}
+		env := filepath.Join(ws, ".env")
+		os.Remove(env) // the protect subtest made it
+		req := `{"command": [` + jsonString(probeBin) + `, "create", ` + jsonString(env) + `], "cwd": ` + jsonString(ws) +
+			`, "sandbox_mode": "workspace-write", "exclude_tmp": true, "protect": [".env"]}`
+		out, res := execJSON(t, ws, req)
+		if res == nil || !strings.Contains(res.Stdout, `"ok":false`) {
+			t.Errorf("sbx exec with protect [.env]: the create was not refused: exit %d stdout %q stderr %q", out.code, out.stdout, out.stderr)
+		}
+		if res != nil && !slices.Contains(res.Enforcement.ProtectedNames, ".env") {
+			t.Errorf("protected_names %q lack .env", res.Enforcement.ProtectedNames)
+		}
+		wantAbsent(env)(t)
+		out, _ = execJSON(t, ws, `{"command": ["true"], "cwd": `+jsonString(ws)+`, "sandbox_mode": "workspace-write", "protect": ["a/b"]}`)
+		if out.code != 125 || !strings.Contains(out.stdout+out.stderr, "protect[0]") {
+			t.Errorf("protect [a/b]: exit %d, stdout %q; want 125 naming protect[0]", out.code, out.stdout)
+		}
+	})
 	t.Run("bad", func(t *testing.T) {
 		for _, tc := range []struct {
 			args  []string
