@@ -745,3 +745,22 @@ func TestServeStateRestart(t *testing.T) {
 		}
 	}
 }
+
+// TestServeStateDirRefused: a --state-dir that cannot be made is refused
+// (125, naming the flag) before anything is served; so is --state-dir
+// with --ephemeral.
+func TestServeStateDirRefused(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(file, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"serve", "--state-dir", filepath.Join(file, "sub")},
+		{"serve", "--state-dir", t.TempDir(), "--ephemeral"},
+	} {
+		out := sbx(t, opts{args: args, stdin: strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize"}` + "\n")})
+		if out.code != 125 || !strings.Contains(out.stderr, "--state-dir") || out.stdout != "" {
+			t.Errorf("%q: exit %d stdout %q stderr %q; want 125 naming --state-dir, nothing served", args, out.code, out.stdout, out.stderr)
+		}
+	}
+}

@@ -97,13 +97,25 @@ func serveCmd(args []string, stdio Stdio) int {
 		return ExitRefused
 	}
 	var sessions []journal.Session
+	dir := ""
 	if !*ephemeral {
-		dir, err := serveStateDir(*stateDir)
-		if err != nil {
+		var err error
+		dir, err = serveStateDir(*stateDir)
+		switch {
+		case err != nil && *stateDir == "":
+			// The default place cannot be made (no home, a read-only
+			// one): serve without durable logs rather than not at all,
+			// and say so. An explicit --state-dir is never given up.
+			opt.Logf("state: %v: the sessions' logs are kept in memory only (--state-dir DIR to keep them)", err)
+			dir = ""
+		case err != nil:
 			fmt.Fprintf(stdio.Err, "sbx serve: --state-dir: %v\n", err)
 			return ExitRefused
 		}
+	}
+	if dir != "" {
 		var problems []journal.Problem
+		var err error
 		if sessions, problems, err = journal.Replay(dir); err != nil {
 			fmt.Fprintf(stdio.Err, "sbx serve: --state-dir: %v\n", err)
 			return ExitRefused
