@@ -64,6 +64,9 @@ class NetworkPermission(_Request):
 class FileSystemPermissions(_Request):
     read: Optional[List[str]] = None
     write: Optional[List[str]] = None
+    # Deny patterns (globs such as "**/.env"): they only narrow.
+    deny_read: Optional[List[str]] = None
+    deny_write: Optional[List[str]] = None
 
 
 @dataclass
@@ -195,6 +198,8 @@ class ExecRequest(_Request):
     exclude_tmp: Optional[bool] = None
     exclude_tmpdir: Optional[bool] = None
     read_only: Optional[List[str]] = None
+    protect: Optional[List[str]] = None
+    no_default_protect: Optional[bool] = None
     network_access: Optional[bool] = None
     additional_permissions: Optional[Profile] = None
     env_policy: Optional[EnvPolicy] = None
@@ -298,6 +303,9 @@ class Denial:
     count: int
     path: Optional[str] = None
     address: Optional[Dict[str, Any]] = None
+    # A proxy denial (network by domain): the host and port asked for.
+    domain: Optional[str] = None
+    port: Optional[int] = None
     syscall: Optional[str] = None
     reason: Optional[str] = None
 

@@ -22,6 +22,9 @@ export interface NetworkPermission {
 export interface FileSystemPermissions {
   read?: string[];
   write?: string[];
+  // Deny patterns (globs such as "**/.env"): they only narrow.
+  deny_read?: string[];
+  deny_write?: string[];
 }
 
 /** A permission profile. */
@@ -82,6 +85,8 @@ export interface ExecRequest {
   exclude_tmp?: boolean;
   exclude_tmpdir?: boolean;
   read_only?: string[];
+  protect?: string[];
+  no_default_protect?: boolean;
   network_access?: boolean;
   additional_permissions?: Profile;
   env_policy?: EnvPolicy;
@@ -130,6 +135,9 @@ export interface Denial {
   count: number;
   path?: string;
   address?: { family: string; address?: string; port?: number };
+  /** A proxy denial (network by domain): the host and port asked for. */
+  domain?: string;
+  port?: number;
   syscall?: string;
   reason?: string;
 }
