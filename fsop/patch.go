@@ -206,6 +206,11 @@ func (p *patchParser) finish() error {
 	if f == nil {
 		return nil
 	}
+	if f.OldPath == "" && f.NewPath == "" {
+		// "new file mode" and "deleted file mode" in one section leave no
+		// name at all; applying it would act on the directory itself.
+		return &PatchError{Line: p.i, Msg: "a file section that is both new and deleted"}
+	}
 	if len(f.Hunks) == 0 && !f.IsNew() && !f.IsDelete() && f.Mode == 0 {
 		return &PatchError{Path: f.Path(), Line: p.i, Msg: "no hunks for this file"}
 	}

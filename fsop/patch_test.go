@@ -61,6 +61,9 @@ func TestParsePatchMalformed(t *testing.T) {
 		{"twice", "--- x\n+++ x\n@@ -1 +1 @@\n-a\n+b\n--- x\n+++ x\n@@ -1 +1 @@\n-b\n+c\n", "named twice"},
 		{"marker first", "--- x\n+++ x\n@@ -1 +1 @@\n\\ No newline at end of file\n-a\n+b\n", "before any hunk line"},
 		{"symlink mode", "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+t\n", "not a regular file mode"},
+		// Found by FuzzParsePatch: the section had no name left at all.
+		{"new and deleted", "diff --git a/x b/x\nnew file mode 100644\ndeleted file mode 100644\n", "both new and deleted"},
+		{"deleted and new with a hunk", "diff --git a/x b/x\ndeleted file mode 100644\nnew file mode 100644\n@@ -0,0 +1 @@\n+a\n", "both new and deleted"},
 		{"different names", "--- x.orig\n+++ y\n@@ -1 +1 @@\n-a\n+b\n", "renames are not supported"},
 	}
 	for _, tt := range tests {
