@@ -254,10 +254,7 @@ type knobRecord struct {
 // changes, then changes them. "custom" is never selectable.
 func (s *Server) setPreset(params json.RawMessage) (any, *Error) {
 	var p presetParams
-	if e := decodeParams(params, &p); e != nil {
-		return nil, e
-	}
-	sess, e := s.lookup(p.SessionID)
+	sess, e := s.decodeSession(params, &p, &p.SessionID)
 	if e != nil {
 		return nil, e
 	}
@@ -308,10 +305,7 @@ type permissionsResult struct {
 
 func (s *Server) permissions(params json.RawMessage) (any, *Error) {
 	var p sessionParams
-	if e := decodeParams(params, &p); e != nil {
-		return nil, e
-	}
-	sess, e := s.lookup(p.SessionID)
+	sess, e := s.decodeSession(params, &p, &p.SessionID)
 	if e != nil {
 		return nil, e
 	}
@@ -336,10 +330,7 @@ type turnResult struct {
 
 func (s *Server) beginTurn(params json.RawMessage) (any, *Error) {
 	var p sessionParams
-	if e := decodeParams(params, &p); e != nil {
-		return nil, e
-	}
-	sess, e := s.lookup(p.SessionID)
+	sess, e := s.decodeSession(params, &p, &p.SessionID)
 	if e != nil {
 		return nil, e
 	}
@@ -368,10 +359,7 @@ type endTurnParams struct {
 // it settle cancelled.
 func (s *Server) endTurn(params json.RawMessage) (any, *Error) {
 	var p endTurnParams
-	if e := decodeParams(params, &p); e != nil {
-		return nil, e
-	}
-	sess, e := s.lookup(p.SessionID)
+	sess, e := s.decodeSession(params, &p, &p.SessionID)
 	if e != nil {
 		return nil, e
 	}
@@ -418,10 +406,7 @@ type grantRecord struct {
 // an empty turn grant) and stores it by environment id and scope.
 func (s *Server) applyGrant(params json.RawMessage) (any, *Error) {
 	var p grantParams
-	if e := decodeParams(params, &p); e != nil {
-		return nil, e
-	}
-	sess, e := s.lookup(p.SessionID)
+	sess, e := s.decodeSession(params, &p, &p.SessionID)
 	if e != nil {
 		return nil, e
 	}

@@ -308,6 +308,15 @@ func decodeParams(params json.RawMessage, v any) *Error {
 	return nil
 }
 
+// decodeSession decodes a method's params into p and looks up the session
+// they name in *id (a field of p, read after the decode).
+func (s *Server) decodeSession(params json.RawMessage, p any, id *string) (*session, *Error) {
+	if e := decodeParams(params, p); e != nil {
+		return nil, e
+	}
+	return s.lookup(*id)
+}
+
 // required is the invalid_params error of a missing parameter.
 func required(field string) *Error { return paramError(field, errors.New("required")) }
 
