@@ -3,9 +3,12 @@
 // on the host's loopback through sbx's proxy (plain HTTP forwarded, and
 // HTTPS through a CONNECT tunnel) against the same download with
 // --network, and the time of a small request on a new connection each
-// (what the proxy adds to a connection's set-up). Not a test: numbers.
+// (what the proxy adds to a connection's set-up). With -srt, the same
+// through sandbox-runtime's proxy (bubblewrap, socat and a Node proxy on the
+// host). Not a test: numbers.
 //
 //	go build -o /tmp/sbx ./cmd/sbx && go run ./bench/netdomain -sbx /tmp/sbx
+//	go run ./bench/netdomain -sbx /tmp/sbx -srt node_modules/.bin/srt
 package main
 
 import (
@@ -18,6 +21,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +29,7 @@ import (
 
 func main() {
 	sbxBin := flag.String("sbx", "sbx", "the sbx binary")
+	srtBin := flag.String("srt", "", "sandbox-runtime's srt (npm @anthropic-ai/sandbox-runtime), to measure its proxy beside sbx's; it needs bwrap, socat and rg")
 	size := flag.Int("mb", 200, "download size in MB")
 	runs := flag.Int("runs", 3, "downloads per mode (the best is shown)")
 	conns := flag.Int("conns", 50, "small requests, each on a new connection")
@@ -48,57 +53,88 @@ func main() {
 	defer tlsSrv.Close()
 	pp := strconv.Itoa(plain.Listener.Addr().(*net.TCPAddr).Port)
 	tp := strconv.Itoa(tlsSrv.Listener.Addr().(*net.TCPAddr).Port)
-	network := []string{"--network"}
-	domains := []string{"--allow-domain", "origin.test:" + pp, "--allow-domain", "origin.test:" + tp,
-		"--resolve", "origin.test:" + pp + ":127.0.0.1", "--resolve", "origin.test:" + tp + ":127.0.0.1", "--allow-private-addresses"}
 
-	speed := func(flags []string, url string) float64 {
+	// Each way in: the argv before the command, and how it names the origin.
+	type way struct {
+		name, host string
+		argv       []string
+		curl       []string // extra curl flags
+	}
+	direct := way{"--network", "127.0.0.1", []string{*sbxBin, "run", "--network", "--"}, nil}
+	ways := []way{direct, {"sbx proxy", "origin.test", []string{*sbxBin, "run",
+		"--allow-domain", "origin.test:" + pp, "--allow-domain", "origin.test:" + tp,
+		"--resolve", "origin.test:" + pp + ":127.0.0.1", "--resolve", "origin.test:" + tp + ":127.0.0.1",
+		"--allow-private-addresses", "--"}, nil}}
+	if *srtBin != "" {
+		// srt allows an IP literal named with its port; its NO_PROXY
+		// exempts loopback, so curl is told to use the proxy regardless.
+		dir, err := os.MkdirTemp("", "netdomain-srt-")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(dir)
+		settings := filepath.Join(dir, "srt-settings.json")
+		conf := fmt.Sprintf(`{"network": {"allowedDomains": ["127.0.0.1:%s", "127.0.0.1:%s"], "deniedDomains": []}, "filesystem": {"denyRead": [], "allowWrite": [%q], "denyWrite": []}}`, pp, tp, dir)
+		if err := os.WriteFile(settings, []byte(conf), 0o600); err != nil {
+			log.Fatal(err)
+		}
+		ways = append(ways, way{"srt proxy", "127.0.0.1", []string{*srtBin, "--settings", settings, "--"}, []string{"--noproxy", ""}})
+	}
+	url := func(w way, scheme, port, path string) string { return scheme + "://" + w.host + ":" + port + path }
+
+	speed := func(w way, scheme, port string) float64 {
 		best := 0.0
 		for range *runs {
-			out := sbx(*sbxBin, flags, "curl", "-ksS", "-o", "/dev/null", "-w", "%{speed_download}", url)
+			out := run(w.argv, append(append([]string{"curl", "-ksS", "-o", "/dev/null", "-w", "%{speed_download}"}, w.curl...), url(w, scheme, port, "/big"))...)
 			v, _ := strconv.ParseFloat(strings.TrimSpace(out), 64)
 			best = max(best, v/1e6)
 		}
 		return best
 	}
-	fmt.Printf("download of %d MB from loopback, best of %d (MB/s):\n", *size, *runs)
-	for _, c := range []struct{ name, direct, proxied string }{
-		{"http", "http://127.0.0.1:" + pp + "/big", "http://origin.test:" + pp + "/big"},
-		{"https", "https://127.0.0.1:" + tp + "/big", "https://origin.test:" + tp + "/big"},
-	} {
-		d, p := speed(network, c.direct), speed(domains, c.proxied)
-		fmt.Printf("  %-5s --network %8.0f   proxy %8.0f   (%.0f%%)\n", c.name, d, p, 100*p/d)
-	}
-	perConn := func(flags []string, url string) float64 {
-		args := []string{"curl", "-ksS", "-H", "Connection: close", "-o", "/dev/null", "-w", "%{time_total}\n"}
+	perConn := func(w way, scheme, port string) float64 {
+		args := append([]string{"curl", "-ksS", "-H", "Connection: close", "-o", "/dev/null", "-w", "%{time_total}\n"}, w.curl...)
 		for range *conns {
-			args = append(args, url)
+			args = append(args, url(w, scheme, port, "/"))
 		}
 		var ts []float64
-		for _, l := range strings.Fields(sbx(*sbxBin, flags, args...)) {
+		for _, l := range strings.Fields(run(w.argv, args...)) {
 			v, _ := strconv.ParseFloat(l, 64)
 			ts = append(ts, v*1e3)
 		}
 		slices.Sort(ts)
 		return ts[len(ts)/2]
 	}
-	fmt.Printf("a small request on a new connection, median of %d (ms):\n", *conns)
-	for _, c := range []struct{ name, direct, proxied string }{
-		{"http", "http://127.0.0.1:" + pp + "/", "http://origin.test:" + pp + "/"},
-		{"https", "https://127.0.0.1:" + tp + "/", "https://origin.test:" + tp + "/"},
-	} {
-		d, p := perConn(network, c.direct), perConn(domains, c.proxied)
-		fmt.Printf("  %-5s --network %6.3f   proxy %6.3f   (+%.3f)\n", c.name, d, p, p-d)
+	schemes := []struct{ name, port string }{{"http", pp}, {"https", tp}}
+	fmt.Printf("download of %d MB from loopback, best of %d (MB/s; %% of --network):\n", *size, *runs)
+	for _, sc := range schemes {
+		d := speed(direct, sc.name, sc.port)
+		fmt.Printf("  %-5s %s %8.0f", sc.name, direct.name, d)
+		for _, w := range ways[1:] {
+			p := speed(w, sc.name, sc.port)
+			fmt.Printf("   %s %8.0f (%.0f%%)", w.name, p, 100*p/d)
+		}
+		fmt.Println()
+	}
+	fmt.Printf("a small request on a new connection, median of %d (ms; + over --network):\n", *conns)
+	for _, sc := range schemes {
+		d := perConn(direct, sc.name, sc.port)
+		fmt.Printf("  %-5s %s %6.3f", sc.name, direct.name, d)
+		for _, w := range ways[1:] {
+			p := perConn(w, sc.name, sc.port)
+			fmt.Printf("   %s %6.3f (+%.3f)", w.name, p, p-d)
+		}
+		fmt.Println()
 	}
 }
 
-func sbx(bin string, flags []string, cmd ...string) string {
-	args := append(append(append([]string{"run"}, flags...), "--"), cmd...)
-	c := exec.Command(bin, args...)
+// run runs cmd under the launcher argv and returns its stdout.
+func run(argv []string, cmd ...string) string {
+	args := append(append([]string{}, argv[1:]...), cmd...)
+	c := exec.Command(argv[0], args...)
 	c.Stderr = os.Stderr
 	out, err := c.Output()
 	if err != nil {
-		log.Fatalf("sbx %q: %v", args, err)
+		log.Fatalf("%s %q: %v", argv[0], args, err)
 	}
 	return string(out)
 }
