@@ -52,8 +52,9 @@ type callShape struct {
 	mode string // "read-only", "workspace-write" or "danger-full-access"
 	// network on (--network).
 	network bool
-	// git: the cwd has a .git, an existing carve-out (workspace-write only);
-	// without one, workspace-write cannot stop its creation for sure.
+	// git: the cwd has every protected name (.git, .codex, .agents), the
+	// carve-outs, existing (workspace-write only); without them,
+	// workspace-write cannot stop their creation for sure.
 	git bool
 	// masked: the guard forbids reading an existing path.
 	masked bool

@@ -34,6 +34,11 @@ func shapedCall(t *testing.T, s callShape) (ws string, flags []string) {
 	}
 	if s.git {
 		dotGit(t, ws)
+		for _, name := range []string{".codex", ".agents"} {
+			if err := os.Mkdir(filepath.Join(ws, name), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 	if s.masked {
 		// Outside every write root: under one, the guard would make it a

@@ -342,6 +342,7 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	// Every sandboxed call gets a PID namespace, so that the whole tree dies
 	// with sbx; hence namespaces are always needed.
 	needNS := sys.Privileged || sys.UserNS
+	var missing []string
 	for _, ro := range pol.ReadOnly {
 		if slices.Contains(p.ReadOnlyMounts, ro) {
 			continue
@@ -355,15 +356,23 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 			p.Placeholders = append(p.Placeholders, ro)
 			continue
 		}
-		// IMPORTANT: without a mount namespace it is protected against
-		// creation only by the supervisor, which checks a path read from
-		// the command's memory: a racing thread can change it after the
-		// check. That is best effort, so the downgrade stays and --require
-		// carve-out-create still refuses to run.
-		plain := enforce.Downgrade{Feature: "carve-out-create", Reason: ro + " does not exist; creating it is not prevented"}
+		missing = append(missing, ro)
+	}
+	// IMPORTANT: without a mount namespace a missing carve-out is protected
+	// against creation only by the supervisor, which checks a path read
+	// from the command's memory: a racing thread can change it after the
+	// check. That is best effort, so the downgrade stays and --require
+	// carve-out-create still refuses to run. One downgrade names them all
+	// (.git, .codex and .agents are usually missing together).
+	if len(missing) > 0 {
+		what, them := missing[0]+" does not exist", "it"
+		if len(missing) > 1 {
+			what, them = strings.Join(missing, ", ")+" do not exist", "them"
+		}
+		plain := enforce.Downgrade{Feature: "carve-out-create", Reason: what + "; creating " + them + " is not prevented"}
 		if p.Supervise != SuperviseOff {
 			p.addSupervised(enforce.Downgrade{Feature: "carve-out-create",
-				Reason: ro + " does not exist; the seccomp supervisor refuses creating it, best effort: a racing thread can change the path after the check"}, plain)
+				Reason: what + "; the seccomp supervisor refuses creating " + them + ", best effort: a racing thread can change the path after the check"}, plain)
 		} else {
 			p.Downgrades = append(p.Downgrades, plain)
 		}
