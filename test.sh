@@ -42,6 +42,8 @@ chmod 0755 "$dir"
 go build -o "$dir/sbx" ./cmd/sbx
 CGO_ENABLED=0 go build -o "$dir/probe" ./integration/probe
 go test -c -o "$dir/integration.test" ./integration
+# Package sandbox's examples re-execute their test binary as the stage.
+go test -c -o "$dir/sandbox.test" ./sandbox
 # The Python client with the schemas its drift test reads, laid out as in
 # the checkout (clients/python/tests finds docs/schema three levels up).
 mkdir -p "$dir/clients" "$dir/docs"
@@ -58,6 +60,9 @@ if [ $rc -ne 0 ]; then
   echo "unprivileged integration tests FAILED (exit $rc)"
   grep -B2 -A25 -- '--- FAIL' "$dir/unpriv.log" | head -150 || tail -60 "$dir/unpriv.log"
 fi
+echo "== package sandbox (the Go API) as $user"
+(cd "$dir" && runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
+  ./sandbox.test -test.count=1) || rc=$?
 if command -v python3 >/dev/null; then
   echo "== Python client tests as $user"
   (cd "$dir/clients/python" && runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
@@ -65,5 +70,5 @@ if command -v python3 >/dev/null; then
 fi
 echo "== summary"
 [ $first -eq 0 ] && echo "tests as $(id -un): PASS" || echo "tests as $(id -un): FAILED (exit $first)"
-[ $rc -eq 0 ] && echo "integration and Python client tests as $user: PASS" || echo "integration and Python client tests as $user: FAILED (exit $rc)"
+[ $rc -eq 0 ] && echo "integration, sandbox and Python client tests as $user: PASS" || echo "integration, sandbox and Python client tests as $user: FAILED (exit $rc)"
 [ $first -eq 0 ] && [ $rc -eq 0 ]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +28,33 @@ const FSStageCommand = "__fs"
 type FSStageResult struct {
 	OK    bool   `json:"ok"`
 	Error string `json:"error,omitempty"`
+}
+
+// FSStageMain is the FSStageCommand stage: args is what follows the
+// subcommand (one JSON fsop.Op). It performs the change, reading its
+// content from stdin where the op takes one, writes one FSStageResult to
+// stdout and returns the exit status (125: args is not a stage's).
+func FSStageMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var op fsop.Op
+	if len(args) != 1 || json.Unmarshal([]byte(args[0]), &op) != nil {
+		fmt.Fprintln(stderr, "sbx __fs: internal subcommand of sbx fs")
+		return 125
+	}
+	var in io.Reader = strings.NewReader("")
+	if op.Kind.TakesInput() {
+		in = stdin
+	}
+	res := FSStageResult{OK: true}
+	if err := op.Run(in); err != nil {
+		res = FSStageResult{Error: err.Error()}
+	}
+	b, err := json.Marshal(res)
+	if err != nil {
+		fmt.Fprintf(stderr, "sbx __fs: %v\n", err)
+		return 125
+	}
+	stdout.Write(append(b, '\n'))
+	return 0
 }
 
 // FSOptions are RunFS's: see Options.

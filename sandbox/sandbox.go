@@ -1,0 +1,155 @@
+// Package sandbox is sbx for programs written in Go: one call of the
+// JSON contract (docs/json.md) run under the OS sandbox, as `sbx exec`
+// runs it, without a process of sbx in between.
+//
+// Its request and result types are the contract's (package execjson, the
+// same types `sbx exec` and `sbx serve` decode and print), so what a
+// program builds here is what a runtime would send sbx as JSON, and the
+// schemas in docs/schema describe both.
+//
+// A program that uses it calls Main first in its main function: an
+// unprivileged call re-executes the program itself as the sandbox's stage
+// (in a new user namespace), and a file-system change re-executes it as the
+// helper that makes the change inside the sandbox. Main runs those and
+// exits; in the program's own start it returns at once.
+//
+//	func main() {
+//		sandbox.Main()
+//		...
+//		res, err := sandbox.Run(ctx, &sandbox.Request{Command: []string{"make", "test"}, Cwd: dir}, sandbox.Options{})
+//	}
+//
+// Importing the package locks the main goroutine to the main thread (an
+// init function, as the sbx binary does): the stage restricts that thread
+// and the launcher restricts threads of its own, and neither may be
+// scheduled onto the other's.
+package sandbox
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"runtime"
+
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/execjson"
+)
+
+func init() { runtime.LockOSThread() }
+
+// Request is one call: a command (or one file-system change, FS) and the
+// permissions it runs with (docs/schema/exec-request.schema.json).
+type Request = execjson.Request
+
+// FSRequest is the file-system change of a Request.
+type FSRequest = execjson.FSRequest
+
+// Response is what a call came to: exactly one of Result (a command) and
+// FS (a file-system change) is set.
+type Response = execjson.Response
+
+// Result is a command's result: the report (what was enforced, degraded
+// and denied, with the retry), the exit status and the captured output
+// (docs/schema/exec-result.schema.json).
+type Result = execjson.Result
+
+// FSResult is a file-system change's result.
+type FSResult = execjson.FSResult
+
+// OutputEvent is one event of a streamed call's output.
+type OutputEvent = execjson.OutputEvent
+
+// Check is one line of Doctor.
+type Check = host.Check
+
+// Options are what the program decides beyond the request.
+type Options struct {
+	// Env is the environment the command's is made from (nil: this
+	// process's own).
+	Env []string
+	// Events receives the output of a Stream request as it comes
+	// (required for one).
+	Events func(OutputEvent) error
+}
+
+// Main runs sbx's stages when this process is one and exits; otherwise it
+// returns at once. Call it first in main.
+func Main() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case host.StageCommand:
+		os.Exit(host.StageMain())
+	case execjson.FSStageCommand:
+		os.Exit(execjson.FSStageMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+}
+
+// Decode reads a request as `sbx exec` reads its stdin: strictly (exact
+// keys, no duplicates, no unknown fields), at most 16 MiB.
+func Decode(data []byte) (*Request, error) { return execjson.Decode(data) }
+
+// Run checks, prepares and runs one call, as `sbx exec` does. An error is
+// a refusal: nothing ran (execjson.NewRefusal makes its JSON). Cancelling
+// ctx settles a pending approval cancelled and kills a running command's
+// tree.
+func Run(ctx context.Context, req *Request, opt Options) (Response, error) {
+	raw, err := wireForm(req)
+	if err != nil {
+		return Response{}, err
+	}
+	env := opt.Env
+	if env == nil {
+		env = os.Environ()
+	}
+	o := execjson.Options{Env: env, Raw: raw}
+	if opt.Events != nil {
+		o.Events = opt.Events
+	}
+	return execjson.Exec(ctx, req, o)
+}
+
+// Explain is the plan Run would enforce for req on this system, as text
+// (`sbx explain`'s) and as a value that marshals to `sbx explain --json`'s.
+// Nothing runs, but a request that asks for more permissions is prepared as
+// Run prepares it: its approver is asked.
+func Explain(ctx context.Context, req *Request) (string, any, error) {
+	if req.FS != nil {
+		return "", nil, errors.New("explain: a file-system change has no command to explain")
+	}
+	r, _, err := req.Call(os.Environ())
+	if err != nil {
+		return "", nil, err
+	}
+	p, err := call.Prepare(ctx, r)
+	if err != nil && !errors.Is(err, call.ErrNotFound) {
+		return "", nil, err
+	}
+	return host.Explain(p.Call)
+}
+
+// Doctor is what this system can enforce: `sbx doctor`'s checks.
+func Doctor() []Check { return host.Doctor() }
+
+// wireForm is req as a runtime would have sent it: the fields it sets,
+// without the zero values of the rest (a retry hint repeats it).
+func wireForm(req *Request) ([]byte, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	for k, v := range m {
+		switch string(v) {
+		case "null", "false", "0", `""`:
+			delete(m, k)
+		}
+	}
+	return json.Marshal(m)
+}
