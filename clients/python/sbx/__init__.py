@@ -9,11 +9,12 @@ docs/json.md), so this package needs only the standard library::
         # ask the user; when they agree:
         r = sbx.exec(request.with_grant(r.retry.grant))
 
-TODO(serve): a ``Server`` class for ``sbx serve``'s JSON-RPC, once sbx serve
-exists; until then every call starts one sbx process.
+``sbx.Server`` holds one ``sbx serve`` instead: sessions, turns, stored
+grants and approvals, and no sbx start per call (docs/serve.md).
 """
 
 from .client import exec, find_binary, fs
+from .server import Server, ServerError
 from .errors import (
     BinaryNotFoundError,
     DeniedByPolicyError,
@@ -50,7 +51,7 @@ from .types import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "exec", "fs", "find_binary",
+    "exec", "fs", "find_binary", "Server", "ServerError",
     "SbxError", "InvalidRequestError", "DeniedByPolicyError", "UnsupportedError", "ExecFailedError",
     "InternalError", "ProtocolError", "BinaryNotFoundError",
     "SCHEMA_VERSION", "ExecRequest", "ExecResult", "FsResult", "Report", "Profile", "NetworkPermission",
