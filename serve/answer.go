@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/sbx-sandbox/sbx/escalate"
 )
@@ -15,6 +16,10 @@ import (
 type Question struct {
 	SessionID string `json:"session_id"`
 	TurnID    string `json:"turn_id"`
+	// Command is the call's argv, only for a shell call whose argv is
+	// what runs (no "shell" spec rewrites it, no fs change): nil
+	// otherwise, never a guess.
+	Command []string `json:"command,omitempty"`
 	escalate.ApprovalRequest
 }
 
@@ -29,9 +34,9 @@ type Question struct {
 // that comes later is dropped. Answer may be called concurrently for
 // different questions.
 //
-// Implementations: ApproverAnswerer (the --approver program and the
-// terminal prompt, through escalate.Approver); a client that answers over
-// the connection itself plugs in the same way.
+// Implementations: ApproverAnswerer (an escalate.Approver), and the
+// entries of a Waterfall (the Claimers ClientAnswerer, TerminalAnswerer
+// and Always, around the --approver program), itself an Answerer.
 type Answerer interface {
 	Answer(ctx context.Context, q Question) (escalate.Outcome, error)
 }
@@ -73,10 +78,14 @@ type decidedRecord struct {
 // answer in the session's log and settles the race between the answerer
 // and cancellation itself, so what the log says is what happened.
 type approval struct {
-	sess     *session
-	turnID   string
-	callID   string
+	sess   *session
+	turnID string
+	callID string
+	// command is the call's argv when it is shown (Question.Command).
+	command  []string
 	answerer Answerer
+	// timeout bounds each ask (Options.AnswerTimeout).
+	timeout time.Duration
 	// ctx is done when the call is cancelled, its turn ends or its client
 	// goes away.
 	ctx context.Context
@@ -135,7 +144,8 @@ func (a *approval) Approve(_ context.Context, req escalate.ApprovalRequest) (esc
 	return outcome, nil
 }
 
-// answer races the answerer against ctx. Cancellation settles at once; an
+// answer races the answerer against ctx and the answer timeout.
+// Cancellation settles cancelled at once, the timeout unavailable; an
 // answer that arrives later goes into the buffered channel and is dropped.
 // Whatever is not an exact known outcome is unavailable.
 func (a *approval) answer(ctx context.Context, req escalate.ApprovalRequest) escalate.Outcome {
@@ -149,6 +159,12 @@ func (a *approval) answer(ctx context.Context, req escalate.ApprovalRequest) esc
 		o   escalate.Outcome
 		err error
 	}
+	timeout := a.timeout
+	if timeout <= 0 {
+		timeout = DefaultAnswerTimeout
+	}
+	askCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	ch := make(chan result, 1)
 	go func() {
 		defer func() {
@@ -156,15 +172,21 @@ func (a *approval) answer(ctx context.Context, req escalate.ApprovalRequest) esc
 				ch <- result{err: fmt.Errorf("answerer panicked: %v", r)}
 			}
 		}()
-		o, err := a.answerer.Answer(ctx, Question{SessionID: a.sess.id, TurnID: a.turnID, ApprovalRequest: req})
+		o, err := a.answerer.Answer(askCtx, Question{SessionID: a.sess.id, TurnID: a.turnID, Command: a.command, ApprovalRequest: req})
 		ch <- result{o, err}
 	}()
 	select {
-	case <-ctx.Done():
+	case <-askCtx.Done():
+		if ctx.Err() == nil {
+			return escalate.Unavailable // the answerer hung: timed out
+		}
 		return escalate.Cancelled
 	case r := <-ch:
 		if ctx.Err() != nil {
 			return escalate.Cancelled // answered, but after cancellation
+		}
+		if askCtx.Err() != nil {
+			return escalate.Unavailable // answered, but after the timeout
 		}
 		switch {
 		case r.err != nil:

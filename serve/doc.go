@@ -6,13 +6,19 @@
 // each exec request through package execjson, the code path of
 // `sbx exec`, launching in-process: no new Go start per call.
 //
-//	srv := serve.New(serve.Options{Answerer: serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: argv}}})
+//	cl := serve.NewClientAnswerer()
+//	srv := serve.New(serve.Options{Client: cl, Answerer: serve.Waterfall{cl,
+//		serve.Always{Answerer: serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: argv}}}}})
 //	err := srv.ServeConn(ctx, os.Stdin, os.Stdout) // or srv.ServeListener(ctx, l) after serve.Listen(path)
 //
-// Approvals go to an Answerer, a seam: the --approver program and the
-// terminal prompt are two implementations (ApproverAnswerer), and one that
-// asks the client over the connection plugs in the same way. The outcome
-// vocabulary is closed; only allowed-once proceeds.
+// Approvals go to an Answerer, a seam; sbx serve's is a Waterfall of
+// Claimers (--answerers), the first that claims a question answering it:
+// the ClientAnswerer (approval/requested to the clients that declare
+// approvals, their responses read strictly and routed by rpc id), the
+// TerminalAnswerer and the --approver program (Always around an
+// ApproverAnswerer). A browser panel or an ACP bridge is one more entry.
+// The outcome vocabulary is closed; only allowed-once proceeds, and an ask
+// is bounded by Options.AnswerTimeout.
 //
 // Guarantees:
 //   - Each record (Log) is appended, and durable, before the effect it

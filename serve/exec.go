@@ -179,7 +179,8 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 	defer stopAsk()
 	stopTurn := context.AfterFunc(t.ctx, stopAsk)
 	defer stopTurn()
-	ap := &approval{sess: sess, turnID: p.TurnID, callID: p.CallID, answerer: c.srv.opt.Answerer, ctx: askCtx, hooks: hooks}
+	ap := &approval{sess: sess, turnID: p.TurnID, callID: p.CallID, command: shownCommand(&p.Request), answerer: c.srv.opt.Answerer,
+		timeout: c.srv.opt.AnswerTimeout, ctx: askCtx, hooks: hooks}
 	var approver escalate.Approver = ap
 	if hooks != nil && hooks.BeforeAsk != nil {
 		approver = escalate.ApproverFunc(func(ctx context.Context, req escalate.ApprovalRequest) (escalate.Outcome, error) {
@@ -256,6 +257,16 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 		return nil, asError(fmt.Errorf("call %s finished (%s) but %w", p.CallID, fin.Outcome, err))
 	}
 	return result, e
+}
+
+// shownCommand is the argv an approval shows: the request's command when
+// it is what runs. A "shell" spec makes the argv run another one, and an
+// fs request has none: nothing is shown rather than a guess.
+func shownCommand(r *execjson.Request) []string {
+	if r.FS != nil || r.Shell != nil || len(r.Command) == 0 {
+		return nil
+	}
+	return r.Command
 }
 
 // killedBySignal: the server relays no signals, so a kill "signal" is its

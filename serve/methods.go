@@ -61,15 +61,21 @@ type initializeResult struct {
 }
 
 func (c *conn) initialize(id, params json.RawMessage) {
-	// Clients send their own facts; none are read yet, and a newer
-	// client's must not be refused.
+	// Clients send their own facts; only capabilities.approvals is read,
+	// and a newer client's other facts must not be refused.
 	var p map[string]json.RawMessage
 	if e := decodeParams(params, &p); e != nil {
 		c.reply(id, nil, e)
 		return
 	}
+	approvals, e := clientApprovals(p["capabilities"])
+	if e != nil {
+		c.reply(id, nil, e)
+		return
+	}
+	client := c.srv.opt.Client
 	caps := map[string]any{"methods": Methods(), "stream": true, "max_message_bytes": c.srv.opt.MaxMessage,
-		"answerer": c.srv.opt.Answerer != nil}
+		"answerer": c.srv.opt.Answerer != nil, "approvals": client != nil}
 	for k, v := range c.srv.opt.Capabilities {
 		caps[k] = v
 	}
@@ -79,6 +85,33 @@ func (c *conn) initialize(id, params json.RawMessage) {
 	if id != nil {
 		c.reply(id, initializeResult{Server: serverInfo{Name: "sbx", Version: c.srv.opt.Version}, ProtocolVersion: ProtocolVersion, Capabilities: caps}, nil)
 	}
+	if approvals && client != nil {
+		// After the reply: the pending approvals sent again follow it.
+		client.attach(c)
+	}
+}
+
+// clientApprovals reads initialize's capabilities.approvals: true makes
+// the connection a client the client answerer asks. Other capabilities
+// are a newer client's and skipped.
+func clientApprovals(raw json.RawMessage) (bool, *Error) {
+	if raw == nil {
+		return false, nil
+	}
+	var caps map[string]json.RawMessage
+	if e := decodeParams(raw, &caps); e != nil {
+		e.Data.Field, e.Message = "capabilities", "capabilities: "+e.Message
+		return false, e
+	}
+	v, ok := caps["approvals"]
+	if !ok {
+		return false, nil
+	}
+	var b bool
+	if err := json.Unmarshal(v, &b); err != nil {
+		return false, paramError("capabilities.approvals", errors.New("must be a boolean"))
+	}
+	return b, nil
 }
 
 // shutdownMethod: the connection takes no more requests but exit, and the

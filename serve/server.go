@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/profiles"
@@ -19,9 +20,17 @@ const ProtocolVersion = "1"
 
 // Options configure a Server.
 type Options struct {
-	// Answerer answers approval questions; nil: none, so every approval
-	// is unavailable and denied.
+	// Answerer answers approval questions (a Waterfall for sbx serve);
+	// nil: none, so every approval is unavailable and denied.
 	Answerer Answerer
+	// Client is the client answerer, when the waterfall has one: the
+	// connections that initialize with approvals attach to it, and the
+	// responses to its approval/requested are routed to it. nil: no
+	// client is asked, and every response a client sends is refused.
+	Client *ClientAnswerer
+	// AnswerTimeout bounds each approval's ask (0: DefaultAnswerTimeout);
+	// past it the approval is unavailable, denied.
+	AnswerTimeout time.Duration
 	// OpenLog opens each session's log; nil keeps records in memory only.
 	OpenLog OpenLog
 	// Defaults is the deployment default a session opened without preset
@@ -124,6 +133,9 @@ func (s *Server) ServeConn(ctx context.Context, r io.Reader, w io.Writer) error 
 	ctx, cancel := context.WithCancel(ctx)
 	c := &conn{srv: s, ctx: ctx, out: &wire{w: w, max: s.opt.MaxMessage}, requests: map[string]*runningCall{}}
 	defer func() {
+		if s.opt.Client != nil {
+			s.opt.Client.detach(c)
+		}
 		cancel()
 		c.wg.Wait()
 	}()
@@ -200,6 +212,11 @@ func (c *conn) handle(line []byte) (done bool, err error) {
 			c.reply(nil, nil, newError(CodeParse, KindParse, "parse error: %v", err))
 			return false, nil
 		}
+		if isResponse(line) {
+			// A response cannot be answered with an error response.
+			c.refuse(idOf(line), RefusedMalformed, err.Error())
+			return false, nil
+		}
 		c.reply(idOf(line), nil, newError(CodeInvalidRequest, KindInvalidRequest, "invalid request: %v", err))
 		return false, nil
 	}
@@ -208,7 +225,8 @@ func (c *conn) handle(line []byte) (done bool, err error) {
 		return false, nil
 	}
 	if m.Method == nil {
-		// A response to a request of ours: the server sends none yet.
+		// A response to a request of ours (approval/requested).
+		c.response(m)
 		return false, nil
 	}
 	if m.ID != nil && !goodID(m.ID) {

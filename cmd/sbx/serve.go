@@ -22,7 +22,7 @@ func init() {
 	register("serve", command{summary: "serve sessions, turns, grants and exec calls over JSON-RPC (stdio or a unix socket)", run: serveCmd})
 }
 
-const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--approver CMD | --approve-on-terminal] [--max-message BYTES]
+const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--answerers LIST] [--approver CMD | --approve-on-terminal] [--answer-timeout DURATION] [--max-message BYTES]
 
 Serves the sbx protocol (docs/serve.md): JSON-RPC 2.0, one JSON object per
 line, on stdin/stdout, or with --listen on a unix socket made with mode 0600
@@ -41,10 +41,22 @@ sessions and grants; approvals left pending are settled cancelled and open
 turns closed. sbx log show|verify DIR reads and checks the logs (docs/log.md).
 --ephemeral keeps them in memory only (nothing survives the server).
 
-A client that goes away has its running calls killed and its pending
-approvals settled cancelled. Approvals are asked by --approver CMD (the
-program of sbx run --approver) or on the terminal (--approve-on-terminal);
-with neither, every approval is unavailable and the call denied.
+A client that goes away has its running calls killed and their pending
+approvals settled cancelled.
+
+Approvals go down a waterfall of answerers (--answerers, comma-separated,
+in order): the first that claims an approval answers it; when none claims,
+the approval is unavailable and the call denied. The answerers:
+  client    the connected clients that initialize with
+            {"capabilities": {"approvals": true}}, asked with the JSON-RPC
+            request approval/requested; claims while one is connected
+  terminal  the prompt of sbx run on the controlling terminal (/dev/tty);
+            claims when the terminal can be opened
+  approver  the --approver CMD program (as sbx run --approver); claims all
+Without --answerers: client, then approver with --approver, else terminal
+when stdin and stderr are terminals and the server is on --listen (or with
+--approve-on-terminal). A hung answerer is denied after --answer-timeout
+(default 10m).
 
 Examples:
   sbx serve                                   # one client on stdio
@@ -60,7 +72,9 @@ func serveCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("serve", serveUsage, stdio)
 	listen := fs.String("listen", "", "serve on a unix socket at `PATH` (mode 0600) instead of stdio")
 	approver := fs.String("approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout)")
-	onTerminal := fs.Bool("approve-on-terminal", false, "ask approvals on the controlling terminal (/dev/tty)")
+	onTerminal := fs.Bool("approve-on-terminal", false, "put the terminal answerer in the default waterfall, stdio or not")
+	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, approver, in order")
+	answerTimeout := fs.Duration("answer-timeout", serve.DefaultAnswerTimeout, "deny an approval its answerer has not answered within `DURATION`")
 	stateDir := fs.String("state-dir", "", "keep the sessions' logs in `DIR` (default $XDG_STATE_HOME/sbx, else ~/.local/state/sbx)")
 	ephemeral := fs.Bool("ephemeral", false, "keep the sessions' logs in memory only: nothing survives the server")
 	limit := int64(serve.DefaultMaxMessage)
@@ -76,21 +90,33 @@ func serveCmd(args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sbx serve: --approver and --approve-on-terminal: give one or the other")
 		return ExitRefused
 	}
+	if *answerers != "" && *onTerminal {
+		fmt.Fprintln(stdio.Err, "sbx serve: --answerers and --approve-on-terminal: give one or the other (put terminal in --answerers)")
+		return ExitRefused
+	}
+	if *answerTimeout <= 0 {
+		fmt.Fprintln(stdio.Err, "sbx serve: --answer-timeout: must be more than 0 (an approval is never waited for forever)")
+		return ExitRefused
+	}
 	if limit < 1<<10 || limit > 1<<30 {
 		fmt.Fprintln(stdio.Err, "sbx serve: --max-message: must be from 1K to 1G")
 		return ExitRefused
 	}
+	names := strings.Split(*answerers, ",")
+	if *answerers == "" {
+		names = defaultAnswerers(*approver != "", *onTerminal || *listen != "" && stdioTerminals(stdio))
+	}
+	client, waterfall, err := buildWaterfall(names, *approver)
+	if err != nil {
+		fmt.Fprintf(stdio.Err, "sbx serve: --answerers: %v\n", err)
+		return ExitRefused
+	}
 	opt := serve.Options{
+		Answerer: waterfall, Client: client, AnswerTimeout: *answerTimeout,
 		MaxMessage: int(limit), Version: version.Get().Version,
 		Executable:   func() (string, error) { return selfExecutable() },
 		Capabilities: map[string]any{"doctor": host.Doctor()},
 		Logf:         func(format string, a ...any) { fmt.Fprintf(stdio.Err, "sbx serve: "+format+"\n", a...) },
-	}
-	switch {
-	case *approver != "":
-		opt.Answerer = serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: strings.Fields(*approver)}}
-	case *onTerminal:
-		opt.Answerer = serve.ApproverAnswerer{Approver: escalate.TerminalApprover{}}
 	}
 	if *ephemeral && *stateDir != "" {
 		fmt.Fprintln(stdio.Err, "sbx serve: --state-dir and --ephemeral: give one or the other")
@@ -155,6 +181,61 @@ func serveCmd(args []string, stdio Stdio) int {
 		return 1
 	}
 	return 0
+}
+
+// defaultAnswerers is the waterfall without --answerers: the client, then
+// the --approver program when there is one, else the terminal when one is
+// there to be asked.
+func defaultAnswerers(approver, terminal bool) []string {
+	switch {
+	case approver:
+		return []string{"client", "approver"}
+	case terminal:
+		return []string{"client", "terminal"}
+	}
+	return []string{"client"}
+}
+
+// stdioTerminals: a person sits at sbx serve's stdin and stderr. On stdio
+// transport they carry the protocol, so the caller asks only with --listen.
+func stdioTerminals(stdio Stdio) bool {
+	in, ok := stdio.In.(*os.File)
+	if !ok || !host.IsTerminal(in) {
+		return false
+	}
+	errf, ok := stdio.Err.(*os.File)
+	return ok && host.IsTerminal(errf)
+}
+
+// buildWaterfall makes the answerers of names, in order. An unknown or
+// repeated name, approver without --approver, or --approver without
+// approver is refused. client is the client answerer when named.
+func buildWaterfall(names []string, approver string) (client *serve.ClientAnswerer, w serve.Waterfall, err error) {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if seen[n] {
+			return nil, nil, fmt.Errorf("%q is named twice", n)
+		}
+		seen[n] = true
+		switch n {
+		case "client":
+			client = serve.NewClientAnswerer()
+			w = append(w, client)
+		case "terminal":
+			w = append(w, serve.TerminalAnswerer{})
+		case "approver":
+			if approver == "" {
+				return nil, nil, errors.New("approver needs --approver CMD")
+			}
+			w = append(w, serve.Always{Answerer: serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: strings.Fields(approver)}}})
+		default:
+			return nil, nil, fmt.Errorf("unknown answerer %q (want client, terminal, approver)", n)
+		}
+	}
+	if approver != "" && !seen["approver"] {
+		return nil, nil, errors.New("--approver CMD is given but approver is not in the list")
+	}
+	return client, w, nil
 }
 
 // serveStateDir is the directory of the sessions' logs: dir, else

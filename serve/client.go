@@ -1,0 +1,353 @@
+package serve
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/profiles"
+)
+
+// The kinds of an approval/response_refused notification: why a client's
+// response to approval/requested was refused. A refused response changes
+// nothing: the approval stays as it was (pending, or settled).
+const (
+	// RefusedMalformed: not exactly {session_id, approval_id, outcome}
+	// (a missing, unknown or duplicate key, a wrong type), or not exactly
+	// one of result and error.
+	RefusedMalformed = "malformed"
+	// RefusedForeignSession: session_id is not the approval's.
+	RefusedForeignSession = "foreign_session"
+	// RefusedForeignApproval: approval_id is not the approval's.
+	RefusedForeignApproval = "foreign_approval"
+	// RefusedOutcome: an outcome other than allowed-once or rejected
+	// (cancelled and unavailable come from the server alone).
+	RefusedOutcome = "invalid_outcome"
+	// RefusedExpired: the approval was settled already, by another answer
+	// or by a cancellation.
+	RefusedExpired = "expired"
+	// RefusedLate: the server stopped waiting (the answer timeout passed:
+	// the approval was settled unavailable).
+	RefusedLate = "late"
+	// RefusedUnknown: no approval/requested of that id was sent to this
+	// connection (or it was settled so long ago that it is forgotten).
+	RefusedUnknown = "unknown_rpc_id"
+)
+
+// maxSettled bounds how many settled rpc ids are remembered, to tell an
+// expired or late response from an unknown one.
+const maxSettled = 4096
+
+// ClientAnswerer is the client answerer of the waterfall (sbx serve
+// --answerers client): it asks the connected clients that declared
+// {"capabilities": {"approvals": true}} at initialize, with a JSON-RPC
+// request approval/requested, and takes the first valid response.
+//
+// It claims a question only while such a client is connected. Once asked,
+// an approval waits until it is answered, cancelled or timed out, whether
+// or not a client stays connected: a client that (re)connects and
+// initializes with approvals is sent every pending approval again, with
+// the same rpc id. The sessions of a server are not bound to connections
+// (any connection may name any session, and only the server's uid may
+// connect), so every approval goes to every such client.
+type ClientAnswerer struct {
+	mu      sync.Mutex
+	conns   map[*conn]struct{}
+	pending map[string]*clientAsk // by rpc id
+	// settled are rpc ids no longer pending, with the kind a response to
+	// one is refused as; order keeps them oldest first.
+	settled map[string]string
+	order   []string
+}
+
+// NewClientAnswerer makes a client answerer; give it to the server as
+// Options.Client and put it in the waterfall.
+func NewClientAnswerer() *ClientAnswerer {
+	return &ClientAnswerer{conns: map[*conn]struct{}{}, pending: map[string]*clientAsk{}, settled: map[string]string{}}
+}
+
+// approvalRequested is approval/requested's params. Command is the call's
+// argv, only when it is shown faithfully (Question.Command).
+type approvalRequested struct {
+	SessionID  string   `json:"session_id"`
+	ApprovalID string   `json:"approval_id"`
+	ToolName   string   `json:"tool_name"`
+	CallID     string   `json:"call_id,omitempty"`
+	Reason     string   `json:"reason"`
+	Command    []string `json:"command,omitempty"`
+}
+
+// approvalAnswer is a client's result for approval/requested, decoded
+// strictly: every key is required.
+type approvalAnswer struct {
+	SessionID  *string `json:"session_id"`
+	ApprovalID *string `json:"approval_id"`
+	Outcome    *string `json:"outcome"`
+}
+
+// rpcError is a client's JSON-RPC error object: a rejection.
+type rpcError struct {
+	Code    *int            `json:"code"`
+	Message *string         `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// request is a request the server sends.
+type request struct {
+	JSONRPC string `json:"jsonrpc"`
+	ID      string `json:"id"`
+	Method  string `json:"method"`
+	Params  any    `json:"params"`
+}
+
+// refusal is approval/response_refused's params.
+type refusal struct {
+	RPCID   json.RawMessage `json:"rpc_id"`
+	Kind    string          `json:"kind"`
+	Message string          `json:"message"`
+}
+
+type clientAsk struct {
+	rpcID      string
+	ctx        context.Context
+	sessionID  string
+	approvalID string
+	req        request
+	done       chan escalate.Outcome // buffered: the settling answer
+}
+
+// RPCID is the id of an approval's approval/requested: stable across
+// resends, unique as approval ids are.
+func RPCID(approvalID string) string { return "approval-" + approvalID }
+
+func (a *ClientAnswerer) Claim(Question) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.conns) > 0
+}
+
+// Answer sends approval/requested to every attached client and waits for
+// the first valid response, or for ctx (cancellation, the answer timeout).
+func (a *ClientAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
+	tool := q.Tool
+	if tool == "" {
+		tool = "shell"
+	}
+	ask := &clientAsk{rpcID: RPCID(q.ApprovalID), ctx: ctx, sessionID: q.SessionID, approvalID: q.ApprovalID,
+		done: make(chan escalate.Outcome, 1)}
+	ask.req = request{JSONRPC: "2.0", ID: ask.rpcID, Method: "approval/requested", Params: approvalRequested{
+		SessionID: q.SessionID, ApprovalID: q.ApprovalID, ToolName: tool, CallID: q.CallID, Reason: q.Justification, Command: q.Command}}
+	a.mu.Lock()
+	if a.pending[ask.rpcID] != nil || a.settled[ask.rpcID] != "" {
+		a.mu.Unlock()
+		return escalate.Unavailable, fmt.Errorf("approval %s: asked twice", q.ApprovalID)
+	}
+	a.pending[ask.rpcID] = ask
+	conns := a.connsLocked()
+	a.mu.Unlock()
+	for _, c := range conns {
+		c.sendRequest(ask.req)
+	}
+	select {
+	case o := <-ask.done:
+		return o, nil
+	case <-ctx.Done():
+		kind := RefusedExpired
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			kind = RefusedLate
+		}
+		a.settle(ask, kind, nil, "")
+		return escalate.Cancelled, ctx.Err()
+	}
+}
+
+// settle takes ask out of pending (false when it was no longer there),
+// remembers how a later response to it is refused, and tells the other
+// attached clients that the request is withdrawn ($/cancelRequest).
+func (a *ClientAnswerer) settle(ask *clientAsk, later string, by *conn, outcome escalate.Outcome) bool {
+	a.mu.Lock()
+	if a.pending[ask.rpcID] != ask {
+		a.mu.Unlock()
+		return false
+	}
+	delete(a.pending, ask.rpcID)
+	a.settled[ask.rpcID] = later
+	if a.order = append(a.order, ask.rpcID); len(a.order) > maxSettled {
+		delete(a.settled, a.order[0])
+		a.order = a.order[1:]
+	}
+	if outcome != "" {
+		ask.done <- outcome
+	}
+	conns := a.connsLocked()
+	a.mu.Unlock()
+	id, _ := json.Marshal(ask.rpcID)
+	for _, c := range conns {
+		if c != by {
+			c.notify("$/cancelRequest", map[string]json.RawMessage{"id": id})
+		}
+	}
+	return true
+}
+
+func (a *ClientAnswerer) connsLocked() []*conn {
+	out := make([]*conn, 0, len(a.conns))
+	for c := range a.conns {
+		out = append(out, c)
+	}
+	return out
+}
+
+// attach makes c an answering client, and sends it every pending
+// approval, with its rpc id.
+func (a *ClientAnswerer) attach(c *conn) {
+	a.mu.Lock()
+	a.conns[c] = struct{}{}
+	var again []request
+	for _, ask := range a.pending {
+		again = append(again, ask.req)
+	}
+	a.mu.Unlock()
+	for _, r := range again {
+		c.sendRequest(r)
+	}
+}
+
+// detach: c went away. Its pending approvals stay pending.
+func (a *ClientAnswerer) detach(c *conn) {
+	a.mu.Lock()
+	delete(a.conns, c)
+	a.mu.Unlock()
+}
+
+// respond routes a response of c's by its id, then reads it. It returns
+// the refusal kind and why ("" when the response settled an approval).
+func (a *ClientAnswerer) respond(c *conn, m message) (kind, why string) {
+	var rpcID string
+	if m.ID == nil || string(m.ID) == "null" {
+		return RefusedMalformed, "a response without an id"
+	}
+	if json.Unmarshal(m.ID, &rpcID) != nil {
+		return RefusedUnknown, "no approval/requested has the id " + string(m.ID)
+	}
+	a.mu.Lock()
+	_, attached := a.conns[c]
+	ask := a.pending[rpcID]
+	later := a.settled[rpcID]
+	a.mu.Unlock()
+	switch {
+	case !attached:
+		return RefusedUnknown, "this connection was sent no approval/requested (initialize with capabilities.approvals)"
+	case ask == nil && later != "":
+		return later, "approval request " + rpcID + " is already settled"
+	case ask == nil:
+		return RefusedUnknown, "no approval/requested has the id " + rpcID
+	}
+	outcome, kind, why := ask.read(m)
+	if kind != "" {
+		return kind, why
+	}
+	if err := ask.ctx.Err(); err != nil {
+		// Being settled by its cancellation or timeout right now.
+		later = RefusedExpired
+		if errors.Is(err, context.DeadlineExceeded) {
+			later = RefusedLate
+		}
+		a.settle(ask, later, nil, "")
+		return later, "approval request " + rpcID + " is already settled"
+	}
+	if !a.settle(ask, RefusedExpired, c, outcome) {
+		a.mu.Lock()
+		later = a.settled[rpcID]
+		a.mu.Unlock()
+		return later, "approval request " + rpcID + " is already settled"
+	}
+	return "", ""
+}
+
+// read parses a response to ask: a result that echoes its session and
+// approval exactly with allowed-once or rejected, or an error (rejected).
+func (ask *clientAsk) read(m message) (escalate.Outcome, string, string) {
+	if (m.Result == nil) == (m.Error == nil) {
+		return "", RefusedMalformed, "a response has exactly one of result and error"
+	}
+	if m.Error != nil {
+		var e rpcError
+		if err := profiles.DecodeStrict(m.Error, &e); err != nil {
+			return "", RefusedMalformed, "error: " + err.Error()
+		}
+		if e.Code == nil || e.Message == nil {
+			return "", RefusedMalformed, "error: code and message are required"
+		}
+		return escalate.Rejected, "", ""
+	}
+	var ans approvalAnswer
+	if err := profiles.DecodeStrict(m.Result, &ans); err != nil {
+		return "", RefusedMalformed, "result: " + err.Error()
+	}
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"session_id", ans.SessionID}, {"approval_id", ans.ApprovalID}, {"outcome", ans.Outcome}} {
+		if f.v == nil {
+			return "", RefusedMalformed, "result." + f.name + ": required"
+		}
+	}
+	switch {
+	case *ans.SessionID != ask.sessionID:
+		return "", RefusedForeignSession, fmt.Sprintf("result.session_id %q is not the approval's session", *ans.SessionID)
+	case *ans.ApprovalID != ask.approvalID:
+		return "", RefusedForeignApproval, fmt.Sprintf("result.approval_id %q is not the approval of %s", *ans.ApprovalID, ask.rpcID)
+	}
+	switch o := escalate.Outcome(*ans.Outcome); o {
+	case escalate.AllowedOnce, escalate.Rejected:
+		return o, "", ""
+	}
+	return "", RefusedOutcome, fmt.Sprintf("result.outcome %q: a client answers allowed-once or rejected", *ans.Outcome)
+}
+
+// response handles a message without a method: a response to a request
+// of the server's. It cannot be answered; a refusal is an
+// approval/response_refused notification, and logged.
+func (c *conn) response(m message) {
+	kind, why := RefusedUnknown, "the server sends no requests (no client answerer)"
+	if cl := c.srv.opt.Client; cl != nil {
+		kind, why = cl.respond(c, m)
+	}
+	if kind != "" {
+		c.refuse(validID(m.ID), kind, why)
+	}
+}
+
+// refuse tells the client its response was refused, and logs it.
+func (c *conn) refuse(id json.RawMessage, kind, why string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	c.srv.Logf("refused a response (id %s): %s: %s", id, kind, why)
+	if err := c.notify("approval/response_refused", refusal{RPCID: id, Kind: kind, Message: why}); err != nil {
+		c.srv.Logf("approval/response_refused: %v", err)
+	}
+}
+
+// isResponse: a JSON object without a method and with a result or an
+// error, read leniently to classify a line strict decoding refused.
+func isResponse(line []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil {
+		return false
+	}
+	_, method := m["method"]
+	_, result := m["result"]
+	_, e := m["error"]
+	return !method && (result || e)
+}
+
+func (c *conn) sendRequest(r request) {
+	if err := c.out.send(r); err != nil {
+		c.srv.Logf("%s %s: %v", r.Method, r.ID, err)
+	}
+}
