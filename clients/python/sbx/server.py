@@ -53,9 +53,17 @@ class _Pending:
 class Server:
     """Starts ``sbx serve`` (``args`` are its extra flags, e.g.
     ``["--ephemeral"]``) and speaks to it. Close it (or use ``with``) to shut
-    it down: ``shutdown`` then ``exit``; the server's calls end with it."""
+    it down: ``shutdown`` then ``exit``; the server's calls end with it.
 
-    def __init__(self, *, sbx: Optional[str] = None, args: Optional[List[str]] = None, timeout: Optional[float] = None):
+    ``on_approval``, when given, answers the server's approvals (this client
+    declares ``approvals`` at ``initialize``, docs/serve.md "Answerers"): it
+    gets the ``approval/requested`` params (session_id, approval_id,
+    tool_name, reason, call_id and command when known) on a thread of its
+    own and returns ``"allowed-once"`` or ``"rejected"``; anything else, or
+    an exception, answers ``"rejected"``."""
+
+    def __init__(self, *, sbx: Optional[str] = None, args: Optional[List[str]] = None, timeout: Optional[float] = None,
+                 on_approval: Optional[Callable[[Dict[str, Any]], str]] = None):
         self._proc = subprocess.Popen(
             [find_binary(sbx), "serve", *(args or [])],
             stdin=subprocess.PIPE,
@@ -70,9 +78,10 @@ class Server:
         self._pending: Dict[int, _Pending] = {}
         self._outputs: Dict[str, Callable[[Dict[str, Any]], None]] = {}
         self._closed = False
+        self._on_approval = on_approval
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self.info = self.request("initialize", {})
+        self.info = self.request("initialize", {"capabilities": {"approvals": True}} if on_approval else {})
 
     # The wire.
 
@@ -99,6 +108,8 @@ class Server:
                 if p is not None:
                     p.msg = msg
                     p.done.set()
+            elif msg.get("method") == "approval/requested" and "id" in msg and self._on_approval is not None:
+                threading.Thread(target=self._answer, args=(msg["id"], msg.get("params") or {}), daemon=True).start()
             elif msg.get("method") == "exec/output":
                 params = msg.get("params") or {}
                 cb = self._outputs.get(params.get("call_id", ""))
@@ -110,6 +121,19 @@ class Server:
             pending, self._pending = self._pending, {}
         for p in pending.values():
             p.done.set()
+
+    def _answer(self, rpc_id: Any, params: Dict[str, Any]) -> None:
+        try:
+            outcome = self._on_approval(params) if self._on_approval else "rejected"
+        except Exception:  # noqa: BLE001 - an answerer's failure is a rejection
+            outcome = "rejected"
+        if outcome not in ("allowed-once", "rejected"):
+            outcome = "rejected"
+        try:
+            self._send({"jsonrpc": "2.0", "id": rpc_id, "result": {
+                "session_id": params.get("session_id"), "approval_id": params.get("approval_id"), "outcome": outcome}})
+        except SbxError:
+            pass
 
     def request(self, method: str, params: Any = None, *, timeout: Optional[float] = None) -> Any:
         """Sends one request and returns its result; an error response

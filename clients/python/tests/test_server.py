@@ -114,3 +114,55 @@ class ServerTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class ServerApprovalTest(unittest.TestCase):
+    """on_approval answers the server's approval/requested."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.bin = sbx_binary()
+
+    def setUp(self):
+        self.ws = tempfile.mkdtemp(prefix="sbx-pyserve-")
+        os.chmod(self.ws, 0o755)
+        self.addCleanup(shutil.rmtree, self.ws, True)
+        self.out = tempfile.mkdtemp(prefix="sbx-pyserve-out-", dir="/var/tmp")
+        os.chmod(self.out, 0o777)
+        self.addCleanup(shutil.rmtree, self.out, True)
+
+    def escalate(self, answer):
+        asked = []
+
+        def on_approval(params):
+            asked.append(params)
+            return answer
+
+        with sbx.Server(sbx=self.bin, args=["--ephemeral"], timeout=60, on_approval=on_approval) as srv:
+            s = srv.open_session(self.ws, preset="auto")
+            turn = srv.begin_turn(s)
+            target = os.path.join(self.out, "f")
+            req = {"command": ["touch", target], "cwd": self.ws, "sandbox_permissions": "with_additional_permissions",
+                   "justification": "write the build output",
+                   "additional_permissions": {"file_system": {"write": [self.out]}}}
+            try:
+                r = srv.exec(s, turn, "c1", req)
+            except sbx.ServerError as e:
+                r = e
+        return asked, r, os.path.exists(target)
+
+    def test_allowed_once_runs(self):
+        asked, r, made = self.escalate("allowed-once")
+        self.assertEqual(len(asked), 1)
+        self.assertEqual((asked[0]["call_id"], asked[0]["command"][0]), ("c1", "touch"))
+        self.assertIsInstance(r, sbx.ExecResult)
+        self.assertEqual(r.exit_code, 0, r.raw)
+        self.assertTrue(made)
+
+    def test_rejected_and_bad_answers_do_not_run(self):
+        for answer in ("rejected", "cancelled", "yes"):
+            asked, r, made = self.escalate(answer)
+            self.assertEqual(len(asked), 1, answer)
+            self.assertIsInstance(r, sbx.ServerError, answer)
+            self.assertEqual((r.kind, r.outcome), ("denied", "rejected"), answer)
+            self.assertFalse(made, answer)
