@@ -1,9 +1,8 @@
-// sbx-client: run tool calls under sbx from Node. Each call runs the sbx
-// binary once (`sbx exec`, docs/json.md).
-//
-// TODO(serve): a Server class for `sbx serve`'s JSON-RPC, once sbx serve
-// exists; until then every call starts one sbx process.
+// sbx-client: run tool calls under sbx from Node. exec() and fs() run the
+// sbx binary once per call (`sbx exec`, docs/json.md); Server holds one
+// `sbx serve` for a session's calls (docs/serve.md).
 
 export * from "./types.js";
 export * from "./errors.js";
 export * from "./client.js";
+export * from "./server.js";
