@@ -167,12 +167,27 @@ func applyRetry(t *testing.T, dir string, h retryHint) outcome {
 	return sbx(t, opts{args: h.Argv[1:], dir: dir})
 }
 
+// curlCmd is the curl the network tests run: curl itself, or, where curl is
+// not installed (SBX_IT_ABSENT_TOOLS: the kernel matrix's busybox guest, the
+// containers) or SBX_IT_CURL=probe asks for it, the probe's curl subset
+// (integration/probe/curl.go), so the proxy is tested there too.
+func curlCmd(t *testing.T) []string {
+	t.Helper()
+	if os.Getenv("SBX_IT_CURL") == "probe" {
+		return []string{probeBin, "curl"}
+	}
+	if _, err := exec.LookPath("curl"); err != nil && slices.Contains(strings.Fields(os.Getenv("SBX_IT_ABSENT_TOOLS")), "curl") {
+		return []string{probeBin, "curl"}
+	}
+	return []string{needTool(t, "curl")}
+}
+
 // TestNetworkDomains runs curl through the proxy under real namespaces:
 // what is allowed answers with the origin's token, each refusal is one
 // exact denial whose retry asks for exactly that host (never --network)
 // and, applied, works; a client that bypasses the proxy gets nowhere.
 func TestNetworkDomains(t *testing.T) {
-	curl := needTool(t, "curl")
+	curl := curlCmd(t)
 	o := startOrigins(t)
 	ws := workspace(t)
 	names := []string{"allowed.test", "other.test", "wild.test", "a.wild.test", "bad.wild.test"}
@@ -185,7 +200,8 @@ func TestNetworkDomains(t *testing.T) {
 		return args
 	}
 	tlsP, httpP := strconv.Itoa(o.tlsPort), strconv.Itoa(o.httpPort)
-	curlArgs := []string{curl, "-fsS", "--max-time", "20", "--cacert", o.caFile}
+	// Clipped: the cases below append to it, each into a copy of its own.
+	curlArgs := slices.Clip(append(curl, "-fsS", "--max-time", "20", "--cacert", o.caFile))
 
 	if !expect(t, "netns") {
 		if out, _ := run(t, ws, append(append(slices.Clone(base), "--require", "network-domains"), allow("allowed.test:"+tlsP)...), "true"); out.code != 125 {
@@ -390,7 +406,7 @@ func TestNetworkDomainsGitClone(t *testing.T) {
 // profile; a name resolves through the host's /etc/hosts (localhost), and
 // a refusal is the exact denial with a retry for that host only.
 func TestExecNetworkDomains(t *testing.T) {
-	curl := needTool(t, "curl")
+	curl := curlCmd(t)
 	if !expect(t, "netns") {
 		return
 	}
@@ -398,7 +414,8 @@ func TestExecNetworkDomains(t *testing.T) {
 	port := strconv.Itoa(o.httpPort)
 	ws := workspace(t)
 	req := func(url string) string {
-		return `{"command": [` + jsonString(curl) + `, "-fsS", "--noproxy", "", ` + jsonString(url) + `], "cwd": ` + jsonString(ws) + `,
+		argv, _ := json.Marshal(append(slices.Clone(curl), "-fsS", "--noproxy", "", url))
+		return `{"command": ` + string(argv) + `, "cwd": ` + jsonString(ws) + `,
 			"sandbox_mode": "read-only", "preauthorized": true,
 			"additional_permissions": {"network": {"enabled": true, "allowed_domains": ["localhost:` + port + `"], "allow_private_addresses": true}}}`
 	}
@@ -431,7 +448,7 @@ func TestExecNetworkDomains(t *testing.T) {
 // network, which then goes through the proxy: the denied host is refused
 // (no retry: the guard forbids it), every other host answers.
 func TestGuardDenyDomains(t *testing.T) {
-	curl := needTool(t, "curl")
+	curl := curlCmd(t)
 	if !expect(t, "netns") {
 		return
 	}
@@ -441,14 +458,14 @@ func TestGuardDenyDomains(t *testing.T) {
 	writeFile(t, guard, `{"deny_domains": ["127.0.0.1:`+port+`"]}`)
 	ws := workspace(t)
 	args := []string{"--network", "--guard", guard}
-	out, rep := run(t, ws, args, curl, "-fsS", "--noproxy", "", "http://localhost:"+port+"/")
+	out, rep := run(t, ws, args, append(slices.Clone(curl), "-fsS", "--noproxy", "", "http://localhost:"+port+"/")...)
 	if out.code != 0 || !strings.Contains(out.stdout, o.token) {
 		t.Fatalf("other host: exit %d, stdout %q, stderr %s", out.code, out.stdout, out.stderr)
 	}
 	if !rep.Enforcement.NetworkNamespace {
 		t.Fatal("the full network under deny_domains should be the proxy's, in a namespace of its own")
 	}
-	out, rep = run(t, ws, args, curl, "-fsS", "--noproxy", "", "http://127.0.0.1:"+port+"/")
+	out, rep = run(t, ws, args, append(slices.Clone(curl), "-fsS", "--noproxy", "", "http://127.0.0.1:"+port+"/")...)
 	if out.code == 0 || strings.Contains(out.stdout, o.token) {
 		t.Fatalf("denied host: exit %d, stdout %q", out.code, out.stdout)
 	}

@@ -47,7 +47,9 @@ const usage = `usage: probe ACTION [ARG...]
   unreadable-chmod PATH MODE            (the path in a PROT_NONE page)
   memfd-secret                          (does the kernel have it)
   tmpfile-link empty|proc DIR NEW       (O_TMPFILE in DIR, then linkat)
-  chroot-then plain|userns chmod|chown|mkdir DIR NAME JAIL`
+  chroot-then plain|userns chmod|chown|mkdir DIR NAME JAIL
+  curl [FLAGS] URL...                   (curl's subset the network tests use: see curl.go;
+                                         curl's output and exit status, not a JSON line)`
 
 // result is the one JSON line the probe prints.
 type result struct {
@@ -58,6 +60,9 @@ type result struct {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "curl" {
+		os.Exit(curlMain(os.Args[2:]))
+	}
 	r, err := run(os.Args[1:])
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "probe: %v\n%s\n", err, usage)
