@@ -81,7 +81,7 @@ func ExampleExplain() {
 
 // A file-system change runs under the same sandbox as a command: inside
 // the workspace it is made, outside it is denied and nothing changes.
-func ExampleRun_fs() {
+func ExampleFS() {
 	ws, _ := os.MkdirTemp("", "sandbox-example-ws-")
 	outside, _ := os.MkdirTemp("/var/tmp", "sandbox-example-out-")
 	defer os.RemoveAll(ws)
@@ -92,16 +92,16 @@ func ExampleRun_fs() {
 			fmt.Println("refused:", err)
 			return
 		}
-		res, err := sandbox.Run(context.Background(), req, sandbox.Options{})
+		res, err := sandbox.FS(context.Background(), req, sandbox.Options{})
 		if err != nil {
 			fmt.Println("refused:", err)
 			return
 		}
 		kind := ""
-		if res.FS.Error != nil {
-			kind = res.FS.Error.Kind
+		if res.Error != nil {
+			kind = res.Error.Kind
 		}
-		fmt.Println(filepath.Base(filepath.Dir(path)) == ".", res.FS.OK, kind, res.ExitCode())
+		fmt.Println(filepath.Base(filepath.Dir(path)) == ".", res.OK, kind, res.ExitCode)
 	}
 	b, _ := os.ReadFile(filepath.Join(ws, "notes.txt"))
 	_, err := os.Stat(filepath.Join(outside, "notes.txt"))

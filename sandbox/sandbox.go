@@ -112,6 +112,21 @@ func Run(ctx context.Context, req *Request, opt Options) (Response, error) {
 	return execjson.Exec(ctx, req, o)
 }
 
+// FS makes the one file-system change of req.FS under the sandbox the
+// rest of req describes, as Run does for such a request, and returns its
+// result: OK, or Error with kind "denied" (the sandbox refused it; see the
+// retry) or "failed". An error is a refusal: nothing changed.
+func FS(ctx context.Context, req *Request, opt Options) (*FSResult, error) {
+	if req.FS == nil {
+		return nil, errors.New("fs: the request has no fs change (Run runs a command)")
+	}
+	res, err := Run(ctx, req, opt)
+	if err != nil {
+		return nil, err
+	}
+	return res.FS, nil
+}
+
 // Explain is the plan Run would enforce for req on this system, as text
 // (`sbx explain`'s) and as a value that marshals to `sbx explain --json`'s.
 // Nothing runs, but a request that asks for more permissions is prepared as
