@@ -39,14 +39,24 @@ const (
 	dnsTypeA    = 1
 	dnsTypeAAAA = 28
 	dnsTimeout  = 5 * time.Second
-	hostsFile   = "/etc/hosts"
-	resolvConf  = "/etc/resolv.conf"
+)
+
+// The host's files; variables for the tests.
+var (
+	hostsFile  = "/etc/hosts"
+	resolvConf = "/etc/resolv.conf"
 )
 
 // lookupHost resolves host (canonical: lower case, no trailing dot).
 func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 	if addrs := lookupHostsFile(hostsFile, host); len(addrs) > 0 {
 		return addrs, nil
+	}
+	if isLocalhost(host) {
+		// RFC 6761 §6.3: localhost names are loopback, and not asked of a
+		// nameserver, also where /etc/hosts does not list them (a minimal
+		// root file system).
+		return []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.IPv6Loopback()}, nil
 	}
 	servers := nameservers(resolvConf)
 	var last error = &dnsError{host, "no nameserver answered"}
@@ -73,6 +83,11 @@ func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) {
 		last = errors.Join(ea, eaaa)
 	}
 	return nil, last
+}
+
+// isLocalhost reports whether host is "localhost" or a name below it.
+func isLocalhost(host string) bool {
+	return host == "localhost" || strings.HasSuffix(host, ".localhost")
 }
 
 // lookupHostsFile returns the addresses /etc/hosts gives host.

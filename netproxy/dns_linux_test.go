@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 )
 
 // fakeDNS answers every A query with 192.0.2.7 (behind a CNAME record,
@@ -118,6 +119,30 @@ func TestHostsAndResolvConf(t *testing.T) {
 	}
 	if got := nameservers(filepath.Join(dir, "none")); len(got) != 2 {
 		t.Errorf("no resolv.conf: %v, want the local host's", got)
+	}
+}
+
+// TestLocalhostNames: localhost names are loopback without /etc/hosts
+// saying so, and no nameserver is asked (this one would never answer).
+func TestLocalhostNames(t *testing.T) {
+	dir := t.TempDir()
+	oldHosts, oldRC := hostsFile, resolvConf
+	t.Cleanup(func() { hostsFile, resolvConf = oldHosts, oldRC })
+	hostsFile, resolvConf = filepath.Join(dir, "no-hosts"), filepath.Join(dir, "resolv.conf")
+	os.WriteFile(resolvConf, []byte("nameserver 192.0.2.53\n"), 0o644)
+	want := []netip.Addr{netip.MustParseAddr("127.0.0.1"), netip.MustParseAddr("::1")}
+	for _, host := range []string{"localhost", "app.localhost"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		got, err := lookupHost(ctx, host)
+		cancel()
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("%s = %v, %v; want %v", host, got, err, want)
+		}
+	}
+	for _, host := range []string{"localhost.example", "notlocalhost"} {
+		if isLocalhost(host) {
+			t.Errorf("%s counted as a localhost name", host)
+		}
 	}
 }
 
