@@ -12,7 +12,9 @@ import sbx
 from .support import sbx_binary
 
 
-class ServerTest(unittest.TestCase):
+class _Dirs(unittest.TestCase):
+    """A workspace, and a directory outside it that anyone may write."""
+
     @classmethod
     def setUpClass(cls):
         cls.bin = sbx_binary()
@@ -24,6 +26,11 @@ class ServerTest(unittest.TestCase):
         self.out = tempfile.mkdtemp(prefix="sbx-pyserve-out-", dir="/var/tmp")
         os.chmod(self.out, 0o777)
         self.addCleanup(shutil.rmtree, self.out, True)
+
+
+class ServerTest(_Dirs):
+    def setUp(self):
+        super().setUp()
         self.srv = sbx.Server(sbx=self.bin, args=["--ephemeral"], timeout=60)
         self.addCleanup(self.srv.close)
 
@@ -116,20 +123,8 @@ if __name__ == "__main__":
     unittest.main()
 
 
-class ServerApprovalTest(unittest.TestCase):
+class ServerApprovalTest(_Dirs):
     """on_approval answers the server's approval/requested."""
-
-    @classmethod
-    def setUpClass(cls):
-        cls.bin = sbx_binary()
-
-    def setUp(self):
-        self.ws = tempfile.mkdtemp(prefix="sbx-pyserve-")
-        os.chmod(self.ws, 0o755)
-        self.addCleanup(shutil.rmtree, self.ws, True)
-        self.out = tempfile.mkdtemp(prefix="sbx-pyserve-out-", dir="/var/tmp")
-        os.chmod(self.out, 0o777)
-        self.addCleanup(shutil.rmtree, self.out, True)
 
     def escalate(self, answer):
         asked = []

@@ -2,29 +2,16 @@
 // the typed errors of bad input.
 
 import assert from "node:assert/strict";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 
 import * as sbx from "../src/index.js";
-import { sbxBinary } from "./support.js";
+import { sbxBinary, tempDir } from "./support.js";
 
 let bin: string;
-const dirs: string[] = [];
-
-function tempDir(prefix: string, base = tmpdir()): string {
-  const d = mkdtempSync(join(base, prefix));
-  chmodSync(d, 0o755);
-  dirs.push(d);
-  return d;
-}
-
 before(() => {
   bin = sbxBinary();
-});
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
 // Answers what $ANSWER says and logs the question (docs/json.md "Approver request").

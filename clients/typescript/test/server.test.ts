@@ -3,29 +3,16 @@
 // concurrent calls and shutdown.
 
 import assert from "node:assert/strict";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
-import { after, before, describe, it } from "node:test";
+import { before, describe, it } from "node:test";
 
 import * as sbx from "../src/index.js";
-import { sbxBinary } from "./support.js";
+import { sbxBinary, tempDir } from "./support.js";
 
 let bin: string;
-const dirs: string[] = [];
-
-function tempDir(prefix: string, base = tmpdir(), mode = 0o755): string {
-  const d = mkdtempSync(join(base, prefix));
-  chmodSync(d, mode);
-  dirs.push(d);
-  return d;
-}
-
 before(() => {
   bin = sbxBinary();
-});
-after(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
 describe("Server", () => {

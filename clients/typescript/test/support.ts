@@ -2,7 +2,7 @@
 // with go (the tests run the binary, never a fake).
 
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -22,4 +22,17 @@ export function sbxBinary(): string {
   execFileSync("go", ["build", "-o", out, "./cmd/sbx"], { cwd: REPO, stdio: "inherit" });
   built = out;
   return out;
+}
+
+const dirs: string[] = [];
+process.on("exit", () => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+/** tempDir makes a directory (mode 0755 unless given), removed when the tests end. */
+export function tempDir(prefix: string, base = tmpdir(), mode = 0o755): string {
+  const d = mkdtempSync(join(base, prefix));
+  chmodSync(d, mode);
+  dirs.push(d);
+  return d;
 }
