@@ -37,6 +37,10 @@ var (
 	webKeepalive    = 15 * time.Second
 )
 
+// maxWebConns bounds the panel's connections at once (event streams
+// included); one more is closed unread, and logged.
+const maxWebConns = 64
+
 // TokenHeader carries the panel's token on every /api request.
 const TokenHeader = "X-Sbx-Token"
 
@@ -130,6 +134,7 @@ func (p *WebPanel) Serve(ctx context.Context) error {
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	slots := make(chan struct{}, maxWebConns)
 	for {
 		c, err := p.l.Accept()
 		if err != nil {
@@ -138,9 +143,17 @@ func (p *WebPanel) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("web: accept: %w", err)
 		}
+		select {
+		case slots <- struct{}{}:
+		default:
+			p.srv.Logf("web: refused a connection: %d are open", maxWebConns)
+			c.Close()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() { <-slots }()
 			defer c.Close()
 			done := context.AfterFunc(ctx, func() { c.Close() })
 			defer done()

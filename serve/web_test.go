@@ -582,3 +582,78 @@ func TestWebPreset(t *testing.T) {
 		t.Errorf("session/permissions %v", got)
 	}
 }
+
+// TestWebIPv6: [::1] is served with its bracketed authority as the Host.
+func TestWebIPv6(t *testing.T) {
+	web := NewWebAnswerer(NewClientAnswerer())
+	srv := New(Options{Answerer: Waterfall{web}, Logf: t.Logf})
+	panel, err := web.ListenWeb(srv, netip.MustParseAddrPort("[::1]:0"))
+	if err != nil {
+		t.Skipf("no IPv6 loopback here: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); panel.Serve(ctx) }()
+	defer func() { cancel(); <-done }()
+	if !strings.HasPrefix(panel.URL(), "http://[::1]:") {
+		t.Errorf("URL %s", panel.URL())
+	}
+	p := &panelServer{t: t, panel: panel}
+	if status, _ := p.request("GET", "/", map[string]string{"Host": panel.Authority()}, ""); status != 200 {
+		t.Errorf("page: %d", status)
+	}
+	if status, _ := p.request("GET", "/", map[string]string{"Host": "127.0.0.1:" + panel.Authority()[strings.LastIndexByte(panel.Authority(), ':')+1:]}, ""); status != 421 {
+		t.Errorf("the IPv4 authority: %d", status)
+	}
+}
+
+// TestWebConnectionCap: connections past maxWebConns are closed unread.
+func TestWebConnectionCap(t *testing.T) {
+	p := newPanelServer(t, false)
+	var conns []net.Conn
+	for range maxWebConns {
+		c, err := net.Dial("tcp", p.panel.Authority())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for !p.logs.has("web: refused a connection") && time.Now().Before(deadline) {
+		c, err := net.Dial("tcp", p.panel.Authority())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !p.logs.has("web: refused a connection") {
+		t.Fatal("no connection refused past the cap")
+	}
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		// Tried without p.raw's Fatal: a slot may not be free yet.
+		c, err := net.Dial("tcp", p.panel.Authority())
+		if err == nil {
+			io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+p.panel.Authority()+"\r\n\r\n")
+			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+			c.Close()
+			if err == nil && resp.StatusCode == 200 {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the panel did not recover: %v", err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
