@@ -29,12 +29,31 @@ type server struct {
 	t      *testing.T
 	cmd    *exec.Cmd
 	in     io.WriteCloser
-	stderr *strings.Builder
+	stderr *lockedBuffer
 	mu     sync.Mutex
 	next   int
 	wait   map[string]chan map[string]any
 	notes  chan map[string]any
 	exited chan struct{}
+}
+
+// lockedBuffer is the server's stderr, read while it runs (the browser
+// panel's URL).
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func startServer(t *testing.T, args ...string) *server {
@@ -55,7 +74,7 @@ func startServer(t *testing.T, args ...string) *server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &server{t: t, cmd: cmd, in: in, stderr: &strings.Builder{}, wait: map[string]chan map[string]any{},
+	s := &server{t: t, cmd: cmd, in: in, stderr: &lockedBuffer{}, wait: map[string]chan map[string]any{},
 		notes: make(chan map[string]any, 4096), exited: make(chan struct{})}
 	cmd.Stderr = s.stderr
 	if err := cmd.Start(); err != nil {

@@ -1,6 +1,10 @@
 package netproxy
 
-import "net/netip"
+import (
+	"io"
+	"net/netip"
+	"time"
+)
 
 // Class is the kind of an upstream address, as the proxy decides it.
 type Class int
@@ -72,4 +76,16 @@ func Classify(a netip.Addr) Class {
 		}
 	}
 	return ClassPublic
+}
+
+// Conn is a connection Listener.Accept returns: a TCP stream with the
+// deadlines of the runtime's poller (reads and writes past one fail with
+// os.ErrDeadlineExceeded, Close unblocks them).
+type Conn interface {
+	io.ReadWriteCloser
+	SetDeadline(t time.Time) error
+	SetReadDeadline(t time.Time) error
+	SetWriteDeadline(t time.Time) error
+	// CloseWrite shuts the sending side down (the peer reads EOF).
+	CloseWrite() error
 }

@@ -92,6 +92,22 @@ func (l *Listener) accept() (*conn, error) {
 	return &conn{f: os.NewFile(uintptr(nfd), "proxy-conn")}, nil
 }
 
+// Accept waits for the next connection and returns it as a Conn, for
+// another server on a socket made here (sbx serve's browser panel). A
+// connection the client reset before it was accepted is skipped.
+func (l *Listener) Accept() (Conn, error) {
+	for {
+		c, err := l.accept()
+		if errors.Is(err, errTransientAccept) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
+}
+
 // conn is one TCP connection, client or upstream.
 type conn struct{ f *os.File }
 

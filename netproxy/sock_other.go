@@ -23,15 +23,18 @@ func FileListener(fd int) (*Listener, error) { return nil, errUnsupported }
 // Listen makes a listening socket on addr; not supported here.
 func Listen(addr netip.AddrPort) (*Listener, error) { return nil, errUnsupported }
 
-func (l *Listener) Addr() netip.AddrPort    { return netip.AddrPort{} }
-func (l *Listener) Close() error            { return nil }
-func (l *Listener) accept() (*conn, error)  { return nil, errUnsupported }
-func copyConn(dst, src *conn) error         { return errUnsupported }
-func (c *conn) Read(b []byte) (int, error)  { return 0, errUnsupported }
-func (c *conn) Write(b []byte) (int, error) { return 0, errUnsupported }
-func (c *conn) Close() error                { return nil }
-func (c *conn) CloseWrite() error           { return nil }
-func (c *conn) SetDeadline(time.Time) error { return errUnsupported }
+func (l *Listener) Addr() netip.AddrPort         { return netip.AddrPort{} }
+func (l *Listener) Close() error                 { return nil }
+func (l *Listener) accept() (*conn, error)       { return nil, errUnsupported }
+func (l *Listener) Accept() (Conn, error)        { return nil, errUnsupported }
+func copyConn(dst, src *conn) error              { return errUnsupported }
+func (c *conn) Read(b []byte) (int, error)       { return 0, errUnsupported }
+func (c *conn) Write(b []byte) (int, error)      { return 0, errUnsupported }
+func (c *conn) Close() error                     { return nil }
+func (c *conn) CloseWrite() error                { return nil }
+func (c *conn) SetDeadline(time.Time) error      { return errUnsupported }
+func (c *conn) SetReadDeadline(time.Time) error  { return errUnsupported }
+func (c *conn) SetWriteDeadline(time.Time) error { return errUnsupported }
 
 type conn struct{}
 

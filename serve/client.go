@@ -61,6 +61,10 @@ type ClientAnswerer struct {
 	// one is refused as; order keeps them oldest first.
 	settled map[string]string
 	order   []string
+	seq     int64
+	// changed fires when an approval becomes pending or is settled (the
+	// browser panel's event stream).
+	changed broadcast
 }
 
 // NewClientAnswerer makes a client answerer; give it to the server as
@@ -117,6 +121,8 @@ type clientAsk struct {
 	approvalID string
 	req        request
 	done       chan escalate.Outcome // buffered: the settling answer
+	// seq orders the pending approvals, oldest first.
+	seq int64
 }
 
 // RPCID is the id of an approval's approval/requested: stable across
@@ -145,9 +151,12 @@ func (a *ClientAnswerer) Answer(ctx context.Context, q Question) (escalate.Outco
 		a.mu.Unlock()
 		return escalate.Unavailable, fmt.Errorf("approval %s: asked twice", q.ApprovalID)
 	}
+	a.seq++
+	ask.seq = a.seq
 	a.pending[ask.rpcID] = ask
 	conns := a.connsLocked()
 	a.mu.Unlock()
+	a.changed.fire()
 	for _, c := range conns {
 		c.sendRequest(ask.req)
 	}
@@ -184,6 +193,7 @@ func (a *ClientAnswerer) settle(ask *clientAsk, later string, by *conn, outcome 
 	}
 	conns := a.connsLocked()
 	a.mu.Unlock()
+	a.changed.fire()
 	id, _ := json.Marshal(ask.rpcID)
 	for _, c := range conns {
 		if c != by {
@@ -250,6 +260,17 @@ func (a *ClientAnswerer) respond(c *conn, m message) (kind, why string) {
 	if kind != "" {
 		return kind, why
 	}
+	return a.decide(ask, c, outcome)
+}
+
+// decide settles ask with outcome, answered by c (nil: the browser
+// panel), unless it is settled already or being settled by its
+// cancellation or timeout: then it returns the refusal kind and why. One
+// path for every answer, so that of two racing answers one settles and
+// the other is refused as expired.
+func (a *ClientAnswerer) decide(ask *clientAsk, c *conn, outcome escalate.Outcome) (kind, why string) {
+	rpcID := ask.rpcID
+	var later string
 	if err := ask.ctx.Err(); err != nil {
 		// Being settled by its cancellation or timeout right now.
 		later = RefusedExpired

@@ -16,7 +16,10 @@
 // the ClientAnswerer (approval/requested to the clients that declare
 // approvals, their responses read strictly and routed by rpc id), the
 // TerminalAnswerer and the --approver program (Always around an
-// ApproverAnswerer). A browser panel or an ACP bridge is one more entry.
+// ApproverAnswerer), and the WebAnswerer, a browser panel on loopback
+// (WebAnswerer.ListenWeb, then WebPanel.Serve) that answers the client
+// answerer's pending approvals through its settling path. An ACP bridge
+// is one more entry.
 // The outcome vocabulary is closed; only allowed-once proceeds, and an ask
 // is bounded by Options.AnswerTimeout.
 //
@@ -33,7 +36,9 @@
 //   - A client that goes away has its running calls killed; ServeConn
 //     returns once they ended and their records are written.
 //   - Only the server's uid and root may connect to its socket
-//     (SO_PEERCRED), which is made 0600.
+//     (SO_PEERCRED), which is made 0600. The browser panel binds loopback
+//     only, and every /api request needs its Host, no cross-site fetch, a
+//     same-authority Origin and the per-start token.
 //   - A malformed line gets a parse error and the connection goes on; a
 //     line over the size limit is refused without being held whole.
 package serve

@@ -229,6 +229,7 @@ func (s *Server) openSession(params json.RawMessage) (any, *Error) {
 		return nil, asError(err)
 	}
 	s.sessions[sess.id] = sess
+	s.changed.fire()
 	return sess.factsLocked(s.table), nil
 }
 
@@ -319,6 +320,7 @@ func (s *Server) setPreset(params json.RawMessage) (any, *Error) {
 		sess.policy = pr.ApprovalPolicy
 	}
 	sess.lastPreset, sess.explicitMode = pr.Key, true
+	s.changed.fire()
 	return sess.factsLocked(s.table), nil
 }
 
@@ -342,6 +344,12 @@ func (s *Server) permissions(params json.RawMessage) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
+	return s.permissionsOf(sess), nil
+}
+
+// permissionsOf is session/permissions' result for sess (the browser
+// panel's selector too).
+func (s *Server) permissionsOf(sess *session) permissionsResult {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	res := permissionsResult{Presets: s.table.List(), Default: s.table.Default().Key, Current: sess.factsLocked(s.table), Selectable: []string{}}
@@ -350,7 +358,7 @@ func (s *Server) permissions(params json.RawMessage) (any, *Error) {
 			res.Selectable = append(res.Selectable, pr.Key)
 		}
 	}
-	return res, nil
+	return res
 }
 
 type turnRecord struct {

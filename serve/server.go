@@ -83,6 +83,9 @@ type Server struct {
 	// calls are the calls in flight, by call id, across connections.
 	calls    map[string]*runningCall
 	shutdown bool
+	// changed fires when a session opens or its preset changes (the
+	// browser panel's event stream).
+	changed broadcast
 }
 
 // New makes a server.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -22,7 +23,7 @@ func init() {
 	register("serve", command{summary: "serve sessions, turns, grants and exec calls over JSON-RPC (stdio or a unix socket)", run: serveCmd})
 }
 
-const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--answerers LIST] [--approver CMD | --approve-on-terminal] [--answer-timeout DURATION] [--max-message BYTES]
+const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--answerers LIST] [--approver CMD | --approve-on-terminal] [--web 127.0.0.1:PORT] [--answer-timeout DURATION] [--max-message BYTES]
 
 Serves the sbx protocol (docs/serve.md): JSON-RPC 2.0, one JSON object per
 line, on stdin/stdout, or with --listen on a unix socket made with mode 0600
@@ -52,18 +53,28 @@ the approval is unavailable and the call denied. The answerers:
             request approval/requested; claims while one is connected
   terminal  the prompt of sbx run on the controlling terminal (/dev/tty);
             claims when the terminal can be opened
+  web       the browser panel of --web; claims while a panel is open
   approver  the --approver CMD program (as sbx run --approver); claims all
-Without --answerers: client, then approver with --approver, else terminal
-when stdin and stderr are terminals and the server is on --listen (or with
---approve-on-terminal). A hung answerer is denied after --answer-timeout
-(default 10m).
+Without --answerers: client, then web with --web, then approver with
+--approver, else terminal when stdin and stderr are terminals and the
+server is on --listen (or with --approve-on-terminal). A hung answerer is
+denied after --answer-timeout (default 10m).
+
+--web 127.0.0.1:PORT (or [::1]:PORT; port 0 picks one) serves the browser
+panel on loopback: the pending approvals as cards with Reject and Allow
+once, and each session's preset. sbx serve prints its URL on stderr, with
+a token made at each start that every request of the page must carry;
+requests with another Host, from another site or origin, or without the
+token are refused (docs/serve.md, "Browser panel").
 
 Examples:
   sbx serve                                   # one client on stdio
   sbx serve --listen "$XDG_RUNTIME_DIR/sbx.sock" --approver /usr/local/bin/approve
+  sbx serve --listen "$XDG_RUNTIME_DIR/sbx.sock" --web 127.0.0.1:0
 
 Exit status: 0 after shutdown and exit (or end of input on stdin), 1 after
-an exit without shutdown, 125 bad flags or a socket that cannot be made.
+an exit without shutdown, 125 bad flags or a socket (or --web's port)
+that cannot be made.
 
 Flags:
 `
@@ -73,7 +84,8 @@ func serveCmd(args []string, stdio Stdio) int {
 	listen := fs.String("listen", "", "serve on a unix socket at `PATH` (mode 0600) instead of stdio")
 	approver := fs.String("approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout)")
 	onTerminal := fs.Bool("approve-on-terminal", false, "put the terminal answerer in the default waterfall, stdio or not")
-	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, approver, in order")
+	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, web, approver, in order")
+	webAddr := fs.String("web", "", "serve the browser approval panel on `127.0.0.1:PORT` or [::1]:PORT (loopback only)")
 	answerTimeout := fs.Duration("answer-timeout", serve.DefaultAnswerTimeout, "deny an approval its answerer has not answered within `DURATION`")
 	stateDir := fs.String("state-dir", "", "keep the sessions' logs in `DIR` (default $XDG_STATE_HOME/sbx, else ~/.local/state/sbx)")
 	ephemeral := fs.Bool("ephemeral", false, "keep the sessions' logs in memory only: nothing survives the server")
@@ -102,11 +114,19 @@ func serveCmd(args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sbx serve: --max-message: must be from 1K to 1G")
 		return ExitRefused
 	}
+	var webAt netip.AddrPort
+	if *webAddr != "" {
+		var err error
+		if webAt, err = serve.ParseWebAddr(*webAddr); err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: --web: %v\n", err)
+			return ExitRefused
+		}
+	}
 	names := strings.Split(*answerers, ",")
 	if *answerers == "" {
-		names = defaultAnswerers(*approver != "", *onTerminal || *listen != "" && stdioTerminals(stdio))
+		names = defaultAnswerers(*approver != "", *webAddr != "", *onTerminal || *listen != "" && stdioTerminals(stdio))
 	}
-	client, waterfall, err := buildWaterfall(names, *approver)
+	client, web, waterfall, err := buildWaterfall(names, *approver, *webAddr != "")
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "sbx serve: --answerers: %v\n", err)
 		return ExitRefused
@@ -159,6 +179,20 @@ func serveCmd(args []string, stdio Stdio) int {
 	// with it every running call's tree.
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer stop()
+	if web != nil {
+		panel, err := web.ListenWeb(srv, webAt)
+		if err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: --web: %v\n", err)
+			return ExitRefused
+		}
+		defer panel.Close()
+		opt.Logf("approval panel at %s", panel.URL())
+		go func() {
+			if err := panel.Serve(ctx); err != nil {
+				opt.Logf("%v", err)
+			}
+		}()
+	}
 	if *listen == "" {
 		err := srv.ServeConn(ctx, stdio.In, stdio.Out)
 		switch {
@@ -184,16 +218,22 @@ func serveCmd(args []string, stdio Stdio) int {
 }
 
 // defaultAnswerers is the waterfall without --answerers: the client, then
-// the --approver program when there is one, else the terminal when one is
+// the browser panel with --web (it claims only while a panel is open, so
+// it goes before the answerers that claim whenever they can), then the
+// --approver program when there is one, else the terminal when one is
 // there to be asked.
-func defaultAnswerers(approver, terminal bool) []string {
+func defaultAnswerers(approver, web, terminal bool) []string {
+	names := []string{"client"}
+	if web {
+		names = append(names, "web")
+	}
 	switch {
 	case approver:
-		return []string{"client", "approver"}
+		return append(names, "approver")
 	case terminal:
-		return []string{"client", "terminal"}
+		return append(names, "terminal")
 	}
-	return []string{"client"}
+	return names
 }
 
 // stdioTerminals: a person sits at sbx serve's stdin and stderr. On stdio
@@ -208,34 +248,46 @@ func stdioTerminals(stdio Stdio) bool {
 }
 
 // buildWaterfall makes the answerers of names, in order. An unknown or
-// repeated name, approver without --approver, or --approver without
-// approver is refused. client is the client answerer when named.
-func buildWaterfall(names []string, approver string) (client *serve.ClientAnswerer, w serve.Waterfall, err error) {
+// repeated name, approver without --approver, --approver without approver,
+// web without --web or --web without web is refused. client is the client
+// answerer when named, web the browser panel's; they share one set of
+// pending approvals.
+func buildWaterfall(names []string, approver string, webFlag bool) (client *serve.ClientAnswerer, web *serve.WebAnswerer, w serve.Waterfall, err error) {
 	seen := map[string]bool{}
+	board := serve.NewClientAnswerer()
 	for _, n := range names {
 		if seen[n] {
-			return nil, nil, fmt.Errorf("%q is named twice", n)
+			return nil, nil, nil, fmt.Errorf("%q is named twice", n)
 		}
 		seen[n] = true
 		switch n {
 		case "client":
-			client = serve.NewClientAnswerer()
+			client = board
 			w = append(w, client)
+		case "web":
+			if !webFlag {
+				return nil, nil, nil, errors.New("web needs --web 127.0.0.1:PORT")
+			}
+			web = serve.NewWebAnswerer(board)
+			w = append(w, web)
 		case "terminal":
 			w = append(w, serve.TerminalAnswerer{})
 		case "approver":
 			if approver == "" {
-				return nil, nil, errors.New("approver needs --approver CMD")
+				return nil, nil, nil, errors.New("approver needs --approver CMD")
 			}
 			w = append(w, serve.Always{Answerer: serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: strings.Fields(approver)}}})
 		default:
-			return nil, nil, fmt.Errorf("unknown answerer %q (want client, terminal, approver)", n)
+			return nil, nil, nil, fmt.Errorf("unknown answerer %q (want client, terminal, web, approver)", n)
 		}
 	}
 	if approver != "" && !seen["approver"] {
-		return nil, nil, errors.New("--approver CMD is given but approver is not in the list")
+		return nil, nil, nil, errors.New("--approver CMD is given but approver is not in the list")
 	}
-	return client, w, nil
+	if webFlag && !seen["web"] {
+		return nil, nil, nil, errors.New("--web is given but web is not in the list")
+	}
+	return client, web, w, nil
 }
 
 // serveStateDir is the directory of the sessions' logs: dir, else

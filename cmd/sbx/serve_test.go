@@ -15,7 +15,15 @@ func TestServeAnswerersRefused(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"unknown", []string{"--answerers", "client,web"}, `--answerers: unknown answerer "web"`},
+		{"unknown", []string{"--answerers", "client,acp"}, `--answerers: unknown answerer "acp"`},
+		{"web without --web", []string{"--answerers", "client,web"}, "--answerers: web needs --web 127.0.0.1:PORT"},
+		{"--web not listed", []string{"--answerers", "client", "--web", "127.0.0.1:0"}, "--answerers: --web is given but web is not in the list"},
+		{"--web on every address", []string{"--web", "0.0.0.0:8080"}, "--web: \"0.0.0.0:8080\": the panel binds loopback only"},
+		{"--web on a LAN address", []string{"--web", "192.168.1.2:8080"}, "--web: \"192.168.1.2:8080\": the panel binds loopback only"},
+		{"--web on another loopback address", []string{"--web", "127.0.0.2:8080"}, "--web: \"127.0.0.2:8080\": the panel binds loopback only"},
+		{"--web on a mapped address", []string{"--web", "[::ffff:127.0.0.1]:8080"}, "the panel binds loopback only"},
+		{"--web by name", []string{"--web", "localhost:8080"}, "--web: \"localhost:8080\": want 127.0.0.1:PORT or [::1]:PORT"},
+		{"--web without port", []string{"--web", "127.0.0.1"}, "--web: \"127.0.0.1\": want 127.0.0.1:PORT"},
 		{"empty entry", []string{"--answerers", "client,"}, `--answerers: unknown answerer ""`},
 		{"duplicate", []string{"--answerers", "client,terminal,client"}, `--answerers: "client" is named twice`},
 		{"approver without --approver", []string{"--answerers", "client,approver"}, "--answerers: approver needs --approver CMD"},
@@ -35,26 +43,36 @@ func TestServeAnswerersRefused(t *testing.T) {
 }
 
 // TestServeDefaultAnswerers: without --answerers the client comes first,
-// then the approver program where the terminal would be.
+// then the browser panel with --web, then the approver program where the
+// terminal would be.
 func TestServeDefaultAnswerers(t *testing.T) {
 	for _, tt := range []struct {
-		approver, terminal bool
-		want               []string
+		approver, web, terminal bool
+		want                    []string
 	}{
-		{false, false, []string{"client"}},
-		{false, true, []string{"client", "terminal"}},
-		{true, false, []string{"client", "approver"}},
-		{true, true, []string{"client", "approver"}},
+		{false, false, false, []string{"client"}},
+		{false, false, true, []string{"client", "terminal"}},
+		{true, false, false, []string{"client", "approver"}},
+		{true, false, true, []string{"client", "approver"}},
+		{false, true, false, []string{"client", "web"}},
+		{false, true, true, []string{"client", "web", "terminal"}},
+		{true, true, false, []string{"client", "web", "approver"}},
 	} {
-		if got := defaultAnswerers(tt.approver, tt.terminal); !slices.Equal(got, tt.want) {
-			t.Errorf("approver %v terminal %v: %v, want %v", tt.approver, tt.terminal, got, tt.want)
+		if got := defaultAnswerers(tt.approver, tt.web, tt.terminal); !slices.Equal(got, tt.want) {
+			t.Errorf("approver %v web %v terminal %v: %v, want %v", tt.approver, tt.web, tt.terminal, got, tt.want)
 		}
 	}
-	client, w, err := buildWaterfall([]string{"terminal", "client", "approver"}, "/bin/approve --x")
-	if err != nil || client == nil || len(w) != 3 || w[1] != client {
+	client, web, w, err := buildWaterfall([]string{"terminal", "client", "approver"}, "/bin/approve --x", false)
+	if err != nil || client == nil || web != nil || len(w) != 3 || w[1] != client {
 		t.Errorf("waterfall %v %v %v", client, w, err)
 	}
-	if client, w, err := buildWaterfall([]string{"terminal"}, ""); err != nil || client != nil || len(w) != 1 {
+	if client, web, w, err := buildWaterfall([]string{"terminal"}, "", false); err != nil || client != nil || web != nil || len(w) != 1 {
 		t.Errorf("terminal alone: %v %v %v", client, w, err)
+	}
+	if client, web, w, err := buildWaterfall([]string{"web", "client"}, "", true); err != nil || client == nil || web == nil || len(w) != 2 || w[0] != web {
+		t.Errorf("web, client: %v %v %v %v", client, web, w, err)
+	}
+	if client, web, w, err := buildWaterfall([]string{"web"}, "", true); err != nil || client != nil || web == nil || len(w) != 1 {
+		t.Errorf("web alone (no client is asked): %v %v %v %v", client, web, w, err)
 	}
 }
