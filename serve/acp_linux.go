@@ -41,7 +41,10 @@ func DialACP(path string) (*os.File, error) {
 // close-on-exec, so that no sandboxed command inherits it (an inherited fd
 // bypasses Landlock), and its peer is checked as DialACP's.
 func ACPFile(fd int) (*os.File, error) {
-	if fd < 3 {
+	switch {
+	case fd < 0:
+		return nil, fmt.Errorf("fd %d: not a file descriptor", fd)
+	case fd < 3:
 		return nil, fmt.Errorf("fd %d: stdin, stdout and stderr are not an ACP connection", fd)
 	}
 	var st unix.Stat_t

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,7 +23,7 @@ func init() {
 	register("serve", command{summary: "serve sessions, turns, grants and exec calls over JSON-RPC (stdio or a unix socket)", run: serveCmd})
 }
 
-const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--answerers LIST] [--approver CMD | --approve-on-terminal] [--answer-timeout DURATION] [--max-message BYTES]
+const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--answerers LIST] [--approver CMD | --approve-on-terminal] [--acp-socket PATH | --acp-fd N] [--answer-timeout DURATION] [--max-message BYTES]
 
 Serves the sbx protocol (docs/serve.md): JSON-RPC 2.0, one JSON object per
 line, on stdin/stdout, or with --listen on a unix socket made with mode 0600
@@ -53,17 +54,25 @@ the approval is unavailable and the call denied. The answerers:
   terminal  the prompt of sbx run on the controlling terminal (/dev/tty);
             claims when the terminal can be opened
   approver  the --approver CMD program (as sbx run --approver); claims all
-Without --answerers: client, then approver with --approver, else terminal
-when stdin and stderr are terminals and the server is on --listen (or with
+  acp       an Agent Client Protocol client (an editor), asked with
+            session/request_permission over --acp-socket PATH (a unix
+            socket it listens on) or --acp-fd N (an inherited socket,
+            already connected); claims the calls of sessions opened with
+            acp_session_id, while the connection is up
+Without --answerers: acp first when --acp-socket or --acp-fd is given,
+then client, then approver with --approver, else terminal when stdin and
+stderr are terminals and the server is on --listen (or with
 --approve-on-terminal). A hung answerer is denied after --answer-timeout
 (default 10m).
 
 Examples:
   sbx serve                                   # one client on stdio
   sbx serve --listen "$XDG_RUNTIME_DIR/sbx.sock" --approver /usr/local/bin/approve
+  sbx serve --acp-socket "$XDG_RUNTIME_DIR/editor-acp.sock"
 
 Exit status: 0 after shutdown and exit (or end of input on stdin), 1 after
-an exit without shutdown, 125 bad flags or a socket that cannot be made.
+an exit without shutdown, 125 bad flags, a socket that cannot be made or
+an ACP client that cannot be reached.
 
 Flags:
 `
@@ -74,6 +83,8 @@ func serveCmd(args []string, stdio Stdio) int {
 	approver := fs.String("approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout)")
 	onTerminal := fs.Bool("approve-on-terminal", false, "put the terminal answerer in the default waterfall, stdio or not")
 	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, approver, in order")
+	acpSocket := fs.String("acp-socket", "", "ask the ACP client listening on the unix socket at `PATH` (the acp answerer)")
+	acpFD := fs.Int("acp-fd", -1, "ask the ACP client connected to the inherited socket `N` (the acp answerer)")
 	answerTimeout := fs.Duration("answer-timeout", serve.DefaultAnswerTimeout, "deny an approval its answerer has not answered within `DURATION`")
 	stateDir := fs.String("state-dir", "", "keep the sessions' logs in `DIR` (default $XDG_STATE_HOME/sbx, else ~/.local/state/sbx)")
 	ephemeral := fs.Bool("ephemeral", false, "keep the sessions' logs in memory only: nothing survives the server")
@@ -102,11 +113,32 @@ func serveCmd(args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sbx serve: --max-message: must be from 1K to 1G")
 		return ExitRefused
 	}
+	fdGiven := false
+	fs.Visit(func(f *flag.Flag) { fdGiven = fdGiven || f.Name == "acp-fd" })
+	acpGiven := *acpSocket != "" || fdGiven
+	if *acpSocket != "" && fdGiven {
+		fmt.Fprintln(stdio.Err, "sbx serve: --acp-socket and --acp-fd: give one or the other")
+		return ExitRefused
+	}
 	names := strings.Split(*answerers, ",")
 	if *answerers == "" {
-		names = defaultAnswerers(*approver != "", *onTerminal || *listen != "" && stdioTerminals(stdio))
+		names = defaultAnswerers(*approver != "", *onTerminal || *listen != "" && stdioTerminals(stdio), acpGiven)
 	}
-	client, waterfall, err := buildWaterfall(names, *approver)
+	if err := checkAnswerers(names, *approver, acpGiven); err != nil {
+		fmt.Fprintf(stdio.Err, "sbx serve: --answerers: %v\n", err)
+		return ExitRefused
+	}
+	var acp *serve.ACPAnswerer
+	if acpGiven {
+		conn, err := acpConn(*acpSocket, *acpFD)
+		if err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: %v\n", err)
+			return ExitRefused
+		}
+		acp = serve.NewACPAnswerer(conn, int(limit), func(format string, a ...any) { fmt.Fprintf(stdio.Err, "sbx serve: "+format+"\n", a...) })
+		defer acp.Close()
+	}
+	client, waterfall, err := buildWaterfall(names, *approver, acp)
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "sbx serve: --answerers: %v\n", err)
 		return ExitRefused
@@ -183,17 +215,41 @@ func serveCmd(args []string, stdio Stdio) int {
 	return 0
 }
 
-// defaultAnswerers is the waterfall without --answerers: the client, then
-// the --approver program when there is one, else the terminal when one is
-// there to be asked.
-func defaultAnswerers(approver, terminal bool) []string {
+// defaultAnswerers is the waterfall without --answerers: the ACP client
+// when one is connected (it claims only the calls of sessions bound to
+// its ACP sessions, which a runtime binds because that editor's user is
+// to answer them), the client, then the --approver program when there is
+// one, else the terminal when one is there to be asked.
+func defaultAnswerers(approver, terminal, acp bool) []string {
+	var names []string
+	if acp {
+		names = append(names, "acp")
+	}
+	names = append(names, "client")
 	switch {
 	case approver:
-		return []string{"client", "approver"}
+		names = append(names, "approver")
 	case terminal:
-		return []string{"client", "terminal"}
+		names = append(names, "terminal")
 	}
-	return []string{"client"}
+	return names
+}
+
+// acpConn connects to the ACP client: the unix socket at path, else the
+// inherited fd. The error names the flag.
+func acpConn(path string, fd int) (*os.File, error) {
+	if path != "" {
+		f, err := serve.DialACP(path)
+		if err != nil {
+			return nil, fmt.Errorf("--acp-socket: %w", err)
+		}
+		return f, nil
+	}
+	f, err := serve.ACPFile(fd)
+	if err != nil {
+		return nil, fmt.Errorf("--acp-fd: %w", err)
+	}
+	return f, nil
 }
 
 // stdioTerminals: a person sits at sbx serve's stdin and stderr. On stdio
@@ -207,16 +263,47 @@ func stdioTerminals(stdio Stdio) bool {
 	return ok && host.IsTerminal(errf)
 }
 
-// buildWaterfall makes the answerers of names, in order. An unknown or
-// repeated name, approver without --approver, or --approver without
-// approver is refused. client is the client answerer when named.
-func buildWaterfall(names []string, approver string) (client *serve.ClientAnswerer, w serve.Waterfall, err error) {
+// checkAnswerers refuses an unknown or repeated name, approver without
+// --approver, --approver without approver, acp without --acp-socket or
+// --acp-fd (acp: one is given), and one of those without acp.
+func checkAnswerers(names []string, approver string, acp bool) error {
 	seen := map[string]bool{}
 	for _, n := range names {
 		if seen[n] {
-			return nil, nil, fmt.Errorf("%q is named twice", n)
+			return fmt.Errorf("%q is named twice", n)
 		}
 		seen[n] = true
+		switch n {
+		case "client", "terminal":
+		case "approver":
+			if approver == "" {
+				return errors.New("approver needs --approver CMD")
+			}
+		case "acp":
+			if !acp {
+				return errors.New("acp needs --acp-socket PATH or --acp-fd N")
+			}
+		default:
+			return fmt.Errorf("unknown answerer %q (want client, terminal, approver, acp)", n)
+		}
+	}
+	if approver != "" && !seen["approver"] {
+		return errors.New("--approver CMD is given but approver is not in the list")
+	}
+	if acp && !seen["acp"] {
+		return errors.New("--acp-socket or --acp-fd is given but acp is not in the list")
+	}
+	return nil
+}
+
+// buildWaterfall makes the answerers of names, in order, as checkAnswerers
+// allows them; acp is the connected ACP answerer (nil: none). client is
+// the client answerer when named.
+func buildWaterfall(names []string, approver string, acp *serve.ACPAnswerer) (client *serve.ClientAnswerer, w serve.Waterfall, err error) {
+	if err := checkAnswerers(names, approver, acp != nil); err != nil {
+		return nil, nil, err
+	}
+	for _, n := range names {
 		switch n {
 		case "client":
 			client = serve.NewClientAnswerer()
@@ -224,16 +311,10 @@ func buildWaterfall(names []string, approver string) (client *serve.ClientAnswer
 		case "terminal":
 			w = append(w, serve.TerminalAnswerer{})
 		case "approver":
-			if approver == "" {
-				return nil, nil, errors.New("approver needs --approver CMD")
-			}
 			w = append(w, serve.Always{Answerer: serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: strings.Fields(approver)}}})
-		default:
-			return nil, nil, fmt.Errorf("unknown answerer %q (want client, terminal, approver)", n)
+		case "acp":
+			w = append(w, acp)
 		}
-	}
-	if approver != "" && !seen["approver"] {
-		return nil, nil, errors.New("--approver CMD is given but approver is not in the list")
 	}
 	return client, w, nil
 }
