@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -84,7 +84,7 @@ func serveCmd(args []string, stdio Stdio) int {
 	onTerminal := fs.Bool("approve-on-terminal", false, "put the terminal answerer in the default waterfall, stdio or not")
 	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, approver, in order")
 	acpSocket := fs.String("acp-socket", "", "ask the ACP client listening on the unix socket at `PATH` (the acp answerer)")
-	acpFD := fs.Int("acp-fd", -1, "ask the ACP client connected to the inherited socket `N` (the acp answerer)")
+	acpFD := fs.String("acp-fd", "", "ask the ACP client connected to the inherited socket `N` (the acp answerer)")
 	answerTimeout := fs.Duration("answer-timeout", serve.DefaultAnswerTimeout, "deny an approval its answerer has not answered within `DURATION`")
 	stateDir := fs.String("state-dir", "", "keep the sessions' logs in `DIR` (default $XDG_STATE_HOME/sbx, else ~/.local/state/sbx)")
 	ephemeral := fs.Bool("ephemeral", false, "keep the sessions' logs in memory only: nothing survives the server")
@@ -113,10 +113,8 @@ func serveCmd(args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sbx serve: --max-message: must be from 1K to 1G")
 		return ExitRefused
 	}
-	fdGiven := false
-	fs.Visit(func(f *flag.Flag) { fdGiven = fdGiven || f.Name == "acp-fd" })
-	acpGiven := *acpSocket != "" || fdGiven
-	if *acpSocket != "" && fdGiven {
+	acpGiven := *acpSocket != "" || *acpFD != ""
+	if *acpSocket != "" && *acpFD != "" {
 		fmt.Fprintln(stdio.Err, "sbx serve: --acp-socket and --acp-fd: give one or the other")
 		return ExitRefused
 	}
@@ -237,7 +235,7 @@ func defaultAnswerers(approver, terminal, acp bool) []string {
 
 // acpConn connects to the ACP client: the unix socket at path, else the
 // inherited fd. The error names the flag.
-func acpConn(path string, fd int) (*os.File, error) {
+func acpConn(path, fd string) (*os.File, error) {
 	if path != "" {
 		f, err := serve.DialACP(path)
 		if err != nil {
@@ -245,7 +243,11 @@ func acpConn(path string, fd int) (*os.File, error) {
 		}
 		return f, nil
 	}
-	f, err := serve.ACPFile(fd)
+	n, err := strconv.Atoi(fd)
+	if err != nil {
+		return nil, fmt.Errorf("--acp-fd: %q is not a file descriptor number", fd)
+	}
+	f, err := serve.ACPFile(n)
 	if err != nil {
 		return nil, fmt.Errorf("--acp-fd: %w", err)
 	}

@@ -28,7 +28,7 @@ func TestServeAnswerersRefused(t *testing.T) {
 		{"--acp-fd not listed", []string{"--answerers", "client", "--acp-fd", "3"}, "--answerers: --acp-socket or --acp-fd is given but acp is not in the list"},
 		{"both acp flags", []string{"--acp-socket", "/x.sock", "--acp-fd", "3"}, "--acp-socket and --acp-fd: give one or the other"},
 		{"no acp socket", []string{"--acp-socket", "/nonexistent/acp.sock"}, "--acp-socket: connect /nonexistent/acp.sock:"},
-		{"acp-fd not a number", []string{"--acp-fd", "x"}, "acp-fd"},
+		{"acp-fd not a number", []string{"--acp-fd", "x"}, `--acp-fd: "x" is not a file descriptor number`},
 		{"acp-fd negative", []string{"--acp-fd", "-1"}, "--acp-fd: fd -1: not a file descriptor"},
 		{"acp-fd stderr", []string{"--acp-fd", "2"}, "--acp-fd: fd 2: stdin, stdout and stderr are not an ACP connection"},
 		{"acp-fd closed", []string{"--acp-fd", "987"}, "--acp-fd: fd 987: bad file descriptor"},
