@@ -39,6 +39,12 @@ type server struct {
 
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
+	return startServerFiles(t, nil, args...)
+}
+
+// startServerFiles is startServer with files inherited from fd 3 on.
+func startServerFiles(t *testing.T, files []*os.File, args ...string) *server {
+	t.Helper()
 	if !slices.Contains(args, "--state-dir") && !slices.Contains(args, "--ephemeral") {
 		// Each server its own state: a shared default would pile up
 		// sessions from every run, each replayed at the next start.
@@ -47,6 +53,7 @@ func startServer(t *testing.T, args ...string) *server {
 	cmd := exec.Command(sbxBin, append([]string{"serve"}, args...)...)
 	cmd.Env = baseEnv()
 	cmd.Dir = t.TempDir()
+	cmd.ExtraFiles = files
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
