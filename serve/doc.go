@@ -16,7 +16,9 @@
 // the ClientAnswerer (approval/requested to the clients that declare
 // approvals, their responses read strictly and routed by rpc id), the
 // TerminalAnswerer and the --approver program (Always around an
-// ApproverAnswerer). A browser panel or an ACP bridge is one more entry.
+// ApproverAnswerer), and the ACPAnswerer (session/request_permission to an
+// Agent Client Protocol client, for the calls of sessions opened with
+// acp_session_id). A browser panel is one more entry.
 // The outcome vocabulary is closed; only allowed-once proceeds, and an ask
 // is bounded by Options.AnswerTimeout.
 //
