@@ -236,13 +236,18 @@ func (a *ACPAnswerer) read(lr *lineReader) {
 // methods); a notification is skipped.
 func (a *ACPAnswerer) message(line []byte) {
 	var m message
-	if err := profiles.DecodeStrict(line, &m); err != nil || m.JSONRPC != "2.0" {
-		// A response that is not exactly JSON-RPC still settles its
-		// request, unavailable, when its id can be read.
-		var loose struct {
-			ID string `json:"id"`
-		}
-		if isResponse(line) && json.Unmarshal(line, &loose) == nil && a.settle(loose.ID, acpReply{escalate.Unavailable, fmt.Errorf("acp: a malformed response: %v", err)}) {
+	err := profiles.DecodeStrict(line, &m)
+	if err == nil && m.JSONRPC != "2.0" {
+		err = fmt.Errorf("jsonrpc %q: want \"2.0\"", m.JSONRPC)
+	}
+	if err != nil {
+		// A line without a method that names a pending request by its id
+		// settles it, unavailable: a malformed answer denies at once
+		// rather than at the timeout (and this leniency can only deny).
+		var loose map[string]json.RawMessage
+		var id string
+		if json.Unmarshal(line, &loose) == nil && loose["method"] == nil && json.Unmarshal(loose["id"], &id) == nil &&
+			a.settle(id, acpReply{escalate.Unavailable, fmt.Errorf("acp: a malformed response: %v", err)}) {
 			return
 		}
 		a.logf("acp: a malformed message from the ACP client: %v", err)

@@ -137,6 +137,9 @@ func TestACPAnswers(t *testing.T) {
 		{"unknown outcome", `{"outcome": {"outcome": "allowed"}}`, "unavailable"},
 		{"flat outcome", `{"outcome": "selected", "optionId": "allow-once"}`, "unavailable"},
 		{"null result", `null`, "unavailable"},
+		{"not JSON-RPC 2.0", `line:{"jsonrpc": "1.0", "id": "ID", "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}`, "unavailable"},
+		{"duplicate id", `line:{"jsonrpc": "2.0", "id": "x", "id": "ID", "result": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}`, "unavailable"},
+		{"case-variant key", `line:{"jsonrpc": "2.0", "id": "ID", "RESULT": {"outcome": {"outcome": "selected", "optionId": "allow-once"}}}`, "unavailable"},
 		{"result and error", `{"outcome": {"outcome": "selected", "optionId": "allow-once"}}, "error": {"code": 1, "message": "x"}`, "unavailable"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -156,9 +159,12 @@ func TestACPAnswers(t *testing.T) {
 			if opts, _ := json.Marshal(p["options"]); string(opts) != `[{"kind":"allow_once","name":"Allow once","optionId":"allow-once"},{"kind":"reject_once","name":"Reject","optionId":"reject-once"}]` {
 				t.Fatalf("options %s", opts)
 			}
-			if tt.result == "" {
+			switch {
+			case tt.result == "":
 				f.send(fmt.Sprintf(`{"jsonrpc": "2.0", "id": %q, "error": {"code": -32603, "message": "no"}}`, req["id"]))
-			} else {
+			case strings.HasPrefix(tt.result, "line:"): // a whole line, its id ID
+				f.send(strings.ReplaceAll(strings.TrimPrefix(tt.result, "line:"), "ID", req["id"].(string)))
+			default:
 				f.reply(req["id"], tt.result)
 			}
 			m := c.wait(pending)
