@@ -49,6 +49,10 @@ go test -c -o "$dir/sandbox.test" ./sandbox
 mkdir -p "$dir/clients" "$dir/docs"
 cp -r clients/python "$dir/clients/python"
 cp -r docs/schema "$dir/docs/schema"
+# The ACP client of the integration tests (testdata/acp from the test's
+# directory), with the SDK when .ci/run installed it.
+mkdir -p "$dir/testdata"
+cp -r integration/testdata/acp "$dir/testdata/acp"
 chmod -R a+rx "$dir"
 home=$(getent passwd "$user" | cut -d: -f6)
 echo "== integration tests as $user (uid $(id -u "$user"))"

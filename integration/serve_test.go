@@ -58,6 +58,12 @@ func (l *lockedBuffer) String() string {
 
 func startServer(t *testing.T, args ...string) *server {
 	t.Helper()
+	return startServerFiles(t, nil, args...)
+}
+
+// startServerFiles is startServer with files inherited from fd 3 on.
+func startServerFiles(t *testing.T, files []*os.File, args ...string) *server {
+	t.Helper()
 	if !slices.Contains(args, "--state-dir") && !slices.Contains(args, "--ephemeral") {
 		// Each server its own state: a shared default would pile up
 		// sessions from every run, each replayed at the next start.
@@ -66,6 +72,7 @@ func startServer(t *testing.T, args ...string) *server {
 	cmd := exec.Command(sbxBin, append([]string{"serve"}, args...)...)
 	cmd.Env = baseEnv()
 	cmd.Dir = t.TempDir()
+	cmd.ExtraFiles = files
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

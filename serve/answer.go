@@ -20,6 +20,10 @@ type Question struct {
 	// what runs (no "shell" spec rewrites it, no fs change): nil
 	// otherwise, never a guess.
 	Command []string `json:"command,omitempty"`
+	// ACPSessionID is the ACP session the session is bound to
+	// (session/open's acp_session_id), "" when none: only then does the
+	// ACP answerer claim the question.
+	ACPSessionID string `json:"acp_session_id,omitempty"`
 	escalate.ApprovalRequest
 }
 
@@ -172,7 +176,7 @@ func (a *approval) answer(ctx context.Context, req escalate.ApprovalRequest) esc
 				ch <- result{err: fmt.Errorf("answerer panicked: %v", r)}
 			}
 		}()
-		o, err := a.answerer.Answer(askCtx, Question{SessionID: a.sess.id, TurnID: a.turnID, Command: a.command, ApprovalRequest: req})
+		o, err := a.answerer.Answer(askCtx, Question{SessionID: a.sess.id, TurnID: a.turnID, Command: a.command, ACPSessionID: a.sess.acpSessionID, ApprovalRequest: req})
 		ch <- result{o, err}
 	}()
 	select {

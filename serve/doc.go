@@ -16,10 +16,11 @@
 // the ClientAnswerer (approval/requested to the clients that declare
 // approvals, their responses read strictly and routed by rpc id), the
 // TerminalAnswerer and the --approver program (Always around an
-// ApproverAnswerer), and the WebAnswerer, a browser panel on loopback
+// ApproverAnswerer), the WebAnswerer, a browser panel on loopback
 // (WebAnswerer.ListenWeb, then WebPanel.Serve) that answers the client
-// answerer's pending approvals through its settling path. An ACP bridge
-// is one more entry.
+// answerer's pending approvals through its settling path, and the
+// ACPAnswerer (session/request_permission to an Agent Client Protocol
+// client, for the calls of sessions opened with acp_session_id).
 // The outcome vocabulary is closed; only allowed-once proceeds, and an ask
 // is bounded by Options.AnswerTimeout.
 //

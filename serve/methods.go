@@ -142,6 +142,7 @@ type openParams struct {
 	ApprovalPolicy  *profiles.ApprovalPolicy `json:"approval_policy"`
 	Guard           string                   `json:"guard"`
 	ParentSessionID string                   `json:"parent_session_id"`
+	ACPSessionID    *string                  `json:"acp_session_id"`
 }
 
 // openedRecord is session/opened's data: every fact pinned at open, so
@@ -156,6 +157,9 @@ type openedRecord struct {
 	Preset          string                  `json:"preset"`
 	Guard           string                  `json:"guard,omitempty"`
 	ParentSessionID string                  `json:"parent_session_id,omitempty"`
+	// ACPSessionID binds the session to an ACP session: the ACP answerer
+	// asks only about its calls.
+	ACPSessionID string `json:"acp_session_id,omitempty"`
 }
 
 func (s *Server) openSession(params json.RawMessage) (any, *Error) {
@@ -198,6 +202,12 @@ func (s *Server) openSession(params json.RawMessage) (any, *Error) {
 			return nil, e
 		}
 	}
+	if p.ACPSessionID != nil {
+		if *p.ACPSessionID == "" {
+			return nil, paramError("acp_session_id", errors.New("must not be empty (leave it out for a session bound to no ACP session)"))
+		}
+		rec.ACPSessionID = *p.ACPSessionID
+	}
 	if _, err := escalate.LoadGuard(rec.Guard); err != nil {
 		return nil, paramError("guard", err)
 	}
@@ -224,7 +234,7 @@ func (s *Server) openSession(params json.RawMessage) (any, *Error) {
 	}
 	sess := &session{id: rec.SessionID, log: log, cwd: rec.Cwd, environmentID: rec.EnvironmentID, mode: rec.SandboxMode,
 		policy: rec.ApprovalPolicy, explicitMode: rec.ExplicitMode, lastPreset: rec.Preset, guard: rec.Guard,
-		parent: rec.ParentSessionID, grants: map[string]*envGrants{}}
+		parent: rec.ParentSessionID, acpSessionID: rec.ACPSessionID, grants: map[string]*envGrants{}}
 	if err := sess.append(RecSessionOpened, rec); err != nil {
 		return nil, asError(err)
 	}

@@ -87,7 +87,8 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 			return err
 		}
 		*sessp = &session{id: r.SessionID, cwd: r.Cwd, environmentID: r.EnvironmentID, mode: r.SandboxMode, policy: r.ApprovalPolicy,
-			explicitMode: r.ExplicitMode, lastPreset: r.Preset, guard: r.Guard, parent: r.ParentSessionID, grants: map[string]*envGrants{}}
+			explicitMode: r.ExplicitMode, lastPreset: r.Preset, guard: r.Guard, parent: r.ParentSessionID,
+			acpSessionID: r.ACPSessionID, grants: map[string]*envGrants{}}
 	case RecPresetIntent:
 		var r intentRecord
 		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {

@@ -37,7 +37,10 @@ type session struct {
 	lastPreset string
 	guard      string
 	parent     string
-	turn       *turn
+	// acpSessionID is the ACP session the session is bound to, pinned at
+	// open ("" when none).
+	acpSessionID string
+	turn         *turn
 	// grants are the stored grants, by environment id.
 	grants map[string]*envGrants
 	// replay is what Restore left to settle (nil once served).

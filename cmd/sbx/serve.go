@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -23,7 +24,7 @@ func init() {
 	register("serve", command{summary: "serve sessions, turns, grants and exec calls over JSON-RPC (stdio or a unix socket)", run: serveCmd})
 }
 
-const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--answerers LIST] [--approver CMD | --approve-on-terminal] [--web 127.0.0.1:PORT] [--answer-timeout DURATION] [--max-message BYTES]
+const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--answerers LIST] [--approver CMD | --approve-on-terminal] [--web 127.0.0.1:PORT] [--acp-socket PATH | --acp-fd N] [--answer-timeout DURATION] [--max-message BYTES]
 
 Serves the sbx protocol (docs/serve.md): JSON-RPC 2.0, one JSON object per
 line, on stdin/stdout, or with --listen on a unix socket made with mode 0600
@@ -55,10 +56,16 @@ the approval is unavailable and the call denied. The answerers:
             claims when the terminal can be opened
   web       the browser panel of --web; claims while a panel is open
   approver  the --approver CMD program (as sbx run --approver); claims all
-Without --answerers: client, then web with --web, then approver with
---approver, else terminal when stdin and stderr are terminals and the
-server is on --listen (or with --approve-on-terminal). A hung answerer is
-denied after --answer-timeout (default 10m).
+  acp       an Agent Client Protocol client (an editor), asked with
+            session/request_permission over --acp-socket PATH (a unix
+            socket it listens on) or --acp-fd N (an inherited socket,
+            already connected); claims the calls of sessions opened with
+            acp_session_id, while the connection is up
+Without --answerers: acp first when --acp-socket or --acp-fd is given,
+then client, then web with --web, then approver with --approver, else
+terminal when stdin and stderr are terminals and the server is on --listen
+(or with --approve-on-terminal). A hung answerer is denied after
+--answer-timeout (default 10m).
 
 --web 127.0.0.1:PORT (or [::1]:PORT; port 0 picks one) serves the browser
 panel on loopback: the pending approvals as cards with Reject and Allow
@@ -71,10 +78,11 @@ Examples:
   sbx serve                                   # one client on stdio
   sbx serve --listen "$XDG_RUNTIME_DIR/sbx.sock" --approver /usr/local/bin/approve
   sbx serve --listen "$XDG_RUNTIME_DIR/sbx.sock" --web 127.0.0.1:0
+  sbx serve --acp-socket "$XDG_RUNTIME_DIR/editor-acp.sock"
 
 Exit status: 0 after shutdown and exit (or end of input on stdin), 1 after
-an exit without shutdown, 125 bad flags or a socket (or --web's port)
-that cannot be made.
+an exit without shutdown, 125 bad flags, a socket (or --web's port) that
+cannot be made or an ACP client that cannot be reached.
 
 Flags:
 `
@@ -84,8 +92,10 @@ func serveCmd(args []string, stdio Stdio) int {
 	listen := fs.String("listen", "", "serve on a unix socket at `PATH` (mode 0600) instead of stdio")
 	approver := fs.String("approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout)")
 	onTerminal := fs.Bool("approve-on-terminal", false, "put the terminal answerer in the default waterfall, stdio or not")
-	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, web, approver, in order")
+	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, web, approver, acp, in order")
 	webAddr := fs.String("web", "", "serve the browser approval panel on `127.0.0.1:PORT` or [::1]:PORT (loopback only)")
+	acpSocket := fs.String("acp-socket", "", "ask the ACP client listening on the unix socket at `PATH` (the acp answerer)")
+	acpFD := fs.String("acp-fd", "", "ask the ACP client connected to the inherited socket `N` (the acp answerer)")
 	answerTimeout := fs.Duration("answer-timeout", serve.DefaultAnswerTimeout, "deny an approval its answerer has not answered within `DURATION`")
 	stateDir := fs.String("state-dir", "", "keep the sessions' logs in `DIR` (default $XDG_STATE_HOME/sbx, else ~/.local/state/sbx)")
 	ephemeral := fs.Bool("ephemeral", false, "keep the sessions' logs in memory only: nothing survives the server")
@@ -122,11 +132,30 @@ func serveCmd(args []string, stdio Stdio) int {
 			return ExitRefused
 		}
 	}
+	acpGiven := *acpSocket != "" || *acpFD != ""
+	if *acpSocket != "" && *acpFD != "" {
+		fmt.Fprintln(stdio.Err, "sbx serve: --acp-socket and --acp-fd: give one or the other")
+		return ExitRefused
+	}
 	names := strings.Split(*answerers, ",")
 	if *answerers == "" {
-		names = defaultAnswerers(*approver != "", *webAddr != "", *onTerminal || *listen != "" && stdioTerminals(stdio))
+		names = defaultAnswerers(*approver != "", *webAddr != "", *onTerminal || *listen != "" && stdioTerminals(stdio), acpGiven)
 	}
-	client, web, waterfall, err := buildWaterfall(names, *approver, *webAddr != "")
+	if err := checkAnswerers(names, *approver, *webAddr != "", acpGiven); err != nil {
+		fmt.Fprintf(stdio.Err, "sbx serve: --answerers: %v\n", err)
+		return ExitRefused
+	}
+	var acp *serve.ACPAnswerer
+	if acpGiven {
+		conn, err := acpConn(*acpSocket, *acpFD)
+		if err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: %v\n", err)
+			return ExitRefused
+		}
+		acp = serve.NewACPAnswerer(conn, int(limit), func(format string, a ...any) { fmt.Fprintf(stdio.Err, "sbx serve: "+format+"\n", a...) })
+		defer acp.Close()
+	}
+	client, web, waterfall, err := buildWaterfall(names, *approver, *webAddr != "", acp)
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "sbx serve: --answerers: %v\n", err)
 		return ExitRefused
@@ -217,23 +246,50 @@ func serveCmd(args []string, stdio Stdio) int {
 	return 0
 }
 
-// defaultAnswerers is the waterfall without --answerers: the client, then
-// the browser panel with --web (it claims only while a panel is open, so
-// it goes before the answerers that claim whenever they can), then the
-// --approver program when there is one, else the terminal when one is
-// there to be asked.
-func defaultAnswerers(approver, web, terminal bool) []string {
-	names := []string{"client"}
+// defaultAnswerers is the waterfall without --answerers: the ACP client
+// when one is connected (it claims only the calls of sessions bound to
+// its ACP sessions, which a runtime binds because that editor's user is
+// to answer them), the client, then the browser panel with --web (it
+// claims only while a panel is open, so it goes before the answerers that
+// claim whenever they can), then the --approver program when there is
+// one, else the terminal when one is there to be asked.
+func defaultAnswerers(approver, web, terminal, acp bool) []string {
+	var names []string
+	if acp {
+		names = append(names, "acp")
+	}
+	names = append(names, "client")
 	if web {
 		names = append(names, "web")
 	}
 	switch {
 	case approver:
-		return append(names, "approver")
+		names = append(names, "approver")
 	case terminal:
-		return append(names, "terminal")
+		names = append(names, "terminal")
 	}
 	return names
+}
+
+// acpConn connects to the ACP client: the unix socket at path, else the
+// inherited fd. The error names the flag.
+func acpConn(path, fd string) (*os.File, error) {
+	if path != "" {
+		f, err := serve.DialACP(path)
+		if err != nil {
+			return nil, fmt.Errorf("--acp-socket: %w", err)
+		}
+		return f, nil
+	}
+	n, err := strconv.Atoi(fd)
+	if err != nil {
+		return nil, fmt.Errorf("--acp-fd: %q is not a file descriptor number", fd)
+	}
+	f, err := serve.ACPFile(n)
+	if err != nil {
+		return nil, fmt.Errorf("--acp-fd: %w", err)
+	}
+	return f, nil
 }
 
 // stdioTerminals: a person sits at sbx serve's stdin and stderr. On stdio
@@ -247,45 +303,71 @@ func stdioTerminals(stdio Stdio) bool {
 	return ok && host.IsTerminal(errf)
 }
 
-// buildWaterfall makes the answerers of names, in order. An unknown or
-// repeated name, approver without --approver, --approver without approver,
-// web without --web or --web without web is refused. client is the client
-// answerer when named, web the browser panel's; they share one set of
-// pending approvals.
-func buildWaterfall(names []string, approver string, webFlag bool) (client *serve.ClientAnswerer, web *serve.WebAnswerer, w serve.Waterfall, err error) {
+// checkAnswerers refuses an unknown or repeated name, approver without
+// --approver, --approver without approver, web without --web, --web
+// without web, acp without --acp-socket or --acp-fd (acp: one is given),
+// and one of those without acp.
+func checkAnswerers(names []string, approver string, web, acp bool) error {
 	seen := map[string]bool{}
-	board := serve.NewClientAnswerer()
 	for _, n := range names {
 		if seen[n] {
-			return nil, nil, nil, fmt.Errorf("%q is named twice", n)
+			return fmt.Errorf("%q is named twice", n)
 		}
 		seen[n] = true
+		switch n {
+		case "client", "terminal":
+		case "approver":
+			if approver == "" {
+				return errors.New("approver needs --approver CMD")
+			}
+		case "web":
+			if !web {
+				return errors.New("web needs --web 127.0.0.1:PORT")
+			}
+		case "acp":
+			if !acp {
+				return errors.New("acp needs --acp-socket PATH or --acp-fd N")
+			}
+		default:
+			return fmt.Errorf("unknown answerer %q (want client, terminal, web, approver, acp)", n)
+		}
+	}
+	if approver != "" && !seen["approver"] {
+		return errors.New("--approver CMD is given but approver is not in the list")
+	}
+	if web && !seen["web"] {
+		return errors.New("--web is given but web is not in the list")
+	}
+	if acp && !seen["acp"] {
+		return errors.New("--acp-socket or --acp-fd is given but acp is not in the list")
+	}
+	return nil
+}
+
+// buildWaterfall makes the answerers of names, in order, as checkAnswerers
+// allows them; acp is the connected ACP answerer (nil: none). client is
+// the client answerer when named, web the browser panel's; they share one
+// set of pending approvals.
+func buildWaterfall(names []string, approver string, webFlag bool, acp *serve.ACPAnswerer) (client *serve.ClientAnswerer, web *serve.WebAnswerer, w serve.Waterfall, err error) {
+	if err := checkAnswerers(names, approver, webFlag, acp != nil); err != nil {
+		return nil, nil, nil, err
+	}
+	board := serve.NewClientAnswerer()
+	for _, n := range names {
 		switch n {
 		case "client":
 			client = board
 			w = append(w, client)
 		case "web":
-			if !webFlag {
-				return nil, nil, nil, errors.New("web needs --web 127.0.0.1:PORT")
-			}
 			web = serve.NewWebAnswerer(board)
 			w = append(w, web)
 		case "terminal":
 			w = append(w, serve.TerminalAnswerer{})
 		case "approver":
-			if approver == "" {
-				return nil, nil, nil, errors.New("approver needs --approver CMD")
-			}
 			w = append(w, serve.Always{Answerer: serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: strings.Fields(approver)}}})
-		default:
-			return nil, nil, nil, fmt.Errorf("unknown answerer %q (want client, terminal, web, approver)", n)
+		case "acp":
+			w = append(w, acp)
 		}
-	}
-	if approver != "" && !seen["approver"] {
-		return nil, nil, nil, errors.New("--approver CMD is given but approver is not in the list")
-	}
-	if webFlag && !seen["web"] {
-		return nil, nil, nil, errors.New("--web is given but web is not in the list")
 	}
 	return client, web, w, nil
 }

@@ -158,11 +158,14 @@ class Server:
 
     def open_session(self, cwd: str, *, session_id: Optional[str] = None, preset: Optional[str] = None,
                      sandbox_mode: Optional[str] = None, approval_policy: Optional[str] = None,
-                     environment_id: Optional[str] = None, guard: Optional[str] = None) -> str:
-        """Opens a session and returns its id."""
+                     environment_id: Optional[str] = None, guard: Optional[str] = None,
+                     acp_session_id: Optional[str] = None) -> str:
+        """Opens a session and returns its id. acp_session_id binds it to an ACP session: the server's
+        acp answerer asks that ACP client about its calls (docs/serve.md, "ACP")."""
         params: Dict[str, Any] = {"cwd": cwd}
         for k, v in (("session_id", session_id), ("preset", preset), ("sandbox_mode", sandbox_mode),
-                     ("approval_policy", approval_policy), ("environment_id", environment_id), ("guard", guard)):
+                     ("approval_policy", approval_policy), ("environment_id", environment_id), ("guard", guard),
+                     ("acp_session_id", acp_session_id)):
             if v is not None:
                 params[k] = v
         return self.request("session/open", params)["session_id"]
