@@ -153,7 +153,7 @@ export class Server {
     });
   }
 
-  async openSession(cwd: string, opts: { session_id?: string; preset?: string; sandbox_mode?: string; approval_policy?: string; environment_id?: string; guard?: string } = {}): Promise<string> {
+  async openSession(cwd: string, opts: { session_id?: string; preset?: string; sandbox_mode?: string; approval_policy?: string; environment_id?: string; guard?: string; acp_session_id?: string } = {}): Promise<string> {
     const r = (await this.request("session/open", { cwd, ...opts })) as { session_id: string };
     return r.session_id;
   }
