@@ -258,15 +258,7 @@ func TestACPCancel(t *testing.T) {
 			out := t.TempDir()
 			pending := c.start("exec", escalating("s", turn, "c1", ws, out))
 			req := f.next("session/request_permission")
-			if how == "exec/cancel" {
-				c.ok("exec/cancel", map[string]any{"call_id": "c1"})
-				cancelled(t, c.wait(pending), OutcomeAbortedBeforeDispatch)
-			} else {
-				c.ok("turn/end", map[string]any{"session_id": "s", "turn_id": turn})
-				if code, data := errorOf(t, "exec", c.wait(pending)); code != CodeDenied || data["outcome"] != "cancelled" {
-					t.Errorf("%d %v", code, data)
-				}
-			}
+			cancelAsk(t, c, how, turn, pending)
 			w := f.next("$/cancel_request")
 			if p := w["params"].(map[string]any); len(p) != 1 || p["requestId"] != req["id"] || w["id"] != nil {
 				t.Errorf("$/cancel_request %v", w)

@@ -252,6 +252,22 @@ func TestClientRace(t *testing.T) {
 	}
 }
 
+// cancelAsk cancels call c1 of session s while its approval is being asked,
+// how: "exec/cancel" (the call is aborted before dispatch) or "turn/end"
+// (the approval settles cancelled, the call is denied).
+func cancelAsk(t *testing.T, c *client, how, turn string, pending chan map[string]any) {
+	t.Helper()
+	if how == "exec/cancel" {
+		c.ok("exec/cancel", map[string]any{"call_id": "c1"})
+		cancelled(t, c.wait(pending), OutcomeAbortedBeforeDispatch)
+		return
+	}
+	c.ok("turn/end", map[string]any{"session_id": "s", "turn_id": turn})
+	if code, data := errorOf(t, "exec", c.wait(pending)); code != CodeDenied || data["outcome"] != "cancelled" {
+		t.Errorf("%d %v", code, data)
+	}
+}
+
 // TestClientCancelDuringAsk: a cancellation while the client is asked
 // settles the approval cancelled; the request is withdrawn
 // ($/cancelRequest) and an answer after it is refused as expired.
@@ -263,15 +279,7 @@ func TestClientCancelDuringAsk(t *testing.T) {
 			out := t.TempDir()
 			pending := c.start("exec", escalating("s", turn, "c1", ws, out))
 			req := c.note("approval/requested")
-			if how == "exec/cancel" {
-				c.ok("exec/cancel", map[string]any{"call_id": "c1"})
-				cancelled(t, c.wait(pending), OutcomeAbortedBeforeDispatch)
-			} else {
-				c.ok("turn/end", map[string]any{"session_id": "s", "turn_id": turn})
-				if code, data := errorOf(t, "exec", c.wait(pending)); code != CodeDenied || data["outcome"] != "cancelled" {
-					t.Errorf("%d %v", code, data)
-				}
-			}
+			cancelAsk(t, c, how, turn, pending)
 			if w := c.note("$/cancelRequest")["params"].(map[string]any); w["id"] != req["id"] {
 				t.Errorf("$/cancelRequest %v", w)
 			}
