@@ -105,11 +105,7 @@ func Run(ctx context.Context, req *Request, opt Options) (Response, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	o := execjson.Options{Env: env, Raw: raw}
-	if opt.Events != nil {
-		o.Events = opt.Events
-	}
-	return execjson.Exec(ctx, req, o)
+	return execjson.Exec(ctx, req, execjson.Options{Env: env, Raw: raw, Events: opt.Events})
 }
 
 // FS makes the one file-system change of req.FS under the sandbox the
