@@ -1,0 +1,208 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/profiles"
+)
+
+// procReadOnly are the parts of a procfs that change the whole machine,
+// not the call's processes: bind-mounted read-only over the call's procfs,
+// as bubblewrap does, so that even a command that kept a capability (or a
+// kernel without Landlock) cannot write sysctls or trigger SysRq.
+var procReadOnly = []string{"/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus"}
+
+func protectProc() error {
+	for _, path := range procReadOnly {
+		err := bindReadOnly(path)
+		if errors.Is(err, unix.ENOENT) {
+			continue // the kernel has no such entry (no CONFIG_PROC_SYSCTL, no IRQs shown)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountProcHere mounts a procfs on /proc from the calling process, which
+// is inside the call's PID namespace (the stage, its PID 1).
+func mountProcHere() error {
+	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mount proc: %w", err)
+	}
+	return nil
+}
+
+// mask hides path: a directory under an empty read-only tmpfs, anything
+// else under a read-only bind of /dev/null.
+func mask(path string) error {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return fmt.Errorf("mask %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
+		if err := unix.Mount("sbx-mask", path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=0,mode=0500"); err != nil {
+			return fmt.Errorf("mask %s: mount tmpfs: %w", path, err)
+		}
+		return nil
+	}
+	if err := unix.Mount("/dev/null", path, "", unix.MS_BIND, ""); err != nil {
+		return fmt.Errorf("mask %s: bind /dev/null: %w", path, err)
+	}
+	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NOEXEC, ""); err != nil {
+		return fmt.Errorf("mask %s: remount read-only: %w", path, err)
+	}
+	return nil
+}
+
+// readOnlyRoot confines writes to the writable roots with mounts, for
+// kernels without Landlock: each root is bind-mounted onto itself (a mount
+// of its own, writable), then every mount outside the roots is remounted
+// read-only. Mounts at or below a root keep their flags. A mount point the
+// caller cannot reach (EACCES, ENOENT) is left: the command cannot reach it
+// either. Any other failure fails the launch rather than run less confined.
+// The flags come from mountinfo, not statfs, so a hung network or FUSE
+// mount is never asked.
+func readOnlyRoot(writeRoots []string) error {
+	for _, w := range writeRoots {
+		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind mount writable root %s: %w", w, err)
+		}
+	}
+	mounts, err := mountPoints()
+	if err != nil {
+		return err
+	}
+	for _, m := range mounts {
+		if profiles.CoveredBy(m.path, writeRoots) {
+			continue
+		}
+		err := remount(m.path, m.locked)
+		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// mountPoint is a mount point and the flags a remount of its top mount
+// must keep.
+type mountPoint struct {
+	path   string
+	locked uintptr
+}
+
+// mountOptionFlags are the per-mount options a remount must repeat: inside
+// a user namespace they are locked, and a remount without them fails.
+var mountOptionFlags = map[string]uintptr{
+	"nosuid": unix.MS_NOSUID, "nodev": unix.MS_NODEV, "noexec": unix.MS_NOEXEC,
+	"noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME, "relatime": unix.MS_RELATIME,
+}
+
+// mountPoints lists the mount points of the calling thread's mount
+// namespace, from /proc/thread-self/mountinfo: the fifth field (with the
+// kernel's octal escapes of space, tab, newline and backslash undone) and
+// the sixth, the per-mount options. Where mounts stack, the last line is
+// the top one, whose flags count.
+func mountPoints() ([]mountPoint, error) {
+	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read-only root: %w", err)
+	}
+	return parseMountinfo(string(b))
+}
+
+func parseMountinfo(b string) ([]mountPoint, error) {
+	var out []mountPoint
+	for _, line := range strings.Split(b, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		p, err := unescapeMountinfo(f[4])
+		if err != nil {
+			return nil, fmt.Errorf("read-only root: mountinfo %q: %w", line, err)
+		}
+		m := mountPoint{path: p}
+		for _, o := range strings.Split(f[5], ",") {
+			m.locked |= mountOptionFlags[o]
+		}
+		if i := slices.IndexFunc(out, func(x mountPoint) bool { return x.path == p }); i >= 0 {
+			out[i] = m
+		} else {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}
+
+func unescapeMountinfo(s string) (string, error) {
+	if !strings.Contains(s, `\`) {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+4 > len(s) {
+			return "", fmt.Errorf("truncated escape %q", s[i:])
+		}
+		n, err := strconv.ParseUint(s[i+1:i+4], 8, 8)
+		if err != nil {
+			return "", fmt.Errorf("escape %q: %w", s[i:i+4], err)
+		}
+		b.WriteByte(byte(n))
+		i += 3
+	}
+	return b.String(), nil
+}
+
+func bindReadOnly(path string) error {
+	if err := unix.Mount(path, path, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind mount %s: %w", path, err)
+	}
+	return remountReadOnly(path)
+}
+
+// remountReadOnly makes the mount at path read-only.
+func remountReadOnly(path string) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(path, &st); err != nil {
+		return fmt.Errorf("statfs %s: %w", path, err)
+	}
+	var locked uintptr
+	for _, f := range []struct{ st, ms uintptr }{
+		{unix.ST_NOSUID, unix.MS_NOSUID}, {unix.ST_NODEV, unix.MS_NODEV}, {unix.ST_NOEXEC, unix.MS_NOEXEC},
+		{unix.ST_NOATIME, unix.MS_NOATIME}, {unix.ST_NODIRATIME, unix.MS_NODIRATIME}, {unix.ST_RELATIME, unix.MS_RELATIME},
+	} {
+		if uintptr(st.Flags)&f.st != 0 {
+			locked |= f.ms
+		}
+	}
+	return remount(path, locked)
+}
+
+// remount makes the mount at path read-only, keeping its locked flags: a
+// remount inside a user namespace must repeat the flags the original mount
+// was locked with (nosuid, nodev, noexec, atime), or it fails.
+func remount(path string, locked uintptr) error {
+	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, ""); err != nil {
+		return fmt.Errorf("remount %s read-only: %w", path, err)
+	}
+	return nil
+}

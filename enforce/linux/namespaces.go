@@ -1,0 +1,123 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// enterNamespaces moves the launcher thread into the new namespaces it is
+// not in yet (done: those a prestarted thread unshared). Network, mount
+// and (for its children) PID namespaces can be unshared by one thread of a
+// multi-threaded process (a user namespace cannot: that uses the stage).
+func enterNamespaces(p *Plan, done int) error {
+	var flags int
+	if p.NewPIDNS {
+		flags |= unix.CLONE_NEWPID
+	}
+	if p.NewNetNS {
+		flags |= unix.CLONE_NEWNET
+	}
+	if p.needsMountNS() {
+		flags |= unix.CLONE_NEWNS
+	}
+	if p.NewUTSNS {
+		flags |= unix.CLONE_NEWUTS
+	}
+	if p.NewIPCNS {
+		flags |= unix.CLONE_NEWIPC
+	}
+	flags &^= done
+	if flags == 0 {
+		return nil
+	}
+	if err := unix.Unshare(flags); err != nil {
+		return fmt.Errorf("unshare: %w", err)
+	}
+	return nil
+}
+
+// privateMounts keeps the mounts of a new mount namespace from
+// propagating back to the host: the first step in it, before any mount.
+func privateMounts(p *Plan) error {
+	if !p.needsMountNS() {
+		return nil
+	}
+	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+		return fmt.Errorf("mount --make-rslave /: %w", err)
+	}
+	return nil
+}
+
+// setupNamespaces brings loopback up in a new network namespace (unless
+// loopback says it is already) and makes the call's mounts, in this order
+// (privateMounts has run): every mount outside the writable roots
+// read-only, the carve-outs read-only, the call's own procfs (mountProc
+// mounts it: init does, for a thread launch), then the guard's masks. It
+// runs in the thread or stage that is already inside those namespaces.
+func setupNamespaces(p *Plan, loopback bool, mountProc func() error) error {
+	if p.NewNetNS && !loopback {
+		if err := loopbackUp(); err != nil {
+			return err
+		}
+	}
+	if !p.needsMountNS() {
+		return nil
+	}
+	if p.ReadOnlyRoot {
+		if err := readOnlyRoot(p.Policy.WriteRoots); err != nil {
+			return err
+		}
+	}
+	for _, path := range p.ReadOnlyMounts {
+		if err := bindReadOnly(path); err != nil {
+			return err
+		}
+	}
+	for _, path := range p.Placeholders {
+		// One that makePlaceholders could not make (the caller may not
+		// write its parent) is absent: the command, with the caller's
+		// uid and no capability, cannot make it either.
+		err := bindReadOnly(path)
+		if err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+	}
+	if p.PrivateProc {
+		if err := mountProc(); err != nil {
+			return err
+		}
+		if err := protectProc(); err != nil {
+			return err
+		}
+	}
+	for _, path := range p.MaskedMounts {
+		if err := mask(path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loopbackUp() error {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("loopback: socket: %w", err)
+	}
+	defer unix.Close(fd)
+	ifr, err := unix.NewIfreq("lo")
+	if err != nil {
+		return fmt.Errorf("loopback: %w", err)
+	}
+	if err := unix.IoctlIfreq(fd, unix.SIOCGIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback: SIOCGIFFLAGS: %w", err)
+	}
+	ifr.SetUint16(ifr.Uint16() | unix.IFF_UP)
+	if err := unix.IoctlIfreq(fd, unix.SIOCSIFFLAGS, ifr); err != nil {
+		return fmt.Errorf("loopback: SIOCSIFFLAGS: %w", err)
+	}
+	return nil
+}
