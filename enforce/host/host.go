@@ -1,6 +1,8 @@
 package host
 
 import (
+	"context"
+	"errors"
 	"time"
 
 	"github.com/sbx-sandbox/sbx/enforce"
@@ -40,6 +42,70 @@ func (c Call) killGrace() time.Duration {
 		return c.KillGrace
 	}
 	return DefaultKillGrace
+}
+
+// backend is what one operating system contributes to a call: Run is the
+// same steps on every OS (prepare, start and wait, the duration, finish,
+// the exit status), and a backend, made for one call by newBackend (in
+// host_<os>.go), fills each in.
+type backend interface {
+	// prepare compiles the call's plan, admits it into rep (see admit)
+	// and subscribes to the signals the call relays. An error refuses the
+	// call: nothing ran.
+	prepare(rep *enforce.Report) error
+	// run starts the command and waits for it, relaying signals and
+	// enforcing the timeout and ctx, then fills rep with what the ended
+	// call measured that counts in its duration. err means the command did
+	// not run; waitErr that waiting for it failed.
+	run(ctx context.Context, rep *enforce.Report) (waitErr, err error)
+	// finish fills rep with what comes after the duration was taken.
+	finish(rep *enforce.Report)
+	// exit fills rep's exit status, once waiting for the command did not
+	// fail.
+	exit(rep *enforce.Report)
+	// close releases what prepare took (the signal subscriptions), on
+	// every path.
+	close()
+}
+
+// Run runs the call and reports its outcome. An error means the command did
+// not run, or waiting for it failed (the report is still filled with what is
+// known). On a platform without a backend nothing runs: an
+// UnsupportedFeatureError and an empty report.
+func Run(ctx context.Context, c Call) (enforce.Report, error) {
+	b, err := newBackend(c)
+	if err != nil {
+		return enforce.Report{}, err
+	}
+	return runOn(ctx, c, b)
+}
+
+// runOn is Run's steps on backend b.
+func runOn(ctx context.Context, c Call, b backend) (enforce.Report, error) {
+	defer b.close()
+	rep := enforce.NewReport(c.Policy.Mode.String())
+	if err := b.prepare(&rep); err != nil {
+		return rep, err
+	}
+	start := time.Now()
+	waitErr, err := b.run(ctx, &rep)
+	if err != nil {
+		if errors.Is(err, ErrStart) {
+			rep.ExitCode = execFailureStatus(err)
+		}
+		return rep, err
+	}
+	rep.DurationMS = time.Since(start).Milliseconds()
+	b.finish(&rep)
+	if waitErr != nil {
+		if errors.Is(waitErr, ErrStart) {
+			// A Linux stage launch finds out only now that the exec failed.
+			rep.ExitCode = execFailureStatus(waitErr)
+		}
+		return rep, waitErr
+	}
+	b.exit(&rep)
+	return rep, nil
 }
 
 // backendPlan is what Explain and Describe show of every backend's Plan.

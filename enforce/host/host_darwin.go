@@ -4,9 +4,8 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"time"
+	"syscall"
 
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/darwin"
@@ -26,47 +25,60 @@ func Compile(c Call) (*darwin.Plan, error) {
 	return plan, err
 }
 
-// Run runs the call under sandbox-exec (or directly for danger-full-access)
-// and reports its outcome. An error means the command did not run (the
-// report is still filled with what is known).
+// execFailureStatus is the exit status of a command that could not be
+// executed.
+func execFailureStatus(err error) int { return darwin.ExecFailureStatus(err) }
+
+// darwinCall is the macOS backend of one call: under sandbox-exec (or
+// directly for danger-full-access).
 //
 // IMPORTANT: unverified on Apple hardware; see enforce/darwin.
-func Run(ctx context.Context, c Call) (enforce.Report, error) {
-	rep := enforce.NewReport(c.Policy.Mode.String())
+type darwinCall struct {
+	c    Call
+	plan *darwin.Plan
+	dlog *darwin.DenialLog
+	sigs *callSignals
+	ws   syscall.WaitStatus
+}
+
+func newBackend(c Call) (backend, error) { return &darwinCall{c: c}, nil }
+
+func (b *darwinCall) prepare(rep *enforce.Report) error {
+	c := b.c
 	plan, err := Compile(c)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	if err := admit(&rep, plan, c); err != nil {
-		return rep, err
+	b.plan = plan
+	if err := admit(rep, plan, c); err != nil {
+		return err
 	}
-	var dlog *darwin.DenialLog
 	if plan.Launch == darwin.LaunchSandboxExec {
 		// Attached before the start, so the command's first denial is seen.
-		if dlog, err = darwin.StartDenialLog(); err != nil {
+		if b.dlog, err = darwin.StartDenialLog(); err != nil {
 			d := enforce.Downgrade{Feature: "denial-reports", Reason: err.Error() + ": operations the sandbox blocks are not reported"}
 			rep.Degraded = append(rep.Degraded, d)
 			if err := enforce.CheckRequired(c.Require, []enforce.Downgrade{d}); err != nil {
-				return rep, err
+				return err
 			}
 		}
 	}
-	sigs := subscribeSignals(c)
-	defer sigs.stop()
-	sigs.wait()
-	start := time.Now()
-	proc, err := darwin.Start(plan, c.Cmd)
+	b.sigs = subscribeSignals(c)
+	b.sigs.wait()
+	return nil
+}
+
+func (b *darwinCall) run(ctx context.Context, rep *enforce.Report) (waitErr, err error) {
+	c := b.c
+	proc, err := darwin.Start(b.plan, c.Cmd)
 	if err != nil {
-		if dlog != nil {
-			dlog.Finish(c.Policy)
+		if b.dlog != nil {
+			b.dlog.Finish(c.Policy)
 		}
-		if errors.Is(err, darwin.ErrStart) {
-			rep.ExitCode = darwin.ExecFailureStatus(err)
-		}
-		return rep, err
+		return nil, err
 	}
-	if dlog != nil {
-		if err := dlog.Track(proc.Pid); err != nil {
+	if b.dlog != nil {
+		if err := b.dlog.Track(proc.Pid); err != nil {
 			// Too late to refuse: the command runs. Without the tree only
 			// the first process's denials could be told apart, so none are
 			// kept.
@@ -74,24 +86,31 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 				Reason: err.Error() + ": operations the sandbox blocks are not reported"})
 		}
 	}
-	ws, ru, waitErr := waitCall(ctx, c, proc, sigs, &rep)
+	ws, ru, waitErr := waitCall(ctx, c, proc, b.sigs, rep)
+	b.ws = ws
 	// Darwin's ru_maxrss is in bytes.
 	rep.Resources = enforce.Resources{Mechanism: "none", Limits: c.Limits, PeakMemoryBytes: ru.Maxrss,
 		PeakMemorySource: "rusage", CPUTimeMS: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
-	rep.DurationMS = time.Since(start).Milliseconds()
-	if dlog != nil {
-		ds, dropped := dlog.Finish(c.Policy)
+	return waitErr, nil
+}
+
+func (b *darwinCall) finish(rep *enforce.Report) {
+	if b.dlog != nil {
+		ds, dropped := b.dlog.Finish(b.c.Policy)
 		rep.Denials = append(rep.Denials, ds...)
 		if dropped > 0 {
 			rep.Degraded = append(rep.Degraded, enforce.Downgrade{Feature: "denial-reports",
 				Reason: fmt.Sprintf("%d more denials were seen but not listed", dropped)})
 		}
 	}
-	if waitErr != nil {
-		return rep, waitErr
+}
+
+func (b *darwinCall) exit(rep *enforce.Report) { setExit(rep, b.ws) }
+
+func (b *darwinCall) close() {
+	if b.sigs != nil {
+		b.sigs.stop()
 	}
-	setExit(&rep, ws)
-	return rep, nil
 }
 
 // Doctor probes what this Mac can enforce.

@@ -6,7 +6,6 @@ import (
 	"os"
 	"slices"
 	"syscall"
-	"time"
 
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/linux"
@@ -45,32 +44,51 @@ func compileFor(c Call, sys linux.System) (*linux.Plan, error) {
 	return plan, nil
 }
 
-// Run runs the call and reports its outcome. An error means the command did
-// not run (the report is still filled with what is known).
-func Run(ctx context.Context, c Call) (enforce.Report, error) {
-	rep := enforce.NewReport(c.Policy.Mode.String())
-	sigs := subscribeSignals(c)
-	defer sigs.stop()
-	sys := linux.Probe()
-	plan, err := compileFor(c, sys)
+// execFailureStatus is the exit status of a command that could not be
+// executed.
+func execFailureStatus(err error) int { return linux.ExecFailureStatus(err) }
+
+// linuxCall is the Linux backend of one call.
+type linuxCall struct {
+	c    Call
+	sigs *callSignals
+	sys  linux.System
+	plan *linux.Plan
+	proc *linux.Process
+	ws   syscall.WaitStatus
+}
+
+func newBackend(c Call) (backend, error) { return &linuxCall{c: c}, nil }
+
+// prepare subscribes to the signals first, so that the subscription's round
+// trips overlap the compile.
+func (b *linuxCall) prepare(rep *enforce.Report) error {
+	c := b.c
+	b.sigs = subscribeSignals(c)
+	b.sys = linux.Probe()
+	plan, err := compileFor(c, b.sys)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	err = admit(&rep, plan, c)
+	b.plan = plan
+	err = admit(rep, plan, c)
 	rep.Enforcement.PTY = c.Cmd.Terminal
 	if err != nil {
-		return rep, err
+		return err
 	}
-	sigs.wait()
-	start := time.Now()
+	b.sigs.wait()
+	return nil
+}
+
+func (b *linuxCall) run(ctx context.Context, rep *enforce.Report) (waitErr, err error) {
+	c, plan, sys := b.c, b.plan, b.sys
 	var ws syscall.WaitStatus
 	var ru syscall.Rusage
-	var waitErr error
 	var proc *linux.Process
 	for fellBack := false; ; fellBack = true {
 		proc, err = linux.Start(plan, c.Cmd)
 		if err == nil {
-			ws, ru, waitErr = waitCall(ctx, c, proc, sigs, &rep)
+			ws, ru, waitErr = waitCall(ctx, c, proc, b.sigs, rep)
 		}
 		// The sysctls allowed a user namespace, the kernel did not (a
 		// container's seccomp profile, an outer sandbox: its uid map
@@ -89,20 +107,18 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 			proc.EndSupervision()
 		}
 		if plan, err = compileFor(c, sys.WithoutUserNS(nsErr)); err != nil {
-			return rep, err
+			return nil, err
 		}
-		rep = enforce.NewReport(c.Policy.Mode.String())
-		if err = admit(&rep, plan, c); err != nil {
-			return rep, err
+		*rep = enforce.NewReport(c.Policy.Mode.String())
+		if err = admit(rep, plan, c); err != nil {
+			return nil, err
 		}
 		rep.Enforcement.PTY = c.Cmd.Terminal
 	}
 	if err != nil {
-		if errors.Is(err, linux.ErrStart) {
-			rep.ExitCode = linux.ExecFailureStatus(err)
-		}
-		return rep, err
+		return nil, err
 	}
+	b.plan, b.proc, b.ws = plan, proc, ws
 	rep.Resources = proc.Resources(ru)
 	sv := proc.EndSupervision()
 	rep.Denials = append(rep.Denials, sv.Denials...)
@@ -114,19 +130,22 @@ func Run(ctx context.Context, c Call) (enforce.Report, error) {
 		rep.Degraded = append(rep.Degraded[:0], plan.UnsupervisedDowngrades()...)
 		rep.Degraded = append(rep.Degraded, sv.Downgrades...)
 	}
-	rep.DurationMS = time.Since(start).Milliseconds()
-	if waitErr != nil {
-		if errors.Is(waitErr, linux.ErrStart) {
-			// A stage launch finds out only now that the exec failed.
-			rep.ExitCode = linux.ExecFailureStatus(waitErr)
-		}
-		return rep, waitErr
-	}
-	setExit(&rep, ws)
-	if rep.KilledBy == "" && ws.Signaled() && ws.Signal() == syscall.SIGKILL && rep.Resources.OOMKills > 0 {
+	return waitErr, nil
+}
+
+func (b *linuxCall) finish(rep *enforce.Report) {}
+
+func (b *linuxCall) exit(rep *enforce.Report) {
+	setExit(rep, b.ws)
+	if rep.KilledBy == "" && b.ws.Signaled() && b.ws.Signal() == syscall.SIGKILL && rep.Resources.OOMKills > 0 {
 		rep.KilledBy = "memory"
 	}
-	return rep, nil
+}
+
+func (b *linuxCall) close() {
+	if b.sigs != nil {
+		b.sigs.stop()
+	}
 }
 
 // StageCommand is the hidden subcommand that runs StageMain.

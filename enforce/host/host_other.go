@@ -3,7 +3,6 @@
 package host
 
 import (
-	"context"
 	"runtime"
 
 	"github.com/sbx-sandbox/sbx/enforce"
@@ -12,9 +11,13 @@ import (
 // ErrStart marks a failure of the exec itself.
 var ErrStart = enforce.ErrNotSupported
 
-// Run is not available on this platform yet: nothing runs unsandboxed.
-func Run(ctx context.Context, c Call) (enforce.Report, error) {
-	return enforce.Report{}, &enforce.UnsupportedFeatureError{Feature: "sandbox", Reason: "no backend for " + runtime.GOOS + " yet"}
+// execFailureStatus is never needed here: nothing starts.
+func execFailureStatus(err error) int { return 126 }
+
+// newBackend refuses: there is no backend for this platform yet, and
+// nothing runs unsandboxed.
+func newBackend(c Call) (backend, error) {
+	return nil, &enforce.UnsupportedFeatureError{Feature: "sandbox", Reason: "no backend for " + runtime.GOOS + " yet"}
 }
 
 // Doctor reports that this platform has no backend yet.

@@ -4,10 +4,8 @@ package host
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/windows"
@@ -27,45 +25,64 @@ func Compile(c Call) (*windows.Plan, error) {
 	return windows.Compile(c.Policy, opts)
 }
 
-// Run runs the call in a job with a write-restricted token (or sbx's own
-// token for danger-full-access) and reports its outcome. An error means the
-// command did not run (the report is still filled with what is known).
+// execFailureStatus is the exit status of a command whose process could
+// not be created.
+func execFailureStatus(err error) int { return windows.ExecFailureStatus(err) }
+
+// windowsCall is the Windows backend of one call: in a job with a
+// write-restricted token (or sbx's own token for danger-full-access).
 //
 // IMPORTANT: compiled but not yet run by this repository's CI; see
 // docs/platforms.md for running the suite in the windows11 box.
-func Run(ctx context.Context, c Call) (enforce.Report, error) {
-	rep := enforce.NewReport(c.Policy.Mode.String())
-	plan, err := Compile(c)
+type windowsCall struct {
+	c    Call
+	plan *windows.Plan
+	sigc chan os.Signal
+	stop func()
+	proc *windows.Process
+	code uint32
+}
+
+func newBackend(c Call) (backend, error) { return &windowsCall{c: c}, nil }
+
+func (b *windowsCall) prepare(rep *enforce.Report) error {
+	plan, err := Compile(b.c)
 	if err != nil {
-		return rep, err
+		return err
 	}
-	if err := admit(&rep, plan, c); err != nil {
-		return rep, err
+	b.plan = plan
+	if err := admit(rep, plan, b.c); err != nil {
+		return err
 	}
-	sigc, stop := relayedSignals(c)
-	defer stop()
-	start := time.Now()
-	proc, err := windows.Start(plan, c.Cmd)
+	b.sigc, b.stop = relayedSignals(b.c)
+	return nil
+}
+
+func (b *windowsCall) run(ctx context.Context, rep *enforce.Report) (waitErr, err error) {
+	b.proc, err = windows.Start(b.plan, b.c.Cmd)
 	if err != nil {
-		if errors.Is(err, windows.ErrStart) {
-			rep.ExitCode = windows.ExecFailureStatus(err)
-		}
-		return rep, err
+		return nil, err
 	}
-	code, waitErr := waitCall(ctx, c, proc, sigc, &rep)
-	rep.DurationMS = time.Since(start).Milliseconds()
-	rep.Resources = proc.Resources(c.Limits)
+	b.code, waitErr = waitCall(ctx, b.c, b.proc, b.sigc, rep)
+	return waitErr, nil
+}
+
+func (b *windowsCall) finish(rep *enforce.Report) {
+	rep.Resources = b.proc.Resources(b.c.Limits)
 	// Closing revokes the call's ACEs. A failure leaves ACEs behind that
 	// grant nothing (their SID dies with the call, see enforce/windows), so
 	// the command's outcome stands and sbx warns instead of failing.
-	if err := proc.Close(); err != nil {
-		fmt.Fprintf(os.Stderr, "*** SBX WARNING: %v: ACEs for %s are left on the writable roots (inert)\n", err, plan.CallSID)
+	if err := b.proc.Close(); err != nil {
+		fmt.Fprintf(os.Stderr, "*** SBX WARNING: %v: ACEs for %s are left on the writable roots (inert)\n", err, b.plan.CallSID)
 	}
-	if waitErr != nil {
-		return rep, waitErr
+}
+
+func (b *windowsCall) exit(rep *enforce.Report) { rep.ExitCode = int(b.code) }
+
+func (b *windowsCall) close() {
+	if b.stop != nil {
+		b.stop()
 	}
-	rep.ExitCode = int(code)
-	return rep, nil
 }
 
 // Doctor probes what this system can enforce.
