@@ -18,6 +18,7 @@ import (
 	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/shells"
 )
 
@@ -40,7 +41,7 @@ type Prepared struct {
 	Env profiles.EnvReport
 	// Report is the report before the run: the mode, and on ErrNotFound
 	// what would have been enforced.
-	Report enforce.Report
+	Report report.Report
 	// Guard is the deployment guard, loaded once; the retry reads it too.
 	Guard escalate.Guard
 }
@@ -70,10 +71,9 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if len(r.Command) == 0 || r.Command[0] == "" {
 		return nil, &profiles.FieldError{Field: "command", Err: errors.New("empty command")}
 	}
-	for _, f := range r.Require {
-		if !slices.Contains(enforce.Features, f) {
-			return nil, &profiles.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", f, strings.Join(enforce.Features, ", "))}
-		}
+	require, err := parseRequire(r.Require)
+	if err != nil {
+		return nil, err
 	}
 	if err := r.Limits.Validate(); err != nil {
 		return nil, &profiles.FieldError{Field: "limits", Err: err}
@@ -119,13 +119,13 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 		// listener is made) over any of the caller's.
 		envRep.Set = mergeNames(envRep.Set, netproxy.EnvNames())
 	}
-	p := &Prepared{Request: r, Permissions: perms, Env: envRep, Report: enforce.NewReport(perms.Mode.String()), Guard: guard}
+	p := &Prepared{Request: r, Permissions: perms, Env: envRep, Report: report.NewReport(perms.Mode.String()), Guard: guard}
 	if err := checkArgSize(r.Command, env); err != nil {
 		return nil, err
 	}
 	path, err := lookPath(r.Command[0], cwd, lookupEnv(env, "PATH"))
 	if err != nil {
-		p.Call = host.Call{Policy: pol, Require: r.Require, Limits: r.Limits}
+		p.Call = host.Call{Policy: pol, Require: require, Limits: r.Limits}
 		if enf, down, derr := host.Describe(p.Call); derr == nil {
 			p.Report.Enforcement = enf
 			p.Report.Degraded = append(p.Report.Degraded, down...)
@@ -135,7 +135,7 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	p.Call = host.Call{
 		Policy:    pol,
 		Cmd:       host.Cmd{Path: path, Argv: r.Command, Dir: cwd, Env: env},
-		Require:   r.Require,
+		Require:   require,
 		Timeout:   r.Timeout,
 		KillGrace: r.KillGrace,
 		Limits:    r.Limits,
@@ -294,4 +294,18 @@ func mergeNames(a, b []string) []string {
 	out := append(slices.Clone(a), b...)
 	slices.Sort(out)
 	return slices.Compact(out)
+}
+
+// parseRequire reads the features a call requires (--require, "require"),
+// refusing a name no backend reports.
+func parseRequire(names []string) ([]report.Feature, error) {
+	var out []report.Feature
+	for _, s := range names {
+		f, ok := report.ParseFeature(s)
+		if !ok {
+			return nil, &profiles.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", s, strings.Join(report.FeatureNames(), ", "))}
+		}
+		out = append(out, f)
+	}
+	return out, nil
 }

@@ -3,9 +3,9 @@ package call
 import (
 	"time"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/shells"
 )
 
@@ -42,7 +42,7 @@ type Request struct {
 	Env       []string
 	EnvPolicy profiles.EnvPolicy
 	Timeout   time.Duration
-	Limits    enforce.Limits
+	Limits    report.Limits
 	Require   []string
 	// CapAdd are Linux capabilities the command keeps; CapAddField names
 	// them in errors (--cap-add, cap_add).

@@ -3,8 +3,8 @@ package call
 import (
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 func TestPrestartHint(t *testing.T) {
@@ -19,7 +19,7 @@ func TestPrestartHint(t *testing.T) {
 		{"--network", Request{Mode: profiles.ReadOnly, Network: true}, false, true},
 		{"the network asked for", Request{Mode: profiles.ReadOnly, Additional: net}, false, true},
 		{"danger-full-access launches no sandbox", Request{Mode: profiles.DangerFullAccess}, false, false},
-		{"limits make a cgroup first", Request{Mode: profiles.ReadOnly, Limits: enforce.Limits{Pids: 10}}, false, false},
+		{"limits make a cgroup first", Request{Mode: profiles.ReadOnly, Limits: report.Limits{Pids: 10}}, false, false},
 	}
 	for _, tt := range tests {
 		if netns, ok := PrestartHint(tt.r); netns != tt.netns || ok != tt.ok {

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // RetryHint is the `retry` object of a report: the smallest escalation
@@ -67,7 +67,7 @@ type RetryFlags struct {
 // Retry builds the exact-retry hint for a call that ran with denials, or
 // nil when there are none. What the guard Prepare loaded forbids gets no
 // hint. form says which forms of the call the hint repeats.
-func (p *Prepared) Retry(denials []enforce.Denial, form RetryForm) *RetryHint {
+func (p *Prepared) Retry(denials []report.Denial, form RetryForm) *RetryHint {
 	r, ok := escalate.SmallestRetry(escalate.RetryInput{Policy: p.Call.Policy, Guard: p.Guard, Additional: p.Request.Additional,
 		SandboxPermissions: p.Request.Escalation.SandboxPermissions, Denials: denials})
 	if !ok {

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 func mustJSON(t *testing.T, v any) string {
@@ -109,32 +109,32 @@ func TestRetryRequest(t *testing.T) {
 // policy, the guard it loaded, the call's own profile), in the forms asked.
 func TestPreparedRetry(t *testing.T) {
 	f := newFixture(t)
-	create := func(path string) enforce.Denial {
-		return enforce.Denial{Operation: "create", Path: path, Reason: "outside the writable roots"}
+	create := func(path string) report.Denial {
+		return report.Denial{Operation: "create", Path: path, Reason: "outside the writable roots"}
 	}
-	connect := enforce.Denial{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "192.0.2.2", Port: 80}}
+	connect := report.Denial{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.2", Port: 80}}
 	raw := []byte(`{"command":["x"],"cwd":"` + f.ws + `"}`)
 	tests := []struct {
 		name    string
 		edit    func(r *Request)
-		denials []enforce.Denial
+		denials []report.Denial
 		form    RetryForm
 		// want is the hint's JSON.
 		want string
 	}{
 		{"no denials", nil, nil, RetryForm{}, "null"},
-		{"a create grants the directory, as a request and a grant", nil, []enforce.Denial{create(filepath.Join(f.out, "new"))}, RetryForm{Request: raw},
+		{"a create grants the directory, as a request and a grant", nil, []report.Denial{create(filepath.Join(f.out, "new"))}, RetryForm{Request: raw},
 			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"file_system":{"write":["` + f.out + `"]}},"justification":"",` +
 				`"grant":{"file_system":{"write":["` + f.out + `"]}},` +
 				`"request":{"additional_permissions":{"file_system":{"write":["` + f.out + `"]}},"command":["x"],"cwd":"` + f.ws + `","justification":"","sandbox_permissions":"with_additional_permissions"}}`},
 		{"the call's own paths are kept, as an argv", func(r *Request) {
 			r.Additional, r.Preauthorized = write(f.granted), true
-		}, []enforce.Denial{create(filepath.Join(f.out, "new"))}, RetryForm{CommandLine: ptr(runLine("--allow-write", f.granted, "--", "x"))},
+		}, []report.Denial{create(filepath.Join(f.out, "new"))}, RetryForm{CommandLine: ptr(runLine("--allow-write", f.granted, "--", "x"))},
 			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"file_system":{"write":` + mustJSON(t, slices.Sorted(slices.Values([]string{f.granted, f.out}))) + `}},"justification":"",` +
 				`"grant":{"file_system":{"write":["` + f.out + `"]}},` +
 				`"argv":["sbx","run","--allow-write","` + f.granted + `","--sandbox-permissions","with_additional_permissions","--allow-write","` + f.out + `","--justification","","--","x"]}`},
 		{"what the loaded guard forbids has no retry", func(r *Request) { r.Escalation.GuardPath = f.guard },
-			[]enforce.Denial{create(filepath.Join(f.out, "new")), connect}, RetryForm{Request: raw},
+			[]report.Denial{create(filepath.Join(f.out, "new")), connect}, RetryForm{Request: raw},
 			`{"unresolved":[{"operation":"create","path":"` + f.out + `/new","reason":"forbidden by guard: deny_write ` + f.out + `"},` +
 				`{"operation":"connect","address":{"family":"inet","address":"192.0.2.2","port":80},"reason":"forbidden by guard: deny_network"}]}`},
 	}

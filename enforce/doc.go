@@ -1,9 +1,8 @@
-// Package enforce holds what every platform backend reports in the same
-// shape: what was enforced, what was degraded and why, and the denials seen.
-// The backends live in enforce/<os>; they compile a policy.Policy into a Plan,
-// launch it, and fill a Report.
-//
-// Guarantees: a backend never degrades silently. Every feature it could not
-// apply is a Downgrade in the report, and a caller that required the feature
-// gets ErrNotSupported (wrapped in an UnsupportedFeatureError) instead of a run.
+// Package enforce is what a platform backend is asked to start: the Command
+// of one call and the Linux capability names (--cap-add). The backends live
+// in enforce/<os>; each compiles a policy.Policy into a Plan, launches the
+// Command under it, and fills a report.Report (package report holds the
+// shared vocabulary of outcomes). enforce/host picks the backend of this
+// platform, and enforce/denial decides whether what a supervisor saw is
+// forbidden and keeps the call's denials.
 package enforce

@@ -5,10 +5,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // RetryInput is what SmallestRetry needs to know about a call that had
@@ -23,7 +23,7 @@ type RetryInput struct {
 	// SandboxPermissions is the call's own: it decides what a grant must
 	// cover for the same call to go through (see Retry.Grant).
 	SandboxPermissions profiles.SandboxPermissions
-	Denials            []enforce.Denial
+	Denials            []report.Denial
 }
 
 // Retry is the exact-retry hint: the escalation fields to add to the same
@@ -61,12 +61,12 @@ type Retry struct {
 
 // Unresolved is a denial the retry cannot help with.
 type Unresolved struct {
-	Operation string           `json:"operation"`
-	Path      string           `json:"path,omitempty"`
-	Address   *enforce.Address `json:"address,omitempty"`
-	Domain    string           `json:"domain,omitempty"`
-	Port      int              `json:"port,omitempty"`
-	Reason    string           `json:"reason"`
+	Operation string          `json:"operation"`
+	Path      string          `json:"path,omitempty"`
+	Address   *report.Address `json:"address,omitempty"`
+	Domain    string          `json:"domain,omitempty"`
+	Port      int             `json:"port,omitempty"`
+	Reason    string          `json:"reason"`
 }
 
 // guardReason starts the reason of a denial that only the guard explains;
@@ -98,7 +98,7 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 	var write, escalate []string
 	network := false
 	var domains proxyRetry
-	unresolved := func(d enforce.Denial, reason string) {
+	unresolved := func(d report.Denial, reason string) {
 		r.Unresolved = append(r.Unresolved, Unresolved{Operation: d.Operation, Path: d.Path, Address: d.Address, Domain: d.Domain, Port: d.Port, Reason: reason})
 	}
 	for _, d := range in.Denials {
@@ -199,7 +199,7 @@ func isNetworkOp(op string) bool {
 // retryTarget is what must be writable for d to go through: the object for
 // a write, chmod or chown; its directory for anything that makes, removes
 // or renames a name (Landlock checks those rights on the directory).
-func retryTarget(d enforce.Denial) string {
+func retryTarget(d report.Denial) string {
 	switch d.Operation {
 	case "write", "truncate", "chmod", "chown":
 		return d.Path
@@ -209,7 +209,7 @@ func retryTarget(d enforce.Denial) string {
 
 // carveOutAt returns the carve-out that d's path is in, or for a rename
 // onto a directory, lies under it.
-func carveOutAt(d enforce.Denial, carveOuts []string) string {
+func carveOutAt(d report.Denial, carveOuts []string) string {
 	if c := covering(d.Path, carveOuts); c != "" {
 		return c
 	}

@@ -4,9 +4,9 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // ProxySource is the Source of a denial by the network-by-domain proxy.
@@ -22,7 +22,7 @@ type proxyRetry struct {
 
 // add takes one proxy denial; it returns why no retry lets it through, or
 // "".
-func (p *proxyRetry) add(d enforce.Denial) string {
+func (p *proxyRetry) add(d report.Denial) string {
 	switch d.Reason {
 	case netproxy.ReasonNotAllowed, netproxy.ReasonPort:
 		p.allowed = append(p.allowed, domainPattern(d.Domain, d.Port))

@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
-func proxyDenial(host string, port int, reason string) enforce.Denial {
-	return enforce.Denial{Operation: "connect", Domain: host, Port: port, Source: ProxySource, Confidence: "observed", Count: 1, Reason: reason}
+func proxyDenial(host string, port int, reason string) report.Denial {
+	return report.Denial{Operation: "connect", Domain: host, Port: port, Source: ProxySource, Confidence: "observed", Count: 1, Reason: reason}
 }
 
 func domainProfile(allowed []string, private bool) profiles.Profile {
@@ -27,26 +27,26 @@ func TestSmallestRetryDomains(t *testing.T) {
 	pol := policy.Policy{Mode: profiles.ReadOnly, Domains: &policy.Domains{Allowed: []string{"a.test"}}}
 	tests := []struct {
 		name       string
-		denials    []enforce.Denial
+		denials    []report.Denial
 		guard      Guard
 		want       *profiles.Profile
 		unresolved []string
 	}{
-		{name: "host not listed", denials: []enforce.Denial{proxyDenial("b.test", 443, netproxy.ReasonNotAllowed)},
+		{name: "host not listed", denials: []report.Denial{proxyDenial("b.test", 443, netproxy.ReasonNotAllowed)},
 			want: ptr(domainProfile([]string{"a.test", "b.test"}, false))},
-		{name: "other port", denials: []enforce.Denial{proxyDenial("a.test", 8443, netproxy.ReasonPort)},
+		{name: "other port", denials: []report.Denial{proxyDenial("a.test", 8443, netproxy.ReasonPort)},
 			want: ptr(domainProfile([]string{"a.test", "a.test:8443"}, false))},
-		{name: "IPv6 literal", denials: []enforce.Denial{proxyDenial("2001:db8::1", 8443, netproxy.ReasonNotAllowed)},
+		{name: "IPv6 literal", denials: []report.Denial{proxyDenial("2001:db8::1", 8443, netproxy.ReasonNotAllowed)},
 			want: ptr(domainProfile([]string{"a.test", "[2001:db8::1]:8443"}, false))},
-		{name: "private address", denials: []enforce.Denial{proxyDenial("a.test", 443, netproxy.ReasonPrivate)},
+		{name: "private address", denials: []report.Denial{proxyDenial("a.test", 443, netproxy.ReasonPrivate)},
 			want: ptr(domainProfile([]string{"a.test"}, true))},
-		{name: "denied", denials: []enforce.Denial{proxyDenial("a.test", 443, netproxy.ReasonDenied)}, unresolved: []string{"a.test"}},
-		{name: "metadata", denials: []enforce.Denial{proxyDenial("a.test", 80, netproxy.ReasonMetadata)}, unresolved: []string{"a.test"}},
+		{name: "denied", denials: []report.Denial{proxyDenial("a.test", 443, netproxy.ReasonDenied)}, unresolved: []string{"a.test"}},
+		{name: "metadata", denials: []report.Denial{proxyDenial("a.test", 80, netproxy.ReasonMetadata)}, unresolved: []string{"a.test"}},
 		{name: "guard denies the network", guard: Guard{DenyNetwork: true},
-			denials: []enforce.Denial{proxyDenial("b.test", 443, netproxy.ReasonNotAllowed)}, unresolved: []string{"b.test"}},
-		{name: "a direct connect still asks for the network", denials: []enforce.Denial{
+			denials: []report.Denial{proxyDenial("b.test", 443, netproxy.ReasonNotAllowed)}, unresolved: []string{"b.test"}},
+		{name: "a direct connect still asks for the network", denials: []report.Denial{
 			proxyDenial("b.test", 443, netproxy.ReasonNotAllowed),
-			{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "192.0.2.1", Port: 443}, Source: "seccomp"},
+			{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.1", Port: 443}, Source: "seccomp"},
 		}, want: ptr(profiles.Merge(own, profiles.Build(true, nil, nil)))},
 	}
 	for _, tt := range tests {
@@ -138,7 +138,7 @@ func TestGuardDenyDomains(t *testing.T) {
 	if out := g.Apply(policy.Policy{Mode: profiles.ReadOnly}).Policy; out.Domains != nil || out.Network != policy.NetworkIsolated {
 		t.Errorf("no network: %+v", out)
 	}
-	r, _ := SmallestRetry(RetryInput{Policy: out, Guard: g, Denials: []enforce.Denial{proxyDenial("evil.test", 443, netproxy.ReasonDenied)}})
+	r, _ := SmallestRetry(RetryInput{Policy: out, Guard: g, Denials: []report.Denial{proxyDenial("evil.test", 443, netproxy.ReasonDenied)}})
 	if r.SandboxPermissions != nil || len(r.Unresolved) != 1 || r.Unresolved[0].Reason != "forbidden by guard: deny_domains" {
 		t.Errorf("retry %+v: want unresolved, forbidden by guard", r)
 	}

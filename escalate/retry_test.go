@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 func TestSmallestRetry(t *testing.T) {
@@ -23,8 +23,8 @@ func TestSmallestRetry(t *testing.T) {
 	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{ws},
 		ReadOnly: []string{ws + "/.git"}, Masked: []string{out + "/secret"}}
 	guard := Guard{DenyWrite: []string{out + "/locked"}, DenyRead: []string{out + "/secret"}}
-	fs := func(op, path string) enforce.Denial { return enforce.Denial{Operation: op, Path: path, Reason: "r"} }
-	conn := enforce.Denial{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "192.0.2.2", Port: 80}}
+	fs := func(op, path string) report.Denial { return report.Denial{Operation: op, Path: path, Reason: "r"} }
+	conn := report.Denial{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.2", Port: 80}}
 	write := func(paths ...string) string {
 		p := toJSON(profiles.Build(false, nil, paths))
 		return `{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + p + `,"justification":"","grant":` + p + `}`
@@ -35,49 +35,49 @@ func TestSmallestRetry(t *testing.T) {
 		pol     policy.Policy
 		guard   Guard
 		add     profiles.Profile
-		denials []enforce.Denial
+		denials []report.Denial
 		want    string
 	}{
-		{"write to an existing file grants the file", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", out+"/file")}, write(out + "/file")},
-		{"create grants the directory", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", out+"/new")}, write(out)},
-		{"mkdir deep grants the nearest existing directory", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", out+"/sub/gone/x")}, write(out + "/sub")},
-		{"remove grants the directory", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("remove", out+"/sub/f")}, write(out + "/sub")},
-		{"rename grants the destination directory", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("rename", out+"/moved")}, write(out)},
-		{"chmod grants the object", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("chmod", out+"/file")}, write(out + "/file")},
-		{"two creates in one directory ask once", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", out+"/a"), fs("create", out+"/b")}, write(out)},
-		{"a file and its directory fold", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", out+"/file"), fs("create", out+"/b")}, write(out)},
-		{"the call's own additional permissions stay, and the grant adds only what was denied", pol, Guard{}, profiles.Build(false, nil, []string{out + "/sub"}), []enforce.Denial{fs("write", out+"/file")},
+		{"write to an existing file grants the file", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("write", out+"/file")}, write(out + "/file")},
+		{"create grants the directory", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("create", out+"/new")}, write(out)},
+		{"mkdir deep grants the nearest existing directory", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("create", out+"/sub/gone/x")}, write(out + "/sub")},
+		{"remove grants the directory", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("remove", out+"/sub/f")}, write(out + "/sub")},
+		{"rename grants the destination directory", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("rename", out+"/moved")}, write(out)},
+		{"chmod grants the object", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("chmod", out+"/file")}, write(out + "/file")},
+		{"two creates in one directory ask once", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("create", out+"/a"), fs("create", out+"/b")}, write(out)},
+		{"a file and its directory fold", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("write", out+"/file"), fs("create", out+"/b")}, write(out)},
+		{"the call's own additional permissions stay, and the grant adds only what was denied", pol, Guard{}, profiles.Build(false, nil, []string{out + "/sub"}), []report.Denial{fs("write", out+"/file")},
 			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + toJSON(profiles.Build(false, nil, []string{out + "/file", out + "/sub"})) + `,"justification":"","grant":` + toJSON(profiles.Build(false, nil, []string{out + "/file"})) + `}`},
-		{"network", pol, Guard{}, profiles.Profile{}, []enforce.Denial{conn},
+		{"network", pol, Guard{}, profiles.Profile{}, []report.Denial{conn},
 			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"network":{"enabled":true}},"justification":"","grant":{"network":{"enabled":true}}}`},
-		{"network and a path", pol, Guard{}, profiles.Profile{}, []enforce.Denial{conn, fs("create", out+"/x")},
+		{"network and a path", pol, Guard{}, profiles.Profile{}, []report.Denial{conn, fs("create", out+"/x")},
 			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"network":{"enabled":true},"file_system":{"write":["` + out + `"]}},"justification":"","grant":{"network":{"enabled":true},"file_system":{"write":["` + out + `"]}}}`},
-		{".git needs escalation", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", ws+"/.git")},
+		{".git needs escalation", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("create", ws+"/.git")},
 			`{` + escalated + `,"reason":"` + ws + `/.git is a read-only carve-out: additional permissions cannot widen past a carve-out"}`},
-		{"escalation covers the rest", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", ws+"/.git/config"), fs("create", out+"/x"), conn},
+		{"escalation covers the rest", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("write", ws+"/.git/config"), fs("create", out+"/x"), conn},
 			`{` + escalated + `,"reason":"` + ws + `/.git/config is inside the read-only carve-out ` + ws + `/.git: additional permissions cannot widen past a carve-out"}`},
-		{"a refusal inside a write root (device node) needs escalation", pol, Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", ws+"/sda")},
+		{"a refusal inside a write root (device node) needs escalation", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("create", ws+"/sda")},
 			`{` + escalated + `,"reason":"create ` + ws + `/sda was refused although ` + ws + ` is writable (r)"}`},
-		{"guard deny_write", pol, guard, profiles.Profile{}, []enforce.Denial{fs("create", out+"/locked/x")},
+		{"guard deny_write", pol, guard, profiles.Profile{}, []report.Denial{fs("create", out+"/locked/x")},
 			`{"unresolved":[{"operation":"create","path":"` + out + `/locked/x","reason":"forbidden by guard: deny_write ` + out + `/locked"}]}`},
-		{"guard deny_read", pol, guard, profiles.Profile{}, []enforce.Denial{fs("write", out+"/secret/k")},
+		{"guard deny_read", pol, guard, profiles.Profile{}, []report.Denial{fs("write", out+"/secret/k")},
 			`{"unresolved":[{"operation":"write","path":"` + out + `/secret/k","reason":"forbidden by guard: deny_read ` + out + `/secret"}]}`},
 		{"a hard link of a masked file, by the backend's reason", pol, guard, profiles.Profile{},
-			[]enforce.Denial{{Operation: "read", Path: ws + "/innocent", Reason: "forbidden by guard: a hard link of " + out + "/secret, which is hidden"}},
+			[]report.Denial{{Operation: "read", Path: ws + "/innocent", Reason: "forbidden by guard: a hard link of " + out + "/secret, which is hidden"}},
 			`{"unresolved":[{"operation":"read","path":"` + ws + `/innocent","reason":"forbidden by guard: a hard link of ` + out + `/secret, which is hidden"}]}`},
-		{"guard next to a retry", pol, guard, profiles.Profile{}, []enforce.Denial{fs("create", out+"/locked/x"), fs("create", out+"/y")},
+		{"guard next to a retry", pol, guard, profiles.Profile{}, []report.Denial{fs("create", out+"/locked/x"), fs("create", out+"/y")},
 			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"file_system":{"write":["` + out + `"]}},"justification":"","unresolved":[{"operation":"create","path":"` + out + `/locked/x","reason":"forbidden by guard: deny_write ` + out + `/locked"}],"grant":{"file_system":{"write":["` + out + `"]}}}`},
-		{"guard deny_network", pol, Guard{DenyNetwork: true}, profiles.Profile{}, []enforce.Denial{conn},
+		{"guard deny_network", pol, Guard{DenyNetwork: true}, profiles.Profile{}, []report.Denial{conn},
 			`{"unresolved":[{"operation":"connect","address":{"family":"inet","address":"192.0.2.2","port":80},"reason":"forbidden by guard: deny_network"}]}`},
 		{"carve-out under danger-full-access", policy.Policy{Mode: profiles.DangerFullAccess, WriteRoots: []string{"/"}, ReadOnly: []string{ws}}, Guard{DenyWrite: []string{ws}}, profiles.Profile{},
-			[]enforce.Denial{fs("write", ws+"/x")},
+			[]report.Denial{fs("write", ws+"/x")},
 			`{"unresolved":[{"operation":"write","path":"` + ws + `/x","reason":"forbidden by guard: deny_write ` + ws + `"}]}`},
-		{"a new name matching a deny pattern gets no retry", globPol(pol, ws), Guard{}, profiles.Profile{}, []enforce.Denial{fs("create", ws+"/other/.env")},
+		{"a new name matching a deny pattern gets no retry", globPol(pol, ws), Guard{}, profiles.Profile{}, []report.Denial{fs("create", ws+"/other/.env")},
 			`{"unresolved":[{"operation":"create","path":"` + ws + `/other/.env","reason":"forbidden: ` + ws + `/other/.env matches the deny_write pattern **/.env"}]}`},
-		{"an existing match (a carve-out) gets no escalation", globPol(pol, ws), Guard{}, profiles.Profile{}, []enforce.Denial{fs("write", ws+"/sub/.env")},
+		{"an existing match (a carve-out) gets no escalation", globPol(pol, ws), Guard{}, profiles.Profile{}, []report.Denial{fs("write", ws+"/sub/.env")},
 			`{"unresolved":[{"operation":"write","path":"` + ws + `/sub/.env","reason":"forbidden: ` + ws + `/sub/.env matches the deny_write pattern **/.env"}]}`},
 		{"read-only mode: the workspace file", policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}}, Guard{}, profiles.Profile{},
-			[]enforce.Denial{fs("create", ws+"/out.txt")}, write(ws)},
+			[]report.Denial{fs("create", ws+"/out.txt")}, write(ws)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -105,7 +105,7 @@ func TestSmallestRetryGrant(t *testing.T) {
 	os.Mkdir(sub, 0o755)
 	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{"/nonexistent-ws"}}
 	own := profiles.Build(false, nil, []string{sub})
-	denials := []enforce.Denial{{Operation: "create", Path: out + "/x"}}
+	denials := []report.Denial{{Operation: "create", Path: out + "/x"}}
 	for _, tt := range []struct {
 		sp   profiles.SandboxPermissions
 		want string
@@ -126,10 +126,10 @@ func TestSmallestRetryGrant(t *testing.T) {
 func TestSmallestRetryValidates(t *testing.T) {
 	out := t.TempDir()
 	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{"/nonexistent-ws"}, ReadOnly: []string{"/nonexistent-ws/.git"}}
-	for _, ds := range [][]enforce.Denial{
+	for _, ds := range [][]report.Denial{
 		{{Operation: "create", Path: out + "/x"}},
 		{{Operation: "create", Path: "/nonexistent-ws/.git"}},
-		{{Operation: "connect", Address: &enforce.Address{Family: "inet"}}},
+		{{Operation: "connect", Address: &report.Address{Family: "inet"}}},
 	} {
 		r, _ := SmallestRetry(RetryInput{Policy: pol, Denials: ds})
 		c := Call{Standing: StandingFrom(pol), SandboxPermissions: *r.SandboxPermissions, Justification: "because"}

@@ -5,11 +5,11 @@ import (
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/fsop"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // SchemaVersion is the version of the JSON contract (docs/json.md, the
@@ -65,7 +65,7 @@ type ErrorObject struct {
 	// denied_by_policy.
 	Outcome string `json:"outcome,omitempty"`
 	// Feature is the required feature, for unsupported.
-	Feature string `json:"feature,omitempty"`
+	Feature report.Feature `json:"feature,omitempty"`
 	// Errno is the error's name (ENOENT, EACCES), for exec_failed.
 	Errno string `json:"errno,omitempty"`
 }
@@ -89,7 +89,7 @@ func Internal(err error) error { return internalError{err} }
 // internal once it runs.
 func ErrorFor(err error, fallback string) *ErrorObject {
 	o := &ErrorObject{Kind: fallback, Message: err.Error()}
-	var unsupported *enforce.UnsupportedFeatureError
+	var unsupported *report.UnsupportedFeatureError
 	var field *profiles.FieldError
 	var internal InternalMarker
 	if outcome, ok := escalate.DenialOutcome(err); ok {
@@ -98,7 +98,7 @@ func ErrorFor(err error, fallback string) *ErrorObject {
 		o.Kind, o.Feature = KindUnsupported, unsupported.Feature
 	} else if errors.Is(err, call.ErrNotFound) {
 		o.Kind, o.Errno = KindExecFailed, "ENOENT"
-	} else if errors.Is(err, host.ErrStart) && !errors.Is(err, enforce.ErrNotSupported) {
+	} else if errors.Is(err, host.ErrStart) && !errors.Is(err, report.ErrNotSupported) {
 		o.Kind, o.Errno = KindExecFailed, Errno(err)
 	} else if errors.As(err, &internal) {
 		o.Kind = KindInternal
@@ -157,7 +157,7 @@ type CallReport struct {
 	SchemaVersion Version `json:"schema_version"`
 	// CallID echoes the call_id of an `sbx exec` request.
 	CallID string `json:"call_id,omitempty"`
-	enforce.Report
+	report.Report
 	Permissions call.Permissions `json:"permissions"`
 	// Env names what the environment policy stripped and set (never values).
 	Env profiles.EnvReport `json:"env"`

@@ -8,8 +8,8 @@ import (
 	"sync"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // DefaultMaxOutput is the cap of each captured stream without
@@ -184,7 +184,7 @@ func streamCall(ctx context.Context, call host.Call, maxOutput int, in Input, si
 // execCall runs call with its output copied to stdout and stderr and
 // in.Stdin as its input, on pipes or on a pty (where stderr is merged
 // into stdout).
-func execCall(ctx context.Context, call host.Call, stdout, stderr io.Writer, in Input) (enforce.Report, error) {
+func execCall(ctx context.Context, call host.Call, stdout, stderr io.Writer, in Input) (report.Report, error) {
 	if in.PTY != nil {
 		return execOnPTY(ctx, call, *in.PTY, in.Stdin, stdout)
 	}
@@ -192,7 +192,7 @@ func execCall(ctx context.Context, call host.Call, stdout, stderr io.Writer, in 
 	if p == nil {
 		var err error
 		if p, err = newCallPipes(in.Stdin); err != nil {
-			return enforce.Report{}, err
+			return report.Report{}, err
 		}
 	}
 	defer p.stopStdin()
@@ -222,10 +222,10 @@ func execCall(ctx context.Context, call host.Call, stdout, stderr io.Writer, in 
 // execOnPTY runs call on a fresh pty of size, types stdin into it and
 // copies what the terminal shows to stdout: stderr is merged there, and
 // the terminal echoes the input and ends lines with "\r\n".
-func execOnPTY(ctx context.Context, call host.Call, size PTYSize, stdin string, stdout io.Writer) (enforce.Report, error) {
+func execOnPTY(ctx context.Context, call host.Call, size PTYSize, stdin string, stdout io.Writer) (report.Report, error) {
 	p, err := AttachPTY(&call, size)
 	if err != nil {
-		return enforce.Report{}, err
+		return report.Report{}, err
 	}
 	defer p.Close()
 	// Blocks while the terminal's input queue is full; the Close ends it.

@@ -6,11 +6,11 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/fsop"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/shells"
 )
 
@@ -37,8 +37,8 @@ type Request struct {
 	Shell         *shells.Spec        `json:"shell"`
 	TimeoutMS     int64               `json:"timeout_ms"`
 	// Limits are validated as sbx run's limit flags are (0 is refused).
-	Limits         *enforce.LimitsRequest `json:"limits"`
-	MaxOutputBytes int                    `json:"max_output_bytes"`
+	Limits         *report.LimitsRequest `json:"limits"`
+	MaxOutputBytes int                   `json:"max_output_bytes"`
 	// Stream prints the output as NDJSON events while the command runs.
 	Stream             bool                         `json:"stream"`
 	Require            []string                     `json:"require"`
@@ -126,8 +126,8 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 	if req.TimeoutMS < 0 {
 		return r, in, &profiles.FieldError{Field: "timeout_ms", Err: errors.New("must not be negative")}
 	}
-	if req.TimeoutMS > enforce.MaxTimeout.Milliseconds() {
-		return r, in, &profiles.FieldError{Field: "timeout_ms", Err: enforce.ErrTimeoutRange}
+	if req.TimeoutMS > report.MaxTimeout.Milliseconds() {
+		return r, in, &profiles.FieldError{Field: "timeout_ms", Err: report.ErrTimeoutRange}
 	}
 	if req.MaxOutputBytes < 0 {
 		return r, in, &profiles.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")}
@@ -160,7 +160,7 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 		r.Mode = *req.SandboxMode
 	}
 	if req.Limits != nil {
-		if r.Limits, err = req.Limits.Limits(enforce.JSONLimitNames); err != nil {
+		if r.Limits, err = req.Limits.Limits(report.JSONLimitNames); err != nil {
 			return r, in, err
 		}
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 )
 
-// requireFeatures are the names --require accepts (enforce.Features).
+// requireFeatures are the names --require accepts (report.Features).
 var requireFeatures = []string{
 	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope", "landlock-resolve-unix",
 	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "file-attributes", "procfs",

@@ -7,6 +7,7 @@ import (
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // The error codes of the protocol: JSON-RPC 2.0's own, then the server's
@@ -78,10 +79,10 @@ type ErrorData struct {
 	// a cancelled call ended (cancelled).
 	Outcome string `json:"outcome,omitempty"`
 	// Feature is the required feature that is missing (unsupported).
-	Feature   string `json:"feature,omitempty"`
-	SessionID string `json:"session_id,omitempty"`
-	TurnID    string `json:"turn_id,omitempty"`
-	CallID    string `json:"call_id,omitempty"`
+	Feature   report.Feature `json:"feature,omitempty"`
+	SessionID string         `json:"session_id,omitempty"`
+	TurnID    string         `json:"turn_id,omitempty"`
+	CallID    string         `json:"call_id,omitempty"`
 	// Detail is the error object sbx exec would have printed in its
 	// refusal, for a refused exec.
 	Detail *execjson.ErrorObject `json:"detail,omitempty"`

@@ -14,9 +14,9 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/fsop"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/shells"
 )
 
@@ -86,7 +86,7 @@ func completionValues(name string) []string {
 			vs = append(vs, p.Key)
 		}
 	case "require":
-		vs = append(vs, enforce.Features...)
+		vs = append(vs, report.FeatureNames()...)
 	case "shell":
 		for _, k := range shells.Kinds {
 			vs = append(vs, string(k))

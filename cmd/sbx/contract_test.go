@@ -12,9 +12,9 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // TestErrorKindsMatchSchema: the kind vocabulary is defined once in Go and
@@ -56,7 +56,7 @@ func TestErrorFor(t *testing.T) {
 			errorObject{Kind: errDeniedByPolicy, Message: "approval denied: " + escalate.ErrNeverAsks.Error(), Outcome: "never"}},
 		{"rejected", fmt.Errorf("approval denied: %w", escalate.ErrRejected), errInvalidRequest,
 			errorObject{Kind: errDeniedByPolicy, Message: "approval denied: " + escalate.ErrRejected.Error(), Outcome: "rejected"}},
-		{"unsupported, even wrapped as internal", internalError{&enforce.UnsupportedFeatureError{Feature: "netns", Reason: "no"}}, errInternal,
+		{"unsupported, even wrapped as internal", internalError{&report.UnsupportedFeatureError{Feature: "netns", Reason: "no"}}, errInternal,
 			errorObject{Kind: errUnsupported, Message: "required feature netns is not available: no", Feature: "netns"}},
 		{"not found", fmt.Errorf("%w: nope", call.ErrNotFound), errExecFailed,
 			errorObject{Kind: errExecFailed, Message: "command not found: nope", Errno: "ENOENT"}},

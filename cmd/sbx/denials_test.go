@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // The denial corpus: commands the sandbox blocks and commands that fail (or
@@ -242,9 +242,9 @@ func corpus() []corpusCase {
 }
 
 type corpusReport struct {
-	ExitCode int              `json:"exit_code"`
-	Denials  []enforce.Denial `json:"denials"`
-	Degraded []enforce.Downgrade
+	ExitCode int             `json:"exit_code"`
+	Denials  []report.Denial `json:"denials"`
+	Degraded []report.Downgrade
 	Retry    *struct {
 		SandboxPermissions    string          `json:"sandbox_permissions"`
 		AdditionalPermissions json.RawMessage `json:"additional_permissions"`
@@ -282,7 +282,7 @@ func readCorpusReport(t *testing.T, path string) corpusReport {
 	return r
 }
 
-func objects(ds []enforce.Denial) []corpusDenial {
+func objects(ds []report.Denial) []corpusDenial {
 	var out []corpusDenial
 	for _, d := range ds {
 		o := d.Path
@@ -320,14 +320,14 @@ func TestDenialCorpus(t *testing.T) {
 			if e.host == "" && strings.Contains(strings.Join(cmd, " "), denialProbe) {
 				t.Skip("SKIP: no non-loopback address to connect to")
 			}
-			report := e.base + "/report.json"
-			flags := []string{"run", "--mode", "workspace-write", "--cwd", e.ws, "--exclude-tmp", "--exclude-tmpdir", "--report", report}
+			reportPath := e.base + "/report.json"
+			flags := []string{"run", "--mode", "workspace-write", "--cwd", e.ws, "--exclude-tmp", "--exclude-tmpdir", "--report", reportPath}
 			for _, f := range tt.flags {
 				flags = append(flags, strings.ReplaceAll(f, "BASE", e.base))
 			}
 			code, out := sbxMain(t, append(append(flags, "--"), cmd...)...)
-			rep := readCorpusReport(t, report)
-			if slices.ContainsFunc(rep.Degraded, func(d enforce.Downgrade) bool { return d.Feature == "denial-reports" }) {
+			rep := readCorpusReport(t, reportPath)
+			if slices.ContainsFunc(rep.Degraded, func(d report.Downgrade) bool { return d.Feature == "denial-reports" }) {
 				t.Skipf("SKIP: no denial reports here: %+v", rep.Degraded)
 			}
 			got, want := objects(rep.Denials), tt.want(e)
@@ -470,8 +470,8 @@ func TestDenialRetryExec(t *testing.T) {
 		t.Fatalf("exec: %d %s", code, stderr)
 	}
 	var res struct {
-		ExitCode int              `json:"exit_code"`
-		Denials  []enforce.Denial `json:"denials"`
+		ExitCode int             `json:"exit_code"`
+		Denials  []report.Denial `json:"denials"`
 		Retry    struct {
 			Request map[string]any `json:"request"`
 		} `json:"retry"`
@@ -497,8 +497,8 @@ func TestDenialRetryExec(t *testing.T) {
 		t.Fatalf("retry: %d %s %s", code, stderr, out)
 	}
 	var again struct {
-		ExitCode int              `json:"exit_code"`
-		Denials  []enforce.Denial `json:"denials"`
+		ExitCode int             `json:"exit_code"`
+		Denials  []report.Denial `json:"denials"`
 	}
 	json.Unmarshal(out, &again)
 	if again.ExitCode != 0 || len(again.Denials) != 0 {

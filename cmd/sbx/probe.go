@@ -16,12 +16,12 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/denial"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 func init() {
@@ -278,7 +278,7 @@ func classify(o probeOutcome) string {
 // allows for each probe.
 type probeExpectations struct {
 	pol policy.Policy
-	enf enforce.Enforcement
+	enf report.Enforcement
 	chk *denial.Checker
 	// host is the result of each file probe run outside the sandbox, by
 	// "probe target".
@@ -340,9 +340,9 @@ func resolved(p string) string {
 // degraded) or, below ABI 9, by the supervisor (denial-reports not
 // degraded), which carries out every connect and send itself; with it the
 // downgrade is gone too.
-func unixConfined(degraded []enforce.Downgrade) bool {
-	has := func(f string) bool {
-		return slices.ContainsFunc(degraded, func(d enforce.Downgrade) bool { return d.Feature == f })
+func unixConfined(degraded []report.Downgrade) bool {
+	has := func(f report.Feature) bool {
+		return slices.ContainsFunc(degraded, func(d report.Downgrade) bool { return d.Feature == f })
 	}
-	return !has("landlock-resolve-unix") || !has("denial-reports")
+	return !has(report.FeatureLandlockResolveUnix) || !has(report.FeatureDenialReports)
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // retryCommandLine is the command line of `sbx SUB` for the retry: the
@@ -39,7 +39,7 @@ const maxExplained = 10
 
 // explainDenials writes the human summary of `sbx run`: one line per
 // denial, the ones no retry helps with, and the retry command.
-func explainDenials(w io.Writer, ds []enforce.Denial, dropped int, h *call.RetryHint) {
+func explainDenials(w io.Writer, ds []report.Denial, dropped int, h *call.RetryHint) {
 	if len(ds) == 0 {
 		return
 	}
@@ -88,7 +88,7 @@ func explainDenials(w io.Writer, ds []enforce.Denial, dropped int, h *call.Retry
 	}
 }
 
-func denialObject(path string, a *enforce.Address) string {
+func denialObject(path string, a *report.Address) string {
 	if a == nil {
 		return path
 	}

@@ -13,12 +13,12 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/shells"
 )
 
@@ -48,7 +48,7 @@ func (f timeoutFlag) String() string {
 func (f timeoutFlag) Set(v string) error {
 	d, err := time.ParseDuration(v)
 	if err != nil {
-		return fmt.Errorf("not a duration from 1ns to %dh (examples: 30s, 5m, 2h)", int64(enforce.MaxTimeout/time.Hour))
+		return fmt.Errorf("not a duration from 1ns to %dh (examples: 30s, 5m, 2h)", int64(report.MaxTimeout/time.Hour))
 	}
 	*f.d = d
 	return nil
@@ -64,7 +64,7 @@ func (f sizeFlag) String() string {
 	return strconv.FormatInt(*f.n, 10)
 }
 func (f sizeFlag) Set(v string) error {
-	n, err := enforce.ParseSize(v)
+	n, err := report.ParseSize(v)
 	if err != nil {
 		return err
 	}
@@ -145,7 +145,7 @@ type runFlags struct {
 	envMode          string
 	envAllow         listFlag
 	setenv           listFlag
-	limits           enforce.Limits
+	limits           report.Limits
 	timeout          time.Duration
 	killGrace        time.Duration
 
@@ -197,7 +197,7 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.Var(timeoutFlag{&rf.timeout}, "timeout", "kill the command tree after this `DURATION` (e.g. 30s, 5m; at most 8760h)")
 	fs.DurationVar(&rf.killGrace, "kill-grace", host.DefaultKillGrace, "time between relaying SIGTERM or SIGHUP (or sbx's parent dying) and killing the command tree, `DURATION` at most 1h")
 	fs.Var(&rf.capAdd, "cap-add", "keep Linux capability `CAP` for the command (repeatable; root only, reported): every other one is dropped, root's included")
-	fs.Var(&rf.require, "require", "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(enforce.Features, ", ")+")")
+	fs.Var(&rf.require, "require", "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(report.FeatureNames(), ", ")+")")
 }
 
 // request builds the call from the flags; set tells which flags were given,
@@ -228,7 +228,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		r.KillGrace = rf.killGrace
 	}
 	if set["timeout"] {
-		if err := enforce.CheckTimeout("--timeout", rf.timeout); err != nil {
+		if err := report.CheckTimeout("--timeout", rf.timeout); err != nil {
 			return r, err
 		}
 	}
@@ -345,12 +345,12 @@ func (rf *runFlags) loadGrants(e *call.Escalation, set map[string]bool) error {
 }
 
 // runLimitNames name the limits by their flags in errors.
-var runLimitNames = enforce.LimitNames{MemoryBytes: "--memory", Pids: "--pids", CPUs: "--cpus", Omit: "leave the flag out"}
+var runLimitNames = report.LimitNames{MemoryBytes: "--memory", Pids: "--pids", CPUs: "--cpus", Omit: "leave the flag out"}
 
 // limitsRequest is the limits flags given, for the validation sbx exec's
 // "limits" object goes through too.
-func (rf *runFlags) limitsRequest(set map[string]bool) enforce.LimitsRequest {
-	var lr enforce.LimitsRequest
+func (rf *runFlags) limitsRequest(set map[string]bool) report.LimitsRequest {
+	var lr report.LimitsRequest
 	if set["memory"] {
 		lr.MemoryBytes = &rf.limits.MemoryBytes
 	}
@@ -624,10 +624,10 @@ func runTerminalFlags(usePTY bool, sizeFlag, stdinMode string, set map[string]bo
 }
 
 // runWithoutStdin runs call with /dev/null as its stdin.
-func runWithoutStdin(c host.Call) (enforce.Report, error) {
+func runWithoutStdin(c host.Call) (report.Report, error) {
 	devnull, err := os.Open(os.DevNull)
 	if err != nil {
-		return enforce.Report{}, err
+		return report.Report{}, err
 	}
 	defer devnull.Close()
 	c.Cmd.Stdin = devnull

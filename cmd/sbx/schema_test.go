@@ -18,9 +18,9 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/shells"
 )
 
@@ -622,18 +622,18 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 		{"profiles.EnvReport", rep.propertyNames(t, "$defs/env"), jsonNames(reflect.TypeFor[profiles.EnvReport]())},
 		{"call.RetryHint", rep.propertyNames(t, "$defs/retry"), jsonNames(reflect.TypeFor[call.RetryHint]())},
 		{"escalate.Unresolved", rep.propertyNames(t, "$defs/unresolved"), jsonNames(reflect.TypeFor[escalate.Unresolved]())},
-		{"enforce.Enforcement", rep.propertyNames(t, "$defs/enforcement"), jsonNames(reflect.TypeFor[enforce.Enforcement]())},
-		{"enforce.LandlockInfo", rep.propertyNames(t, "$defs/landlock"), jsonNames(reflect.TypeFor[enforce.LandlockInfo]())},
-		{"enforce.SeccompInfo", rep.propertyNames(t, "$defs/seccomp"), jsonNames(reflect.TypeFor[enforce.SeccompInfo]())},
-		{"enforce.Downgrade", rep.propertyNames(t, "$defs/downgrade"), jsonNames(reflect.TypeFor[enforce.Downgrade]())},
-		{"enforce.Denial", rep.propertyNames(t, "$defs/denial"), jsonNames(reflect.TypeFor[enforce.Denial]())},
-		{"enforce.Address", rep.propertyNames(t, "$defs/address"), jsonNames(reflect.TypeFor[enforce.Address]())},
+		{"report.Enforcement", rep.propertyNames(t, "$defs/enforcement"), jsonNames(reflect.TypeFor[report.Enforcement]())},
+		{"report.LandlockInfo", rep.propertyNames(t, "$defs/landlock"), jsonNames(reflect.TypeFor[report.LandlockInfo]())},
+		{"report.SeccompInfo", rep.propertyNames(t, "$defs/seccomp"), jsonNames(reflect.TypeFor[report.SeccompInfo]())},
+		{"report.Downgrade", rep.propertyNames(t, "$defs/downgrade"), jsonNames(reflect.TypeFor[report.Downgrade]())},
+		{"report.Denial", rep.propertyNames(t, "$defs/denial"), jsonNames(reflect.TypeFor[report.Denial]())},
+		{"report.Address", rep.propertyNames(t, "$defs/address"), jsonNames(reflect.TypeFor[report.Address]())},
 	}
 	var modes []string
 	for _, m := range profiles.Modes() {
 		modes = append(modes, m.String())
 	}
-	features := slices.Sorted(slices.Values(enforce.Features))
+	features := slices.Sorted(slices.Values(report.FeatureNames()))
 	enums := []struct {
 		name string
 		got  []string
@@ -674,22 +674,22 @@ func TestSchemaFullGoValues(t *testing.T) {
 	mode := profiles.WorkspaceWrite
 	escalated, target, approval := profiles.RequireEscalated, profiles.DangerFullAccess, profiles.ApprovalOnRequest
 	full := profiles.Profile{Network: &profiles.Network{Enabled: true, AllowedDomains: []string{"pypi.org", "*.pythonhosted.org:8443"}, DeniedDomains: []string{"evil.pythonhosted.org"}, AllowPrivateAddresses: true}, FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"/out"}}}
-	enf := enforce.Report{
+	enf := report.Report{
 		ExitCode: 137, Signal: &sig, SignalName: "SIGKILL", Mode: "workspace-write",
-		Enforcement: enforce.Enforcement{
+		Enforcement: report.Enforcement{
 			Platform: "linux", Launch: "stage",
-			Landlock:         &enforce.LandlockInfo{ABI: 6, FS: true, NetTCP: true, Scopes: []string{"signal"}, Rules: 3, Features: []string{"refer"}},
-			Seccomp:          &enforce.SeccompInfo{Sockets: "unix-only", Rules: 40},
+			Landlock:         &report.LandlockInfo{ABI: 6, FS: true, NetTCP: true, Scopes: []string{"signal"}, Rules: 3, Features: []string{"refer"}},
+			Seccomp:          &report.SeccompInfo{Sockets: "unix-only", Rules: 40},
 			NetworkNamespace: true, MountNamespace: true, UserNamespace: true, NoNewPrivs: true,
 			NewSession: true, PIDNamespace: true, ParentDeathKill: true, ClosedFDs: true, ReadOnlyMounts: []string{"/w/.git"}, MaskedPaths: []string{"/home/me/.ssh"},
 		},
-		Degraded: []enforce.Downgrade{{Feature: "landlock-scope", Reason: "ABI 5"}},
-		Denials: []enforce.Denial{
+		Degraded: []report.Downgrade{{Feature: "landlock-scope", Reason: "ABI 5"}},
+		Denials: []report.Denial{
 			{Operation: "write", Path: "/etc/x", PID: 42, Source: "landlock-audit", Confidence: "observed", Count: 3, Reason: "outside writable roots"},
-			{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "127.0.0.1", Port: 80}, Syscall: "connect", PID: 43, Source: "supervisor", Confidence: "inferred", Count: 1},
+			{Operation: "connect", Address: &report.Address{Family: "inet", Address: "127.0.0.1", Port: 80}, Syscall: "connect", PID: 43, Source: "supervisor", Confidence: "inferred", Count: 1},
 		},
 		DenialsDropped: 2, TimedOut: true, KilledBy: "signal", KilledBySignal: "SIGINT", DurationMS: 1000,
-		Resources: enforce.Resources{Mechanism: "cgroup-v1+rlimit", Limits: enforce.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5},
+		Resources: report.Resources{Mechanism: "cgroup-v1+rlimit", Limits: report.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.5},
 			PeakMemoryBytes: 1 << 20, PeakMemorySource: "cgroup", CPUTimeMS: 12, OOMKills: 1},
 	}
 	req := execRequest{
@@ -698,7 +698,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 		AdditionalPermissions: &profiles.Profile{Network: &profiles.Network{Enabled: true},
 			FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"out"}}},
 		Env: map[string]string{"CI": "1"}, TimeoutMS: 10, MaxOutputBytes: 10, Require: []string{"netns"},
-		Limits: &enforce.LimitsRequest{MemoryBytes: new(int64(64 << 20)), Pids: new(10), CPUs: new(0.5)}, Stream: true,
+		Limits: &report.LimitsRequest{MemoryBytes: new(int64(64 << 20)), Pids: new(10), CPUs: new(0.5)}, Stream: true,
 		CallID: "c1", EnvironmentID: "e1", Grants: &profiles.Grants{Session: full, Turn: full},
 		SandboxPermissions: &escalated, Justification: "needs the network", EscalateTo: &target,
 		ApprovalPolicy: &approval, Approver: []string{"/usr/bin/approve"}, Guard: "/etc/sbx/guard.json",
@@ -713,7 +713,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 	}, Env: profiles.EnvReport{Mode: profiles.EnvInherit, Stripped: []string{"GH_TOKEN"}, Set: []string{"CI"}},
 		Retry: &call.RetryHint{Retry: escalate.Retry{SandboxPermissions: &escalated, EscalateTo: &target, Justification: &empty,
 			AdditionalPermissions: &full, Reason: "x", Grant: &full,
-			Unresolved: []escalate.Unresolved{{Operation: "connect", Address: &enforce.Address{Family: "inet6", Address: "::1", Port: 1}, Reason: "forbidden by guard"}}},
+			Unresolved: []escalate.Unresolved{{Operation: "connect", Address: &report.Address{Family: "inet6", Address: "::1", Port: 1}, Reason: "forbidden by guard"}}},
 			Argv: []string{"run", "--network", "--", "true"}, Request: map[string]any{"command": []string{"true"}}},
 	}
 	res := execResult{CallReport: rep, Stdout: "a", Stderr: "b", StdoutTruncated: true, StderrTruncated: true, Error: "start: x",
@@ -721,7 +721,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 	refusals := []refusal{
 		newRefusal(&profiles.FieldError{Field: "cwd", Err: errors.New("required")}),
 		newRefusal(fmt.Errorf("approval denied: %w", escalate.ErrRejected)),
-		newRefusal(&enforce.UnsupportedFeatureError{Feature: "netns", Reason: "x"}),
+		newRefusal(&report.UnsupportedFeatureError{Feature: "netns", Reason: "x"}),
 		newRefusal(internalError{errors.New("pipe: too many open files")}),
 	}
 	event := outputEvent{Event: "output", Stream: "stdout", Data: "x", CallID: "c1"}
@@ -862,13 +862,13 @@ func TestSchemaRequiredMatchesGo(t *testing.T) {
 		{"escalate.Removal", required(rep, "$defs/removal"), requiredNames(reflect.TypeFor[escalate.Removal](), false)},
 		{"profiles.EnvReport", required(rep, "$defs/env"), requiredNames(reflect.TypeFor[profiles.EnvReport](), false)},
 		{"escalate.Unresolved", required(rep, "$defs/unresolved"), requiredNames(reflect.TypeFor[escalate.Unresolved](), false)},
-		{"enforce.Enforcement", required(rep, "$defs/enforcement"), requiredNames(reflect.TypeFor[enforce.Enforcement](), false)},
-		{"enforce.LandlockInfo", required(rep, "$defs/landlock"), requiredNames(reflect.TypeFor[enforce.LandlockInfo](), false)},
-		{"enforce.SeccompInfo", required(rep, "$defs/seccomp"), requiredNames(reflect.TypeFor[enforce.SeccompInfo](), false)},
-		{"enforce.Downgrade", required(rep, "$defs/downgrade"), requiredNames(reflect.TypeFor[enforce.Downgrade](), false)},
-		{"enforce.Denial", required(rep, "$defs/denial"), requiredNames(reflect.TypeFor[enforce.Denial](), false)},
-		{"enforce.Address", required(rep, "$defs/address"), requiredNames(reflect.TypeFor[enforce.Address](), false)},
-		{"enforce.Resources", required(rep, "$defs/resources"), requiredNames(reflect.TypeFor[enforce.Resources](), false)},
+		{"report.Enforcement", required(rep, "$defs/enforcement"), requiredNames(reflect.TypeFor[report.Enforcement](), false)},
+		{"report.LandlockInfo", required(rep, "$defs/landlock"), requiredNames(reflect.TypeFor[report.LandlockInfo](), false)},
+		{"report.SeccompInfo", required(rep, "$defs/seccomp"), requiredNames(reflect.TypeFor[report.SeccompInfo](), false)},
+		{"report.Downgrade", required(rep, "$defs/downgrade"), requiredNames(reflect.TypeFor[report.Downgrade](), false)},
+		{"report.Denial", required(rep, "$defs/denial"), requiredNames(reflect.TypeFor[report.Denial](), false)},
+		{"report.Address", required(rep, "$defs/address"), requiredNames(reflect.TypeFor[report.Address](), false)},
+		{"report.Resources", required(rep, "$defs/resources"), requiredNames(reflect.TypeFor[report.Resources](), false)},
 		{"fsResult (own fields)", required(res, "$defs/fs_result"), slices.DeleteFunc(requiredNames(reflect.TypeFor[fsResult](), false), func(n string) bool { return slices.Contains(reportNames, n) })},
 		{"errorObject", required(res, "$defs/error"), requiredNames(reflect.TypeFor[errorObject](), false)},
 	}

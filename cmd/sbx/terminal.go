@@ -8,10 +8,10 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // ptySize is the window size of a call's pseudo-terminal.
@@ -63,7 +63,7 @@ func (l *lastByteWriter) Write(p []byte) (int, error) {
 //
 // IMPORTANT: a SIGKILL to sbx leaves its terminal raw (`reset` repairs it). With
 // closeStdin, nothing is copied in and the command reads end-of-file.
-func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (enforce.Report, error) {
+func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (report.Report, error) {
 	onTerminal := host.IsTerminal(os.Stdin)
 	if onTerminal {
 		if r, c, err := host.Size(os.Stdin); err == nil {
@@ -72,13 +72,13 @@ func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (enf
 	}
 	p, err := execjson.AttachPTY(&call, execjson.PTYSize(size))
 	if err != nil {
-		return enforce.Report{}, err
+		return report.Report{}, err
 	}
 	defer p.Close()
 	if onTerminal && !closeStdin {
 		restore, err := host.MakeRaw(os.Stdin)
 		if err != nil {
-			return enforce.Report{}, err
+			return report.Report{}, err
 		}
 		defer restore()
 		defer host.FollowSize(os.Stdin, p.Master)()

@@ -9,12 +9,12 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/denial"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
-// Denial evidence from the unified log, as enforce.Denial reports it.
+// Denial evidence from the unified log, as report.Denial reports it.
 const (
 	DenialSource     = "macos-sandbox-log"
 	DenialConfidence = "observed"
@@ -39,7 +39,7 @@ var sandboxMessage = regexp.MustCompile(`^Sandbox: (.+)\((\d+)\) deny\((\d+)\) (
 // LoggedDenial is one parsed violation, before filtering by pid.
 type LoggedDenial struct {
 	Process string
-	Denial  enforce.Denial
+	Denial  report.Denial
 }
 
 // ParseLogLine parses one ndjson line of log stream. ok is false for lines
@@ -69,7 +69,7 @@ func ParseMessage(msg string) (LoggedDenial, bool) {
 	if err != nil || count < 1 {
 		count = 1
 	}
-	d := enforce.Denial{Operation: m[4], PID: pid, Source: DenialSource, Confidence: DenialConfidence, Count: count}
+	d := report.Denial{Operation: m[4], PID: pid, Source: DenialSource, Confidence: DenialConfidence, Count: count}
 	target := strings.TrimSpace(m[5])
 	switch {
 	case strings.HasPrefix(d.Operation, "network"):
@@ -92,18 +92,18 @@ func ParseMessage(msg string) (LoggedDenial, bool) {
 //
 // IMPORTANT: the exact address format of network denials is taken from
 // published log samples, not observed here.
-func parseAddress(target string) *enforce.Address {
+func parseAddress(target string) *report.Address {
 	if target == "" {
 		return nil
 	}
 	if strings.HasPrefix(target, "/") {
-		return &enforce.Address{Family: "unix", Address: target}
+		return &report.Address{Family: "unix", Address: target}
 	}
 	host, port, err := net.SplitHostPort(target)
 	if err != nil {
 		return nil
 	}
-	a := &enforce.Address{Family: "inet", Address: host}
+	a := &report.Address{Family: "inet", Address: host}
 	if strings.Contains(host, ":") {
 		a.Family = "inet6"
 	}
@@ -141,7 +141,7 @@ var seatbeltOps = map[string]sbxOp{
 // Linux vocabulary with the reason the policy forbids it (the Seatbelt
 // operation in parentheses), and folds repeats the way the Linux backend
 // does. dropped counts occurrences beyond denial.DefaultCap distinct entries.
-func Denials(logged []LoggedDenial, pids map[int]bool, pol policy.Policy) (ds []enforce.Denial, dropped int) {
+func Denials(logged []LoggedDenial, pids map[int]bool, pol policy.Policy) (ds []report.Denial, dropped int) {
 	log := denial.NewLog(denial.DefaultCap)
 	check := denial.NewChecker(pol, denial.Extra{})
 	for _, l := range logged {
@@ -152,7 +152,7 @@ func Denials(logged []LoggedDenial, pids map[int]bool, pol policy.Policy) (ds []
 	return log.Denials()
 }
 
-func classify(d enforce.Denial, check *denial.Checker, pol policy.Policy) enforce.Denial {
+func classify(d report.Denial, check *denial.Checker, pol policy.Policy) report.Denial {
 	raw := d.Operation
 	m, ok := seatbeltOps[raw]
 	if !ok {

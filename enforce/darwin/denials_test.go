@@ -4,62 +4,62 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 func TestParseMessage(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		msg    string
-		want   enforce.Denial
+		want   report.Denial
 		wantOK bool
 	}{
 		{
 			name:   "file write",
 			msg:    "Sandbox: touch(4242) deny(1) file-write-create /private/etc/x",
-			want:   enforce.Denial{Operation: "file-write-create", Path: "/private/etc/x", PID: 4242, Count: 1},
+			want:   report.Denial{Operation: "file-write-create", Path: "/private/etc/x", PID: 4242, Count: 1},
 			wantOK: true,
 		},
 		{
 			name:   "path with spaces and a folded count",
 			msg:    "Sandbox: bash(17) deny(3) file-write-data /Users/dev/My Files/a.txt",
-			want:   enforce.Denial{Operation: "file-write-data", Path: "/Users/dev/My Files/a.txt", PID: 17, Count: 3},
+			want:   report.Denial{Operation: "file-write-data", Path: "/Users/dev/My Files/a.txt", PID: 17, Count: 3},
 			wantOK: true,
 		},
 		{
 			name:   "process name with parentheses",
 			msg:    "Sandbox: node (worker)(900) deny(1) file-read-data /Users/dev/.ssh/id_ed25519",
-			want:   enforce.Denial{Operation: "file-read-data", Path: "/Users/dev/.ssh/id_ed25519", PID: 900, Count: 1},
+			want:   report.Denial{Operation: "file-read-data", Path: "/Users/dev/.ssh/id_ed25519", PID: 900, Count: 1},
 			wantOK: true,
 		},
 		{
 			name:   "tcp connect",
 			msg:    "Sandbox: curl(55) deny(1) network-outbound 93.184.216.34:443",
-			want:   enforce.Denial{Operation: "network-outbound", Address: &enforce.Address{Family: "inet", Address: "93.184.216.34", Port: 443}, PID: 55, Count: 1},
+			want:   report.Denial{Operation: "network-outbound", Address: &report.Address{Family: "inet", Address: "93.184.216.34", Port: 443}, PID: 55, Count: 1},
 			wantOK: true,
 		},
 		{
 			name:   "ipv6 connect",
 			msg:    "Sandbox: python3.12(56) deny(1) network-outbound [::1]:8080",
-			want:   enforce.Denial{Operation: "network-outbound", Address: &enforce.Address{Family: "inet6", Address: "::1", Port: 8080}, PID: 56, Count: 1},
+			want:   report.Denial{Operation: "network-outbound", Address: &report.Address{Family: "inet6", Address: "::1", Port: 8080}, PID: 56, Count: 1},
 			wantOK: true,
 		},
 		{
 			name:   "unix socket",
 			msg:    "Sandbox: git(57) deny(1) network-outbound /private/var/run/mDNSResponder",
-			want:   enforce.Denial{Operation: "network-outbound", Address: &enforce.Address{Family: "unix", Address: "/private/var/run/mDNSResponder"}, PID: 57, Count: 1},
+			want:   report.Denial{Operation: "network-outbound", Address: &report.Address{Family: "unix", Address: "/private/var/run/mDNSResponder"}, PID: 57, Count: 1},
 			wantOK: true,
 		},
 		{
 			name:   "mach lookup",
 			msg:    "Sandbox: gh(58) deny(1) mach-lookup com.apple.trustd.agent",
-			want:   enforce.Denial{Operation: "mach-lookup", Reason: "com.apple.trustd.agent", PID: 58, Count: 1},
+			want:   report.Denial{Operation: "mach-lookup", Reason: "com.apple.trustd.agent", PID: 58, Count: 1},
 			wantOK: true,
 		},
 		{
 			name:   "no target",
 			msg:    "Sandbox: sh(59) deny(1) process-fork",
-			want:   enforce.Denial{Operation: "process-fork", PID: 59, Count: 1},
+			want:   report.Denial{Operation: "process-fork", PID: 59, Count: 1},
 			wantOK: true,
 		},
 		{name: "allow report", msg: "Sandbox: sh(59) allow file-read-data /etc/passwd"},

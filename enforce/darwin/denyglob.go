@@ -3,9 +3,9 @@ package darwin
 import (
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // seatbeltGlob is a deny pattern as the profile states it.
@@ -25,9 +25,9 @@ type seatbeltGlob struct {
 // A pattern with a double quote cannot be written in an SBPL regex
 // literal: it is left out and reported (its existing matches are still
 // denied as paths).
-func canonicalGlobs(pol policy.Policy, m PathMode) ([]seatbeltGlob, []enforce.Downgrade) {
+func canonicalGlobs(pol policy.Policy, m PathMode) ([]seatbeltGlob, []report.Downgrade) {
 	var out []seatbeltGlob
-	var down []enforce.Downgrade
+	var down []report.Downgrade
 	for _, d := range pol.DenyGlobs {
 		g := d.Glob()
 		prefix := g.Prefix()
@@ -42,7 +42,7 @@ func canonicalGlobs(pol policy.Policy, m PathMode) ([]seatbeltGlob, []enforce.Do
 		// (a mask or carve-out covers a whole tree).
 		re := strings.TrimSuffix(g.Regex(), "$") + "(/[^/]+)*$"
 		if strings.ContainsAny(re, "\"\n") {
-			down = append(down, enforce.Downgrade{Feature: "deny-glob-create",
+			down = append(down, report.Downgrade{Feature: report.FeatureDenyGlobCreate,
 				Reason: "deny pattern " + d.Pattern + " cannot be written as a Seatbelt regex: only its existing matches are denied"})
 			continue
 		}

@@ -3,7 +3,7 @@
 package darwin
 
 import (
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 
 	"fmt"
 	"os"
@@ -17,7 +17,7 @@ import (
 
 // Check is one line of `sbx doctor`: a capability, whether this system has
 // it, what was seen, and what sbx does when it is missing.
-type Check = enforce.Check
+type Check = report.Check
 
 // Doctor probes what this Mac can enforce. It runs /usr/bin/true once under
 // a read-only profile: only a real run shows that sandbox-exec accepts the

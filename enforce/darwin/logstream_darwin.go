@@ -11,8 +11,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // logPath is the only log(1) sbx runs, for the same reason as SandboxExec.
@@ -113,7 +113,7 @@ func (d *DenialLog) Track(pid int) error {
 
 // Finish stops collecting and returns the tree's denials, classified
 // against pol (see Denials). Call it after the command has exited.
-func (d *DenialLog) Finish(pol policy.Policy) ([]enforce.Denial, int) {
+func (d *DenialLog) Finish(pol policy.Policy) ([]report.Denial, int) {
 	pids := map[int]bool{}
 	if d.tracker != nil {
 		pids = d.tracker.stop()

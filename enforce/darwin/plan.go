@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Launch modes, as reported in enforcement.launch.
@@ -42,7 +42,7 @@ type Plan struct {
 	Params []Param `json:",omitempty"`
 	// Masked are the canonical guard paths the profile denies.
 	Masked     []string `json:",omitempty"`
-	Downgrades []enforce.Downgrade
+	Downgrades []report.Downgrade
 }
 
 // parentDeath is reported for every darwin launch.
@@ -50,7 +50,7 @@ type Plan struct {
 // IMPORTANT: macOS has no PR_SET_PDEATHSIG. If sbx itself is killed (not
 // interrupted: signals are forwarded), the command keeps running, still under
 // its profile.
-var parentDeath = enforce.Downgrade{Feature: "parent-death-kill",
+var parentDeath = report.Downgrade{Feature: report.FeatureParentDeathKill,
 	Reason: "macOS has no parent-death signal: if sbx is killed, the command keeps running (under its profile)"}
 
 // Compile turns pol into a Plan. It fails only on a path that is not
@@ -66,7 +66,7 @@ func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 	if pol.Domains != nil {
 		// IMPORTANT: no proxy on macOS yet (its Seatbelt profile would
 		// allow only the proxy's loopback port): the network stays off.
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "network-domains",
+		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureNetworkDomains,
 			Reason: "network by domain is not implemented on macOS: the command runs without network"})
 	}
 	paths, err := canonicalPolicy(pol, opts.Paths)
@@ -74,7 +74,7 @@ func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p.Masked = paths.masked
-	var down []enforce.Downgrade
+	var down []report.Downgrade
 	paths.globs, down = canonicalGlobs(pol, opts.Paths)
 	p.Downgrades = append(p.Downgrades, down...)
 	p.Profile, p.Params = buildProfile(pol, paths)
@@ -135,11 +135,11 @@ func canonicalPolicy(pol policy.Policy, m PathMode) (policyPaths, error) {
 }
 
 // Degraded is what the plan could not apply: its Downgrades.
-func (p *Plan) Degraded() []enforce.Downgrade { return p.Downgrades }
+func (p *Plan) Degraded() []report.Downgrade { return p.Downgrades }
 
 // Enforcement describes the plan as applied, for the report.
-func (p *Plan) Enforcement() enforce.Enforcement {
-	e := enforce.Enforcement{Platform: "darwin", Launch: p.Launch, NewSession: true, ClosedFDs: true}
+func (p *Plan) Enforcement() report.Enforcement {
+	e := report.Enforcement{Platform: "darwin", Launch: p.Launch, NewSession: true, ClosedFDs: true}
 	if p.Launch == LaunchDirect {
 		return e
 	}

@@ -8,7 +8,7 @@
 //		// v.Cause == denial.CarveOut, v.At == "/work/repo/.git"
 //	}
 //	log := denial.NewLog(denial.DefaultCap)
-//	log.Add(enforce.Denial{Operation: "create", Path: "/work/repo/.git", ...})
+//	log.Add(report.Denial{Operation: "create", Path: "/work/repo/.git", ...})
 //	ds, dropped := log.Denials()
 //
 // Guarantees: Path and Network answer only from the policy, the same way the

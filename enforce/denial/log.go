@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"sync"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // DefaultCap is how many distinct denials a report lists.
@@ -17,7 +17,7 @@ type Log struct {
 	mu      sync.Mutex
 	cap     int
 	index   map[string]int
-	list    []enforce.Denial
+	list    []report.Denial
 	dropped int
 }
 
@@ -27,7 +27,7 @@ func NewLog(limit int) *Log {
 }
 
 // Add records one occurrence of d. Count is taken as 1 when d.Count is 0.
-func (l *Log) Add(d enforce.Denial) {
+func (l *Log) Add(d report.Denial) {
 	if d.Count <= 0 {
 		d.Count = 1
 	}
@@ -48,13 +48,13 @@ func (l *Log) Add(d enforce.Denial) {
 
 // Denials returns the listed denials in the order first seen, and how many
 // occurrences of unlisted ones were dropped.
-func (l *Log) Denials() ([]enforce.Denial, int) {
+func (l *Log) Denials() ([]report.Denial, int) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]enforce.Denial{}, l.list...), l.dropped
+	return append([]report.Denial{}, l.list...), l.dropped
 }
 
-func key(d enforce.Denial) string {
+func key(d report.Denial) string {
 	k := d.Operation + "\x00" + d.Path
 	if a := d.Address; a != nil {
 		k += "\x00" + a.Family + "\x00" + a.Address + "\x00" + strconv.Itoa(a.Port)

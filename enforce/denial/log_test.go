@@ -5,20 +5,20 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 func TestLogDeduplicates(t *testing.T) {
 	l := NewLog(DefaultCap)
-	w := enforce.Denial{Operation: "write", Path: "/etc/x", PID: 1, Source: "s", Confidence: "observed"}
+	w := report.Denial{Operation: "write", Path: "/etc/x", PID: 1, Source: "s", Confidence: "observed"}
 	for i := range 100000 {
 		w.PID = i + 1
 		l.Add(w)
 	}
-	l.Add(enforce.Denial{Operation: "create", Path: "/etc/x"})
-	l.Add(enforce.Denial{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "192.0.2.2", Port: 80}})
-	l.Add(enforce.Denial{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "192.0.2.2", Port: 81}})
-	l.Add(enforce.Denial{Operation: "connect", Address: &enforce.Address{Family: "inet", Address: "192.0.2.2", Port: 80}, Count: 2})
+	l.Add(report.Denial{Operation: "create", Path: "/etc/x"})
+	l.Add(report.Denial{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.2", Port: 80}})
+	l.Add(report.Denial{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.2", Port: 81}})
+	l.Add(report.Denial{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.2", Port: 80}, Count: 2})
 	got, dropped := l.Denials()
 	if dropped != 0 || len(got) != 4 {
 		t.Fatalf("got %d entries, %d dropped: %+v", len(got), dropped, got)
@@ -42,7 +42,7 @@ func TestLogCap(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range 25000 {
-				l.Add(enforce.Denial{Operation: "create", Path: fmt.Sprintf("/etc/f%d-%d", g, i%1000)})
+				l.Add(report.Denial{Operation: "create", Path: fmt.Sprintf("/etc/f%d-%d", g, i%1000)})
 			}
 		}()
 	}

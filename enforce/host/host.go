@@ -7,6 +7,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Cmd is the command of a call, resolved to an executable.
@@ -16,7 +17,7 @@ type Cmd = enforce.Command
 type Call struct {
 	Policy  policy.Policy
 	Cmd     Cmd
-	Require []string
+	Require []report.Feature
 	// Timeout kills the command's process group when it expires (0: none).
 	Timeout time.Duration
 	// ForwardSignals relays SIGINT, SIGTERM, SIGHUP and SIGQUIT received by
@@ -27,7 +28,7 @@ type Call struct {
 	// killed; 0 means DefaultKillGrace.
 	KillGrace time.Duration
 	// Limits are the call's resource limits (memory, processes, CPU).
-	Limits enforce.Limits
+	Limits report.Limits
 	// NoDenialReports runs without the denial supervisor: faster for
 	// write-heavy commands, but nothing the sandbox blocks is reported.
 	NoDenialReports bool
@@ -52,17 +53,17 @@ type backend interface {
 	// prepare compiles the call's plan, admits it into rep (see admit)
 	// and subscribes to the signals the call relays. An error refuses the
 	// call: nothing ran.
-	prepare(rep *enforce.Report) error
+	prepare(rep *report.Report) error
 	// run starts the command and waits for it, relaying signals and
 	// enforcing the timeout and ctx, then fills rep with what the ended
 	// call measured that counts in its duration. err means the command did
 	// not run; waitErr that waiting for it failed.
-	run(ctx context.Context, rep *enforce.Report) (waitErr, err error)
+	run(ctx context.Context, rep *report.Report) (waitErr, err error)
 	// finish fills rep with what comes after the duration was taken.
-	finish(rep *enforce.Report)
+	finish(rep *report.Report)
 	// exit fills rep's exit status, once waiting for the command did not
 	// fail.
-	exit(rep *enforce.Report)
+	exit(rep *report.Report)
 	// close releases what prepare took (the signal subscriptions), on
 	// every path.
 	close()
@@ -72,18 +73,18 @@ type backend interface {
 // not run, or waiting for it failed (the report is still filled with what is
 // known). On a platform without a backend nothing runs: an
 // UnsupportedFeatureError and an empty report.
-func Run(ctx context.Context, c Call) (enforce.Report, error) {
+func Run(ctx context.Context, c Call) (report.Report, error) {
 	b, err := newBackend(c)
 	if err != nil {
-		return enforce.Report{}, err
+		return report.Report{}, err
 	}
 	return runOn(ctx, c, b)
 }
 
 // runOn is Run's steps on backend b.
-func runOn(ctx context.Context, c Call, b backend) (enforce.Report, error) {
+func runOn(ctx context.Context, c Call, b backend) (report.Report, error) {
 	defer b.close()
-	rep := enforce.NewReport(c.Policy.Mode.String())
+	rep := report.NewReport(c.Policy.Mode.String())
 	if err := b.prepare(&rep); err != nil {
 		return rep, err
 	}
@@ -111,21 +112,21 @@ func runOn(ctx context.Context, c Call, b backend) (enforce.Report, error) {
 // backendPlan is what Explain and Describe show of every backend's Plan.
 type backendPlan interface {
 	String() string
-	Enforcement() enforce.Enforcement
-	Degraded() []enforce.Downgrade
+	Enforcement() report.Enforcement
+	Degraded() []report.Downgrade
 }
 
 // admit fills rep with what plan enforces and degrades, and refuses a call
 // that requires a feature plan degraded.
-func admit(rep *enforce.Report, plan backendPlan, c Call) error {
+func admit(rep *report.Report, plan backendPlan, c Call) error {
 	rep.Enforcement = enforcement(plan, c)
 	rep.Degraded = append(rep.Degraded, plan.Degraded()...)
-	return enforce.CheckRequired(c.Require, plan.Degraded())
+	return report.CheckRequired(c.Require, plan.Degraded())
 }
 
 // enforcement is plan's Enforcement with what the policy itself decided
 // and every backend carries out the same way.
-func enforcement(plan backendPlan, c Call) enforce.Enforcement {
+func enforcement(plan backendPlan, c Call) report.Enforcement {
 	e := plan.Enforcement()
 	if !c.Policy.Unrestricted {
 		e.ProtectedNames = c.Policy.ProtectedNames
@@ -145,13 +146,13 @@ func Explain(c Call) (string, any, error) {
 
 // Describe reports what the call would be enforced with, for a call that
 // never starts (its command was not found), so its report has the same shape.
-func Describe(c Call) (enforce.Enforcement, []enforce.Downgrade, error) {
+func Describe(c Call) (report.Enforcement, []report.Downgrade, error) {
 	plan, err := compiled(c)
 	if err != nil {
-		return enforce.Enforcement{}, nil, err
+		return report.Enforcement{}, nil, err
 	}
 	return enforcement(plan, c), plan.Degraded(), nil
 }
 
 // Check is one line of `sbx doctor`.
-type Check = enforce.Check
+type Check = report.Check

@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"syscall"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/darwin"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // ErrStart marks a failure of the exec itself.
@@ -19,7 +19,7 @@ var ErrStart = darwin.ErrStart
 func Compile(c Call) (*darwin.Plan, error) {
 	plan, err := darwin.Compile(c.Policy, darwin.DefaultOptions())
 	if err == nil && !c.Limits.IsZero() {
-		plan.Downgrades = append(plan.Downgrades, enforce.Downgrade{Feature: "limits",
+		plan.Downgrades = append(plan.Downgrades, report.Downgrade{Feature: report.FeatureLimits,
 			Reason: "resource limits are not implemented on macOS: the limits are not enforced"})
 	}
 	return plan, err
@@ -43,7 +43,7 @@ type darwinCall struct {
 
 func newBackend(c Call) (backend, error) { return &darwinCall{c: c}, nil }
 
-func (b *darwinCall) prepare(rep *enforce.Report) error {
+func (b *darwinCall) prepare(rep *report.Report) error {
 	c := b.c
 	plan, err := Compile(c)
 	if err != nil {
@@ -56,9 +56,9 @@ func (b *darwinCall) prepare(rep *enforce.Report) error {
 	if plan.Launch == darwin.LaunchSandboxExec {
 		// Attached before the start, so the command's first denial is seen.
 		if b.dlog, err = darwin.StartDenialLog(); err != nil {
-			d := enforce.Downgrade{Feature: "denial-reports", Reason: err.Error() + ": operations the sandbox blocks are not reported"}
+			d := report.Downgrade{Feature: report.FeatureDenialReports, Reason: err.Error() + ": operations the sandbox blocks are not reported"}
 			rep.Degraded = append(rep.Degraded, d)
-			if err := enforce.CheckRequired(c.Require, []enforce.Downgrade{d}); err != nil {
+			if err := report.CheckRequired(c.Require, []report.Downgrade{d}); err != nil {
 				return err
 			}
 		}
@@ -68,7 +68,7 @@ func (b *darwinCall) prepare(rep *enforce.Report) error {
 	return nil
 }
 
-func (b *darwinCall) run(ctx context.Context, rep *enforce.Report) (waitErr, err error) {
+func (b *darwinCall) run(ctx context.Context, rep *report.Report) (waitErr, err error) {
 	c := b.c
 	proc, err := darwin.Start(b.plan, c.Cmd)
 	if err != nil {
@@ -82,30 +82,30 @@ func (b *darwinCall) run(ctx context.Context, rep *enforce.Report) (waitErr, err
 			// Too late to refuse: the command runs. Without the tree only
 			// the first process's denials could be told apart, so none are
 			// kept.
-			rep.Degraded = append(rep.Degraded, enforce.Downgrade{Feature: "denial-reports",
+			rep.Degraded = append(rep.Degraded, report.Downgrade{Feature: report.FeatureDenialReports,
 				Reason: err.Error() + ": operations the sandbox blocks are not reported"})
 		}
 	}
 	ws, ru, waitErr := waitCall(ctx, c, proc, b.sigs, rep)
 	b.ws = ws
 	// Darwin's ru_maxrss is in bytes.
-	rep.Resources = enforce.Resources{Mechanism: "none", Limits: c.Limits, PeakMemoryBytes: ru.Maxrss,
+	rep.Resources = report.Resources{Mechanism: "none", Limits: c.Limits, PeakMemoryBytes: ru.Maxrss,
 		PeakMemorySource: "rusage", CPUTimeMS: (ru.Utime.Nano() + ru.Stime.Nano()) / 1e6}
 	return waitErr, nil
 }
 
-func (b *darwinCall) finish(rep *enforce.Report) {
+func (b *darwinCall) finish(rep *report.Report) {
 	if b.dlog != nil {
 		ds, dropped := b.dlog.Finish(b.c.Policy)
 		rep.Denials = append(rep.Denials, ds...)
 		if dropped > 0 {
-			rep.Degraded = append(rep.Degraded, enforce.Downgrade{Feature: "denial-reports",
+			rep.Degraded = append(rep.Degraded, report.Downgrade{Feature: report.FeatureDenialReports,
 				Reason: fmt.Sprintf("%d more denials were seen but not listed", dropped)})
 		}
 	}
 }
 
-func (b *darwinCall) exit(rep *enforce.Report) { setExit(rep, b.ws) }
+func (b *darwinCall) exit(rep *report.Report) { setExit(rep, b.ws) }
 
 func (b *darwinCall) close() {
 	if b.sigs != nil {

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"syscall"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/linux"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // ErrStart marks a failure of the exec itself (see linux.ExecFailureStatus).
@@ -62,7 +62,7 @@ func newBackend(c Call) (backend, error) { return &linuxCall{c: c}, nil }
 
 // prepare subscribes to the signals first, so that the subscription's round
 // trips overlap the compile.
-func (b *linuxCall) prepare(rep *enforce.Report) error {
+func (b *linuxCall) prepare(rep *report.Report) error {
 	c := b.c
 	b.sigs = subscribeSignals(c)
 	b.sys = linux.Probe()
@@ -80,7 +80,7 @@ func (b *linuxCall) prepare(rep *enforce.Report) error {
 	return nil
 }
 
-func (b *linuxCall) run(ctx context.Context, rep *enforce.Report) (waitErr, err error) {
+func (b *linuxCall) run(ctx context.Context, rep *report.Report) (waitErr, err error) {
 	c, plan, sys := b.c, b.plan, b.sys
 	var ws syscall.WaitStatus
 	var ru syscall.Rusage
@@ -109,7 +109,7 @@ func (b *linuxCall) run(ctx context.Context, rep *enforce.Report) (waitErr, err 
 		if plan, err = compileFor(c, sys.WithoutUserNS(nsErr)); err != nil {
 			return nil, err
 		}
-		*rep = enforce.NewReport(c.Policy.Mode.String())
+		*rep = report.NewReport(c.Policy.Mode.String())
 		if err = admit(rep, plan, c); err != nil {
 			return nil, err
 		}
@@ -133,9 +133,9 @@ func (b *linuxCall) run(ctx context.Context, rep *enforce.Report) (waitErr, err 
 	return waitErr, nil
 }
 
-func (b *linuxCall) finish(rep *enforce.Report) {}
+func (b *linuxCall) finish(rep *report.Report) {}
 
-func (b *linuxCall) exit(rep *enforce.Report) {
+func (b *linuxCall) exit(rep *report.Report) {
 	setExit(rep, b.ws)
 	if rep.KilledBy == "" && b.ws.Signaled() && b.ws.Signal() == syscall.SIGKILL && rep.Resources.OOMKills > 0 {
 		rep.KilledBy = "memory"

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // fakeBackend records the steps Run takes on it; each step's outcome is
@@ -24,24 +24,24 @@ type fakeBackend struct {
 	durationSeen int64 // rep.DurationMS when finish ran
 }
 
-func (b *fakeBackend) prepare(rep *enforce.Report) error {
+func (b *fakeBackend) prepare(rep *report.Report) error {
 	b.steps = append(b.steps, "prepare")
 	rep.Enforcement.Platform = "fake"
 	return b.prepareErr
 }
 
-func (b *fakeBackend) run(ctx context.Context, rep *enforce.Report) (error, error) {
+func (b *fakeBackend) run(ctx context.Context, rep *report.Report) (error, error) {
 	b.steps = append(b.steps, "run")
 	time.Sleep(b.runFor)
 	return b.waitErr, b.startErr
 }
 
-func (b *fakeBackend) finish(rep *enforce.Report) {
+func (b *fakeBackend) finish(rep *report.Report) {
 	b.steps = append(b.steps, "finish")
 	b.durationSeen = rep.DurationMS
 }
 
-func (b *fakeBackend) exit(rep *enforce.Report) {
+func (b *fakeBackend) exit(rep *report.Report) {
 	b.steps = append(b.steps, "exit")
 	rep.ExitCode = 3
 }
@@ -98,35 +98,35 @@ func TestRunOn(t *testing.T) {
 }
 
 // fakePlan is a backendPlan with the given downgrades.
-type fakePlan struct{ degraded []enforce.Downgrade }
+type fakePlan struct{ degraded []report.Downgrade }
 
-func (p fakePlan) String() string                   { return "fake plan" }
-func (p fakePlan) Enforcement() enforce.Enforcement { return enforce.Enforcement{Platform: "fake"} }
-func (p fakePlan) Degraded() []enforce.Downgrade    { return p.degraded }
+func (p fakePlan) String() string                  { return "fake plan" }
+func (p fakePlan) Enforcement() report.Enforcement { return report.Enforcement{Platform: "fake"} }
+func (p fakePlan) Degraded() []report.Downgrade    { return p.degraded }
 
 func TestAdmit(t *testing.T) {
-	noSupervisor := enforce.Downgrade{Feature: "denial-reports", Reason: "no seccomp listener"}
+	noSupervisor := report.Downgrade{Feature: "denial-reports", Reason: "no seccomp listener"}
 	tests := []struct {
 		name          string
 		call          Call
-		degraded      []enforce.Downgrade
+		degraded      []report.Downgrade
 		wantRefused   bool
 		wantProtected []string
 	}{
-		{name: "nothing degraded", call: Call{Require: []string{"denial-reports"},
+		{name: "nothing degraded", call: Call{Require: []report.Feature{report.FeatureDenialReports},
 			Policy: policy.Policy{ProtectedNames: []string{".git"}}}, wantProtected: []string{".git"}},
-		{name: "degraded, not required", call: Call{Require: []string{"landlock"}},
-			degraded: []enforce.Downgrade{noSupervisor}},
-		{name: "degraded and required", call: Call{Require: []string{"denial-reports"}},
-			degraded: []enforce.Downgrade{noSupervisor}, wantRefused: true},
+		{name: "degraded, not required", call: Call{Require: []report.Feature{report.FeatureLandlock}},
+			degraded: []report.Downgrade{noSupervisor}},
+		{name: "degraded and required", call: Call{Require: []report.Feature{report.FeatureDenialReports}},
+			degraded: []report.Downgrade{noSupervisor}, wantRefused: true},
 		{name: "unrestricted protects nothing", call: Call{
 			Policy: policy.Policy{Unrestricted: true, ProtectedNames: []string{".git"}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rep := enforce.NewReport("test")
+			rep := report.NewReport("test")
 			err := admit(&rep, fakePlan{tt.degraded}, tt.call)
-			if refused := errors.Is(err, enforce.ErrNotSupported); refused != tt.wantRefused || (err != nil && !refused) {
+			if refused := errors.Is(err, report.ErrNotSupported); refused != tt.wantRefused || (err != nil && !refused) {
 				t.Fatalf("err = %v, want refused %v", err, tt.wantRefused)
 			}
 			if !slices.Equal(rep.Degraded, tt.degraded) && len(rep.Degraded)+len(tt.degraded) > 0 {

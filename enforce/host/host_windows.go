@@ -7,8 +7,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/windows"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // ErrStart marks a failure of the process creation itself.
@@ -45,7 +45,7 @@ type windowsCall struct {
 
 func newBackend(c Call) (backend, error) { return &windowsCall{c: c}, nil }
 
-func (b *windowsCall) prepare(rep *enforce.Report) error {
+func (b *windowsCall) prepare(rep *report.Report) error {
 	plan, err := Compile(b.c)
 	if err != nil {
 		return err
@@ -58,7 +58,7 @@ func (b *windowsCall) prepare(rep *enforce.Report) error {
 	return nil
 }
 
-func (b *windowsCall) run(ctx context.Context, rep *enforce.Report) (waitErr, err error) {
+func (b *windowsCall) run(ctx context.Context, rep *report.Report) (waitErr, err error) {
 	b.proc, err = windows.Start(b.plan, b.c.Cmd)
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (b *windowsCall) run(ctx context.Context, rep *enforce.Report) (waitErr, er
 	return waitErr, nil
 }
 
-func (b *windowsCall) finish(rep *enforce.Report) {
+func (b *windowsCall) finish(rep *report.Report) {
 	rep.Resources = b.proc.Resources(b.c.Limits)
 	// Closing revokes the call's ACEs. A failure leaves ACEs behind that
 	// grant nothing (their SID dies with the call, see enforce/windows), so
@@ -77,7 +77,7 @@ func (b *windowsCall) finish(rep *enforce.Report) {
 	}
 }
 
-func (b *windowsCall) exit(rep *enforce.Report) { rep.ExitCode = int(b.code) }
+func (b *windowsCall) exit(rep *report.Report) { rep.ExitCode = int(b.code) }
 
 func (b *windowsCall) close() {
 	if b.stop != nil {

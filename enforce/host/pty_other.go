@@ -6,7 +6,7 @@ import (
 	"os"
 	"runtime"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // PTY is a pseudo-terminal for one call; only the Linux backend has one.
@@ -16,7 +16,7 @@ type PTY struct {
 }
 
 func errNoPTY() error {
-	return &enforce.UnsupportedFeatureError{Feature: "pty", Reason: "no pty support for " + runtime.GOOS + " yet"}
+	return &report.UnsupportedFeatureError{Feature: report.FeaturePTY, Reason: "no pty support for " + runtime.GOOS + " yet"}
 }
 
 // OpenPTY is not available on this platform: the call is refused.

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // process is a started command, whatever the backend.
@@ -72,7 +72,7 @@ func (s *callSignals) stop() {
 
 // waitCall waits for the command while relaying signals and enforcing the
 // timeout and ctx, then kills what is left of its process group.
-func waitCall(ctx context.Context, c Call, proc process, sigs *callSignals, rep *enforce.Report) (syscall.WaitStatus, syscall.Rusage, error) {
+func waitCall(ctx context.Context, c Call, proc process, sigs *callSignals, rep *report.Report) (syscall.WaitStatus, syscall.Rusage, error) {
 	done := make(chan struct{})
 	var ws syscall.WaitStatus
 	var ru syscall.Rusage
@@ -161,7 +161,7 @@ func waitCall(ctx context.Context, c Call, proc process, sigs *callSignals, rep 
 
 // setExit fills the report's exit status from the command's wait status:
 // its own code, or 128+N when signal N ended it.
-func setExit(rep *enforce.Report, ws syscall.WaitStatus) {
+func setExit(rep *report.Report, ws syscall.WaitStatus) {
 	switch {
 	case ws.Exited():
 		rep.ExitCode = ws.ExitStatus()

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 func TestSetExit(t *testing.T) {
@@ -29,7 +29,7 @@ func TestSetExit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var rep enforce.Report
+			var rep report.Report
 			setExit(&rep, tt.ws)
 			if rep.ExitCode != tt.wantCode || rep.SignalName != tt.wantSignal {
 				t.Errorf("exit code %d, signal %q; want %d, %q", rep.ExitCode, rep.SignalName, tt.wantCode, tt.wantSignal)
@@ -138,7 +138,7 @@ func TestWaitCall(t *testing.T) {
 			}
 			proc := &fakeProcess{exitOn: tt.exitOn, exitAfter: tt.exitAfter}
 			proc.start()
-			var rep enforce.Report
+			var rep report.Report
 			if _, _, err := waitCall(ctx, tt.call, proc, sigs, &rep); err != nil {
 				t.Fatalf("waitCall: %v", err)
 			}

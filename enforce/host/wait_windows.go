@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/windows"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // relayedSignals subscribes to Ctrl-C/Ctrl-Break (os.Interrupt) and console
@@ -27,7 +27,7 @@ func relayedSignals(c Call) (chan os.Signal, func()) {
 
 // waitCall waits for the command while relaying interrupts and enforcing the
 // timeout and ctx, then kills what is left of its job.
-func waitCall(ctx context.Context, c Call, proc *windows.Process, sigc chan os.Signal, rep *enforce.Report) (uint32, error) {
+func waitCall(ctx context.Context, c Call, proc *windows.Process, sigc chan os.Signal, rep *report.Report) (uint32, error) {
 	done := make(chan struct{})
 	var code uint32
 	var waitErr error

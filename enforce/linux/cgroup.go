@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Limit mechanisms, as reported in resources.mechanism.
@@ -116,7 +116,7 @@ func findCgroups() cgroupHost {
 // controller, else a v1 one, else an rlimit set by the stage; what none can
 // enforce is a downgrade. A plan without a PID namespace gets a call group
 // even without limits, for the whole-tree kill the namespace would give.
-func (p *Plan) SetLimits(l enforce.Limits) {
+func (p *Plan) SetLimits(l report.Limits) {
 	p.Limits = l
 	if l.IsZero() && p.NewPIDNS {
 		return
@@ -154,9 +154,9 @@ func (p *Plan) SetLimits(l enforce.Limits) {
 		case rl != nil && p.Launch == LaunchStage:
 			p.Rlimits = append(p.Rlimits, *rl)
 			mechs = append(mechs, mechRlimit)
-			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "limits", Reason: why})
+			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureLimits, Reason: why})
 		default:
-			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "limits",
+			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureLimits,
 				Reason: "no writable " + ctl + " cgroup (v2 or v1) for this user: the " + ctl + " limit is not enforced"})
 		}
 	}
@@ -205,7 +205,7 @@ type callCgroup struct {
 
 // createCgroups makes the call's groups and writes the limits into them.
 // On error nothing is left behind.
-func createCgroups(cp *CgroupPlan, l enforce.Limits) (cg *callCgroup, err error) {
+func createCgroups(cp *CgroupPlan, l report.Limits) (cg *callCgroup, err error) {
 	cg = &callCgroup{v2fd: -1, v1: map[string]string{}}
 	defer func() {
 		if err != nil {
@@ -325,7 +325,7 @@ func sweepStale(parent string) {
 
 // writeLimit sets controller c's limit from l in dir, in the file names of
 // cgroup version v.
-func writeLimit(dir, c string, v int, l enforce.Limits) error {
+func writeLimit(dir, c string, v int, l report.Limits) error {
 	const period = 100000 // µs, the kernel's default CFS period
 	var files [][2]string
 	switch {
@@ -430,8 +430,8 @@ func (cg *callCgroup) usage() cgroupUsage {
 
 // Resources reports how the call's limits were enforced and what it used,
 // from its groups where they measured it, else from the command's rusage.
-func (pr *Process) Resources(ru syscall.Rusage) enforce.Resources {
-	r := enforce.Resources{Mechanism: "none", PeakMemorySource: "rusage", OOMKills: pr.usage.oomKills}
+func (pr *Process) Resources(ru syscall.Rusage) report.Resources {
+	r := report.Resources{Mechanism: "none", PeakMemorySource: "rusage", OOMKills: pr.usage.oomKills}
 	if pr.plan != nil {
 		r.Limits = pr.plan.Limits
 		if pr.plan.LimitMechanism != "" {

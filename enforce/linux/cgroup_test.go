@@ -7,14 +7,14 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // TestWriteLimit checks the files and values each controller and cgroup
 // version gets, in a directory standing for a group (only files that
 // exist in a real group are created beforehand).
 func TestWriteLimit(t *testing.T) {
-	l := enforce.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.25}
+	l := report.Limits{MemoryBytes: 64 << 20, Pids: 10, CPUs: 0.25}
 	for _, c := range []struct {
 		ctl     string
 		version int

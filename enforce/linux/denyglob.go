@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // compileDenyGlobs reports what the mounts cannot do for the policy's deny
@@ -34,22 +34,22 @@ func (p *Plan) compileDenyGlobs(pol policy.Policy) {
 			pats = append(pats, d.Pattern)
 		}
 		list := strings.Join(pats, ", ")
-		plain := enforce.Downgrade{Feature: "deny-glob-create",
+		plain := report.Downgrade{Feature: report.FeatureDenyGlobCreate,
 			Reason: "new names matching the deny patterns " + list + " are not prevented from being created (no seccomp supervisor)"}
-		p.addDowngrade(enforce.Downgrade{Feature: "deny-glob-create",
+		p.addDowngrade(report.Downgrade{Feature: report.FeatureDenyGlobCreate,
 			Reason: "the seccomp supervisor refuses creating names that match the deny patterns " + list + ", best effort: a racing thread can change the path after the check"}, plain)
 	}
 	for _, u := range pol.DenyUnscanned {
-		plain := enforce.Downgrade{Feature: "deny-glob-scan",
+		plain := report.Downgrade{Feature: report.FeatureDenyGlobScan,
 			Reason: "deny pattern " + u.Path + ": " + u.Reason + "; matches not found are not masked"}
-		p.addDowngrade(enforce.Downgrade{Feature: "deny-glob-scan",
+		p.addDowngrade(report.Downgrade{Feature: report.FeatureDenyGlobScan,
 			Reason: plain.Reason + " (the seccomp supervisor refuses the accesses to them it sees, best effort)"}, plain)
 	}
 }
 
 // addDowngrade records d, or plain when there is no supervisor (or it
 // could not be set up at launch).
-func (p *Plan) addDowngrade(d, plain enforce.Downgrade) {
+func (p *Plan) addDowngrade(d, plain report.Downgrade) {
 	if p.Supervise == SuperviseOff {
 		p.Downgrades = append(p.Downgrades, plain)
 		return

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // TestPlanDenyGlobs: deny patterns always leave deny-glob-create degraded
@@ -23,8 +23,8 @@ func TestPlanDenyGlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reason := func(ds []enforce.Downgrade, f string) string {
-		i := slices.IndexFunc(ds, func(d enforce.Downgrade) bool { return d.Feature == f })
+	reason := func(ds []report.Downgrade, f report.Feature) string {
+		i := slices.IndexFunc(ds, func(d report.Downgrade) bool { return d.Feature == f })
 		if i < 0 {
 			return ""
 		}
@@ -61,7 +61,7 @@ func TestPlanDenyGlobs(t *testing.T) {
 		if notif && !reflect.DeepEqual(plan.Seccomp, SeccompTable(plan.Sockets, SupervisedReads)) {
 			t.Error("a deny_read pattern without supervised reads")
 		}
-		if err := enforce.CheckRequired([]string{"deny-glob-create"}, plan.Downgrades); err == nil {
+		if err := report.CheckRequired([]report.Feature{report.FeatureDenyGlobCreate}, plan.Downgrades); err == nil {
 			t.Errorf("user notification %t: --require deny-glob-create accepted a best-effort plan", notif)
 		}
 	}

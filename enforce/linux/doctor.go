@@ -3,7 +3,7 @@
 package linux
 
 import (
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 
 	"fmt"
 	"os"
@@ -14,7 +14,7 @@ import (
 
 // Check is one line of `sbx doctor`: a capability, whether this system has
 // it, what was seen, and what sbx does when it is missing.
-type Check = enforce.Check
+type Check = report.Check
 
 // Doctor probes what this kernel, user and container can enforce. Unlike
 // Probe it really creates a user and a network namespace, once.

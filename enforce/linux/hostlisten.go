@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // This file decides a connect (or a datagram) to loopback with the network
@@ -77,12 +77,12 @@ func (s *supervisor) hostLoopback(c call, a sockAddr, op string) decision {
 	if !hostTakes(proto, target, a.port) || !s.inSandboxNetNS(c.tid) || nsMayServe(c.tid, proto, a.port) {
 		return cont
 	}
-	d := enforce.Denial{Operation: op, Syscall: c.name, PID: c.tid, Address: a.report(), Reason: hostLoopbackReason}
+	d := report.Denial{Operation: op, Syscall: c.name, PID: c.tid, Address: a.report(), Reason: hostLoopbackReason}
 	if proto == protoTCP {
 		return s.refuse(unix.ECONNREFUSED, d)
 	}
 	d.Source, d.Confidence, d.Count = SupervisorSource, Inferred, 1
-	return decision{denials: []enforce.Denial{d}}
+	return decision{denials: []report.Denial{d}}
 }
 
 // socketProto names the protocol of the task's socket fd by its

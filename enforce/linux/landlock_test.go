@@ -8,9 +8,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // TestCompileResolveUnix: RESOLVE_UNIX is handled only with the network off
@@ -42,7 +42,7 @@ func TestCompileResolveUnix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			degraded := slices.ContainsFunc(p.Downgrades, func(d enforce.Downgrade) bool { return d.Feature == "landlock-resolve-unix" })
+			degraded := slices.ContainsFunc(p.Downgrades, func(d report.Downgrade) bool { return d.Feature == "landlock-resolve-unix" })
 			if degraded != tc.degrade {
 				t.Errorf("degraded landlock-resolve-unix %t, want %t: %+v", degraded, tc.degrade, p.Downgrades)
 			}

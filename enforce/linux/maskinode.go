@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Guard masks are mounts, and a mount covers a path, not a file (DESIGN.md
@@ -179,13 +179,13 @@ func (p *Plan) compileMaskLinks(masked []string) {
 			what = append(what, m+": "+gap)
 		}
 		reason := strings.Join(what, "; ")
-		plain := enforce.Downgrade{Feature: "mask-links", Reason: reason + ": reading them through their other names is not prevented"}
+		plain := report.Downgrade{Feature: report.FeatureMaskLinks, Reason: reason + ": reading them through their other names is not prevented"}
 		switch {
 		case !mounted:
 			plain.Reason = reason + ": the masks are not applied either (see mask)"
 			p.Downgrades = append(p.Downgrades, plain)
 		case p.Supervise != SuperviseOff && len(links) > 0:
-			p.addSupervised(enforce.Downgrade{Feature: "mask-links", Reason: reason +
+			p.addSupervised(report.Downgrade{Feature: report.FeatureMaskLinks, Reason: reason +
 				": the seccomp supervisor refuses opens that reach them through another name (EACCES), best effort: it checks the inode before the kernel opens the path, and does not see execve"}, plain)
 		default:
 			p.Downgrades = append(p.Downgrades, plain)
@@ -234,5 +234,5 @@ func (s *supervisor) linkOfMasked(c call, op string, r resolved) (decision, bool
 	if m.Path != m.Mask {
 		reason = "forbidden by guard: a hard link of " + m.Path + ", hidden under " + m.Mask
 	}
-	return s.refuse(unix.EACCES, enforce.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: reason}), true
+	return s.refuse(unix.EACCES, report.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: reason}), true
 }

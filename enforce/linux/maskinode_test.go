@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // maskFiles makes, under a fresh directory, files for the mask-links cases:
@@ -50,8 +50,8 @@ func maskPolicy(t *testing.T, ws string, masked ...string) policy.Policy {
 	return pol
 }
 
-func maskLinkDowngrades(p *Plan) []enforce.Downgrade {
-	var out []enforce.Downgrade
+func maskLinkDowngrades(p *Plan) []report.Downgrade {
+	var out []report.Downgrade
 	for _, d := range p.Downgrades {
 		if d.Feature == "mask-links" {
 			out = append(out, d)

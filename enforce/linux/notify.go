@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // This file decodes one notified call and decides it (see supervise.go for
@@ -40,8 +40,8 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 	case unix.SYS_SOCKET:
 		// Only inet and inet6 get here (SocketsUnixOnly), and the table
 		// would refuse them: always refuse, with the table's errno.
-		return s.refuse(unix.EAFNOSUPPORT, enforce.Denial{Operation: "socket", Syscall: c.name, PID: c.tid,
-			Address: &enforce.Address{Family: familyName(c.u32(0))}, Reason: "the network is off"})
+		return s.refuse(unix.EAFNOSUPPORT, report.Denial{Operation: "socket", Syscall: c.name, PID: c.tid,
+			Address: &report.Address{Family: familyName(c.u32(0))}, Reason: "the network is off"})
 	case unix.SYS_BIND:
 		return s.bind(c)
 	case unix.SYS_CONNECT:
@@ -75,7 +75,7 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 // closed (invariant 1 of DESIGN.md): EACCES, what Landlock says, and a
 // denial with confidence "inferred" whose reason says what was not seen.
 func (s *supervisor) blind(c call, op, path, what string) decision {
-	return decision{errno: unix.EACCES, denials: []enforce.Denial{{Operation: op, Path: path, Syscall: c.name, PID: c.tid,
+	return decision{errno: unix.EACCES, denials: []report.Denial{{Operation: op, Path: path, Syscall: c.name, PID: c.tid,
 		Source: SupervisorSource, Confidence: Inferred, Count: 1,
 		Reason: "the supervisor could not see what the call would reach (" + what + "), so it refused it"}}}
 }

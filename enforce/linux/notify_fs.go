@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // This file decides the file-system calls the supervisor is notified of
@@ -161,7 +161,7 @@ func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) 
 	if d, ok := s.check.DenyGlobAt(r.path, true); ok && !(verdict.Cause == denial.Masked && slices.Contains(s.plan.MaskedMounts, verdict.At)) {
 		// No mask hides it (made during the call, past the walk's bound,
 		// or no mount namespace): only this refusal does, best effort.
-		return s.refuse(unix.EACCES, enforce.Denial{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid, Reason: d.Reason()})
+		return s.refuse(unix.EACCES, report.Denial{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid, Reason: d.Reason()})
 	}
 	if verdict.Allowed || !slices.Contains(s.plan.MaskedMounts, verdict.At) {
 		if d, ok := s.linkOfMasked(c, "read", r); ok {
@@ -169,7 +169,7 @@ func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) 
 		}
 		return cont
 	}
-	return s.refuseAll(decision{denials: []enforce.Denial{{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid,
+	return s.refuseAll(decision{denials: []report.Denial{{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid,
 		Reason: "forbidden by guard: " + verdict.At + " is hidden"}}})
 }
 
@@ -187,7 +187,7 @@ func (s *supervisor) entry(c call, op string, a denial.Access, r resolved) decis
 	if !ok {
 		return cont
 	}
-	return s.refuse(d.errno, enforce.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: d.reason})
+	return s.refuse(d.errno, report.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: d.reason})
 }
 
 // refusal is a forbidden access before it becomes a decision.
@@ -319,7 +319,7 @@ func (s *supervisor) object(c call, op string, a denial.Access, r resolved) deci
 	if v.Cause == denial.OutsideWriteRoots && s.underWriteRootInode(r.path) {
 		return cont
 	}
-	return s.refuse(s.errnoFor(a, v), enforce.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: v.Reason()})
+	return s.refuse(s.errnoFor(a, v), report.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: v.Reason()})
 }
 
 // rename decides renameat and renameat2: each side is checked, and the
@@ -355,19 +355,19 @@ func (s *supervisor) rename(v *taskView, c call, flags uint32) decision {
 			if d.errno == 0 {
 				d.errno = ref.errno
 			}
-			d.denials = append(d.denials, enforce.Denial{Operation: "rename", Path: side.r.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+			d.denials = append(d.denials, report.Denial{Operation: "rename", Path: side.r.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
 		}
 	}
 	if d.errno == 0 && oldR.isDir() {
 		if ref, ok := s.renamedTree(oldR.path, newR.path); ok {
 			d.errno = ref.errno
-			d.denials = append(d.denials, enforce.Denial{Operation: "rename", Path: newR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+			d.denials = append(d.denials, report.Denial{Operation: "rename", Path: newR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
 		}
 	}
 	if d.errno == 0 && flags&unix.RENAME_EXCHANGE != 0 && newR.isDir() {
 		if ref, ok := s.renamedTree(newR.path, oldR.path); ok {
 			d.errno = ref.errno
-			d.denials = append(d.denials, enforce.Denial{Operation: "rename", Path: oldR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+			d.denials = append(d.denials, report.Denial{Operation: "rename", Path: oldR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
 		}
 	}
 	if d.errno == 0 {
@@ -396,7 +396,7 @@ func (s *supervisor) link(v *taskView, c call) decision {
 	}
 	if ref, ok := s.entryVerdict(denial.Create, newR); ok {
 		d.errno = ref.errno
-		d.denials = append(d.denials, enforce.Denial{Operation: "create", Path: newR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+		d.denials = append(d.denials, report.Denial{Operation: "create", Path: newR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
 	}
 	if nameless {
 		// Nothing else to check.
@@ -404,7 +404,7 @@ func (s *supervisor) link(v *taskView, c call) decision {
 		if d.errno == 0 {
 			d.errno = ref.errno
 		}
-		d.denials = append(d.denials, enforce.Denial{Operation: "link", Path: oldR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
+		d.denials = append(d.denials, report.Denial{Operation: "link", Path: oldR.path, Syscall: c.name, PID: c.tid, Reason: ref.reason})
 	}
 	if d.errno == 0 {
 		return cont

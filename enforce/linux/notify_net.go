@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // This file decides bind and sendto, and connect and bind with the network
@@ -87,7 +87,7 @@ func (s *supervisor) network(c call) decision {
 	if c.nr == unix.SYS_BIND {
 		op, errno = "bind", unix.EADDRNOTAVAIL
 	}
-	return s.refuse(errno, enforce.Denial{Operation: op, Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
+	return s.refuse(errno, report.Denial{Operation: op, Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
 }
 
 // send decides sendto with the network off (sendmsg and sendmmsg are
@@ -119,7 +119,7 @@ func (s *supervisor) send(c call) decision {
 		case denial.IsolatedNetworkAllows(a.addr):
 			pre = s.hostLoopback(c, a, "send")
 		case isUDPSocket(c.tid, c.fd(0)):
-			return s.refuse(unix.ENETUNREACH, enforce.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
+			return s.refuse(unix.ENETUNREACH, report.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
 		}
 		if pre.errno != 0 {
 			return pre
@@ -135,8 +135,8 @@ type sockAddr struct {
 	port   int
 }
 
-func (a sockAddr) report() *enforce.Address {
-	return &enforce.Address{Family: a.family, Address: a.addr.Unmap().String(), Port: a.port}
+func (a sockAddr) report() *report.Address {
+	return &report.Address{Family: a.family, Address: a.addr.Unmap().String(), Port: a.port}
 }
 
 // inetSockaddr reads the sockaddr of n bytes at p from the task; ok is false

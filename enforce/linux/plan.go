@@ -15,6 +15,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Launch modes, as reported in enforcement.launch.
@@ -219,13 +220,13 @@ type Plan struct {
 	Devices []string
 	// Limits are the call's resource limits; Cgroup and Rlimits are what
 	// enforces them (cgroup.go), LimitMechanism says which in the report.
-	Limits         enforce.Limits
+	Limits         report.Limits
 	Cgroup         *CgroupPlan `json:",omitempty"`
 	Rlimits        []Rlimit    `json:",omitempty"`
 	LimitMechanism string      `json:",omitempty"`
 	// Supervise says whether the seccomp supervisor runs (supervise.go).
 	Supervise   Supervise
-	Downgrades  []enforce.Downgrade
+	Downgrades  []report.Downgrade
 	SeccompProg BPFProgram
 	// SeccompPlainProg is the filter without its user-notification rules,
 	// loaded instead when no listener can be had at launch (Supervise is
@@ -233,18 +234,18 @@ type Plan struct {
 	SeccompPlainProg BPFProgram `json:",omitempty"`
 	// unsupervised holds, by index into Downgrades, what a downgrade that
 	// counts on the supervisor says without it.
-	unsupervised map[int]enforce.Downgrade
+	unsupervised map[int]report.Downgrade
 	// unsupervisedOnly are downgrades that only a plan without the
 	// supervisor has: what it enforces by itself, race-free.
-	unsupervisedOnly []enforce.Downgrade
+	unsupervisedOnly []report.Downgrade
 	// supervisorFeatures name those downgrades' features.
-	supervisorFeatures []string
+	supervisorFeatures []report.Feature
 }
 
 // RequireSupervisorFor makes the supervisor required (the launch fails
 // without it) when required names a feature only the supervisor gives this
 // plan, so that --require of it holds at launch too.
-func (p *Plan) RequireSupervisorFor(required []string) {
+func (p *Plan) RequireSupervisorFor(required []report.Feature) {
 	if p.Supervise == SuperviseOff {
 		return
 	}
@@ -257,9 +258,9 @@ func (p *Plan) RequireSupervisorFor(required []string) {
 
 // addSupervised records a downgrade whose reason counts on the supervisor,
 // and what it says instead if the supervisor cannot run after all.
-func (p *Plan) addSupervised(d, unsupervised enforce.Downgrade) {
+func (p *Plan) addSupervised(d, unsupervised report.Downgrade) {
 	if p.unsupervised == nil {
-		p.unsupervised = map[int]enforce.Downgrade{}
+		p.unsupervised = map[int]report.Downgrade{}
 	}
 	p.unsupervised[len(p.Downgrades)] = unsupervised
 	p.Downgrades = append(p.Downgrades, d)
@@ -267,8 +268,8 @@ func (p *Plan) addSupervised(d, unsupervised enforce.Downgrade) {
 
 // degrade records a downgrade whose reason depends on the supervisor: with
 // it, the gap is narrowed to best effort (supervised); without it, plain.
-func (p *Plan) degrade(feature, plain, supervised string) {
-	d := enforce.Downgrade{Feature: feature, Reason: plain}
+func (p *Plan) degrade(feature report.Feature, plain, supervised string) {
+	d := report.Downgrade{Feature: feature, Reason: plain}
 	if p.Supervise == SuperviseOff {
 		p.Downgrades = append(p.Downgrades, d)
 		return
@@ -277,12 +278,12 @@ func (p *Plan) degrade(feature, plain, supervised string) {
 	if !strings.HasPrefix(supervised, "Landlock") {
 		reason = "Landlock is not available on this kernel: " + supervised
 	}
-	p.addSupervised(enforce.Downgrade{Feature: feature, Reason: reason}, d)
+	p.addSupervised(report.Downgrade{Feature: feature, Reason: reason}, d)
 }
 
 // UnsupervisedDowngrades is Downgrades as they read when the supervisor
 // could not be set up at launch (SupervisionResult.Downgrades says so).
-func (p *Plan) UnsupervisedDowngrades() []enforce.Downgrade {
+func (p *Plan) UnsupervisedDowngrades() []report.Downgrade {
 	out := slices.Clone(p.Downgrades)
 	for i, d := range p.unsupervised {
 		out[i] = d
@@ -331,7 +332,7 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	if sys.UserNotif {
 		p.Supervise, sup = SuperviseBestEffort, Supervised
 	} else {
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "denial-reports",
+		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureDenialReports,
 			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported"})
 	}
 	// A carve-out that exists only as another call's placeholder is
@@ -369,9 +370,9 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		if len(missing) > 1 {
 			what, them = strings.Join(missing, ", ")+" do not exist", "them"
 		}
-		plain := enforce.Downgrade{Feature: "carve-out-create", Reason: what + "; creating " + them + " is not prevented"}
+		plain := report.Downgrade{Feature: report.FeatureCarveOutCreate, Reason: what + "; creating " + them + " is not prevented"}
 		if p.Supervise != SuperviseOff {
-			p.addSupervised(enforce.Downgrade{Feature: "carve-out-create",
+			p.addSupervised(report.Downgrade{Feature: report.FeatureCarveOutCreate,
 				Reason: what + "; the seccomp supervisor refuses creating " + them + ", best effort: a racing thread can change the path after the check"}, plain)
 		} else {
 			p.Downgrades = append(p.Downgrades, plain)
@@ -381,32 +382,32 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	case sys.Privileged:
 		p.NewPIDNS = runtime.GOARCH == "amd64" // the thread launch's init is x86-64 code
 		if !p.NewPIDNS {
-			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "pidns",
+			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeaturePIDNS,
 				Reason: "no PID namespace init for " + runtime.GOARCH + " yet: processes the command leaves behind survive if sbx is killed"})
 		}
 	case sys.UserNS:
 		p.NewUserNS, p.NewPIDNS = true, true
 		p.Launch = LaunchStage
 	default:
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "pidns",
+		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeaturePIDNS,
 			Reason: "no user namespaces (" + sys.UserNSReason + "): processes the command leaves behind survive if sbx is killed"})
 		if len(p.ReadOnlyMounts) > 0 {
-			plain := enforce.Downgrade{Feature: "mountns",
+			plain := report.Downgrade{Feature: report.FeatureMountNS,
 				Reason: "no user namespaces (" + sys.UserNSReason + "): read-only carve-outs " + strings.Join(p.ReadOnlyMounts, ", ") + " are writable"}
 			if p.Supervise != SuperviseOff {
-				p.addSupervised(enforce.Downgrade{Feature: "mountns", Reason: plain.Reason + " (the seccomp supervisor refuses the writes it sees, best effort)"}, plain)
+				p.addSupervised(report.Downgrade{Feature: report.FeatureMountNS, Reason: plain.Reason + " (the seccomp supervisor refuses the writes it sees, best effort)"}, plain)
 			} else {
 				p.Downgrades = append(p.Downgrades, plain)
 			}
 			p.ReadOnlyMounts = nil
 		}
 		if len(p.MaskedMounts) > 0 {
-			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "mask",
+			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureMask,
 				Reason: "no user namespaces (" + sys.UserNSReason + "): guard deny-read paths " + strings.Join(p.MaskedMounts, ", ") + " stay readable"})
 			p.MaskedMounts = nil
 		}
 		if pol.Network == policy.NetworkIsolated {
-			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "netns",
+			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureNetNS,
 				Reason: "no user namespaces (" + sys.UserNSReason + "): network isolated by seccomp (AF_UNIX only) and Landlock TCP rules instead"})
 		}
 	}
@@ -418,7 +419,7 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		// to unix sockets anyway: it runs without network, reported.
 		p.Proxy = p.NewNetNS
 		if !p.Proxy {
-			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "network-domains",
+			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureNetworkDomains,
 				Reason: "no network namespace (no user namespaces: " + sys.UserNSReason + "): network by domain needs one for the proxy; the command runs without network"})
 		}
 	}
@@ -465,7 +466,7 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		// IMPORTANT: without a mount namespace, outside the writable roots
 		// only the supervisor (chmod, chown: best effort) or nothing
 		// (utimes, extended attributes) stands in the way.
-		p.degrade("file-attributes",
+		p.degrade(report.FeatureFileAttributes,
 			"Landlock has no right for file attributes: chmod, chown, utimes and extended attributes outside the writable roots are not restricted",
 			"Landlock has no right for file attributes: chmod and chown outside the writable roots are refused only by the seccomp supervisor, best effort; utimes and extended attributes are not restricted")
 	}
@@ -477,13 +478,13 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 func (p *Plan) compileProc(sys System, mountNS bool) {
 	switch {
 	case !mountNS || !p.NewPIDNS:
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "procfs",
+		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureProcfs,
 			Reason: "no PID and mount namespace: the command sees the host's /proc (processes of its own user are visible, and readable where the kernel's ptrace rules allow)"})
 	case !sys.ProcFullyVisible && !(sys.Privileged && sys.InitUserNS):
 		// The kernel refuses a new procfs inside a user namespace when the
 		// host's /proc has parts hidden under other mounts (a container
 		// runtime's masked paths): the new one would reveal them.
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "procfs",
+		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureProcfs,
 			Reason: "the host's /proc has paths hidden under other mounts (a container's masked paths), so the kernel allows no new procfs: the command sees the host's /proc"})
 	default:
 		p.PrivateProc = true
@@ -512,15 +513,15 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 	if abi == 0 {
 		switch {
 		case mountNS:
-			p.degrade("landlock", "Landlock is not available on this kernel: every mount but the writable roots is read-only in the call's mount namespace instead; device files outside the policy stay writable",
+			p.degrade(report.FeatureLandlock, "Landlock is not available on this kernel: every mount but the writable roots is read-only in the call's mount namespace instead; device files outside the policy stay writable",
 				"Landlock is not available on this kernel: every mount but the writable roots is read-only in the call's mount namespace instead; writes to device files outside the policy are refused only by the seccomp supervisor, best effort")
 		default:
-			p.degrade("landlock", "Landlock is not available on this kernel: file-system writes are not restricted",
+			p.degrade(report.FeatureLandlock, "Landlock is not available on this kernel: file-system writes are not restricted",
 				"file-system writes are refused only by the seccomp supervisor, best effort: a racing thread can change a path after the check")
 		}
 		// What later ABIs add is missing too, so --require of any part refuses.
-		for _, f := range []string{"landlock-refer", "landlock-truncate", "landlock-scope"} {
-			p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: f, Reason: "Landlock is not available on this kernel"})
+		for _, f := range []report.Feature{report.FeatureLandlockRefer, report.FeatureLandlockTruncate, report.FeatureLandlockScope} {
+			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: f, Reason: "Landlock is not available on this kernel"})
 		}
 		if p.Policy.Network == policy.NetworkIsolated {
 			p.restrictUnixSockets(nil)
@@ -545,11 +546,11 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 		lp.Rules = append(lp.Rules, LandlockRule{Path: w, Access: llRead | llWrite})
 	}
 	if abi < 2 {
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "landlock-refer",
+		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureLandlockRefer,
 			Reason: "Landlock ABI 1: renaming or linking files across directories is always denied"})
 	}
 	if abi < 3 {
-		p.degrade("landlock-truncate", fmt.Sprintf("Landlock ABI %d: truncating files outside the writable roots is not restricted", abi),
+		p.degrade(report.FeatureLandlockTruncate, fmt.Sprintf("Landlock ABI %d: truncating files outside the writable roots is not restricted", abi),
 			fmt.Sprintf("Landlock ABI %d: truncating files outside the writable roots is refused only by the seccomp supervisor, best effort", abi))
 	}
 	if pol.Network == policy.NetworkIsolated && !p.NewNetNS {
@@ -568,14 +569,14 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 			lp.Scoped |= unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
 		}
 	} else {
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "landlock-scope",
+		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureLandlockScope,
 			Reason: fmt.Sprintf("Landlock ABI %d: signals to and abstract unix sockets of processes outside the sandbox are not scoped", abi)})
 	}
 	p.Landlock = lp
 }
 
 // Degraded is what the plan could not apply: its Downgrades.
-func (p *Plan) Degraded() []enforce.Downgrade { return p.Downgrades }
+func (p *Plan) Degraded() []report.Downgrade { return p.Downgrades }
 
 // restrictUnixSockets makes pathname unix sockets outside the writable roots
 // unreachable with the network off, as the network namespace makes the
@@ -601,7 +602,7 @@ func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
 		if lp != nil {
 			reason = fmt.Sprintf("Landlock ABI %d (ABI %d needed)", lp.ABI, resolveUnixABI)
 		}
-		d := enforce.Downgrade{Feature: "landlock-resolve-unix",
+		d := report.Downgrade{Feature: report.FeatureLandlockResolveUnix,
 			Reason: reason + ": pathname unix sockets outside the writable roots stay reachable with the network off"}
 		if p.Supervise == SuperviseOff {
 			p.Downgrades = append(p.Downgrades, d)
@@ -617,7 +618,7 @@ func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
 			// where only Landlock's scope confines abstract sockets: a
 			// connect or send to an abstract address continues, and a
 			// thread can rewrite it to a path after the check.
-			p.addSupervised(enforce.Downgrade{Feature: d.Feature, Reason: reason +
+			p.addSupervised(report.Downgrade{Feature: d.Feature, Reason: reason +
 				": the seccomp supervisor refuses connects and sends to pathname unix sockets outside the writable roots, race-free, but one to an abstract address continues (only Landlock's scope confines it without a network namespace), and a thread that rewrites it to a path after the check reaches that path"}, d)
 			return
 		}
@@ -633,8 +634,8 @@ func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
 }
 
 // Enforcement describes the plan as applied, for the report.
-func (p *Plan) Enforcement() enforce.Enforcement {
-	e := enforce.Enforcement{Platform: "linux", Launch: p.Launch, NoNewPrivs: true, NewSession: true,
+func (p *Plan) Enforcement() report.Enforcement {
+	e := report.Enforcement{Platform: "linux", Launch: p.Launch, NoNewPrivs: true, NewSession: true,
 		ParentDeathKill: true, ClosedFDs: true}
 	if p.Launch == LaunchDirect {
 		return e
@@ -656,9 +657,9 @@ func (p *Plan) Enforcement() enforce.Enforcement {
 	for _, c := range p.Capabilities {
 		e.Capabilities = append(e.Capabilities, CapabilityName(c))
 	}
-	e.Seccomp = &enforce.SeccompInfo{Sockets: p.Sockets.String(), Rules: len(p.Seccomp)}
+	e.Seccomp = &report.SeccompInfo{Sockets: p.Sockets.String(), Rules: len(p.Seccomp)}
 	if lp := p.Landlock; lp != nil {
-		li := &enforce.LandlockInfo{ABI: lp.ABI, FS: true, NetTCP: lp.HandledNet != 0, Rules: len(lp.Rules)}
+		li := &report.LandlockInfo{ABI: lp.ABI, FS: true, NetTCP: lp.HandledNet != 0, Rules: len(lp.Rules)}
 		if lp.Scoped&unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET != 0 {
 			li.Scopes = append(li.Scopes, "abstract_unix_socket")
 		}
@@ -751,7 +752,7 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&b, "seccomp: sockets=%s\n", p.Sockets)
 	if p.Supervise != SuperviseOff {
 		b.WriteString("supervisor: USER_NOTIF calls are checked against the policy; what it forbids is refused and reported, the rest continues to Landlock\n")
-		if slices.Contains(p.supervisorFeatures, "landlock-resolve-unix") {
+		if slices.Contains(p.supervisorFeatures, report.FeatureLandlockResolveUnix) {
 			b.WriteString("supervisor: connect, datagrams to an address, and every sendmsg and sendmmsg are carried out by the supervisor on the command's socket; a pathname unix socket outside the writable roots is refused (EACCES), race-free\n")
 		}
 	}
@@ -804,7 +805,7 @@ func (p *Plan) WithoutSupervisor() {
 	if p.Supervise == SuperviseOff || len(p.SeccompPlainProg) == 0 {
 		return
 	}
-	p.Downgrades = append(p.UnsupervisedDowngrades(), enforce.Downgrade{Feature: "denial-reports",
+	p.Downgrades = append(p.UnsupervisedDowngrades(), report.Downgrade{Feature: report.FeatureDenialReports,
 		Reason: "turned off by the caller: operations the sandbox blocks are not reported"})
 	p.SeccompProg, p.Supervise = p.SeccompPlainProg, SuperviseOff
 	p.unsupervised, p.unsupervisedOnly, p.supervisorFeatures = nil, nil, nil

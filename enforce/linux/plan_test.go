@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // TestPlanTerminal: a call's pty slave replaces the terminals behind sbx's
@@ -63,8 +63,8 @@ func TestPlanResolveUnixSupervised(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	has := func(ds []enforce.Downgrade) bool {
-		return slices.ContainsFunc(ds, func(d enforce.Downgrade) bool { return d.Feature == "landlock-resolve-unix" })
+	has := func(ds []report.Downgrade) bool {
+		return slices.ContainsFunc(ds, func(d report.Downgrade) bool { return d.Feature == "landlock-resolve-unix" })
 	}
 	for _, abi := range []int{0, 7, 9} {
 		for _, notif := range []bool{false, true} {
@@ -78,7 +78,7 @@ func TestPlanResolveUnixSupervised(t *testing.T) {
 			if got, want := has(plan.UnsupervisedDowngrades()), abi < 9; got != want {
 				t.Errorf("ABI %d, user notification %t: unsupervised, landlock-resolve-unix degraded %t, want %t", abi, notif, got, want)
 			}
-			plan.RequireSupervisorFor([]string{"landlock-resolve-unix"})
+			plan.RequireSupervisorFor([]report.Feature{report.FeatureLandlockResolveUnix})
 			if got, want := plan.Supervise == SuperviseRequired, abi < 9 && notif; got != want {
 				t.Errorf("ABI %d, user notification %t: supervisor required %t, want %t", abi, notif, got, want)
 			}
@@ -113,14 +113,14 @@ func TestPlanProxy(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		degraded := slices.ContainsFunc(plan.Downgrades, func(d enforce.Downgrade) bool { return d.Feature == "network-domains" })
+		degraded := slices.ContainsFunc(plan.Downgrades, func(d report.Downgrade) bool { return d.Feature == "network-domains" })
 		if plan.Proxy != tt.proxy || degraded == tt.proxy || plan.NewNetNS != tt.proxy || plan.Enforcement().NetworkDomains != tt.proxy {
 			t.Errorf("%s: proxy %v, netns %v, downgraded %v; want proxy %v", tt.name, plan.Proxy, plan.NewNetNS, degraded, tt.proxy)
 		}
 		if !tt.proxy && plan.Sockets != SocketsUnixOnly {
 			t.Errorf("%s: sockets %v, want unix only", tt.name, plan.Sockets)
 		}
-		if err := enforce.CheckRequired([]string{"network-domains"}, plan.Downgrades); (err != nil) == tt.proxy {
+		if err := report.CheckRequired([]report.Feature{report.FeatureNetworkDomains}, plan.Downgrades); (err != nil) == tt.proxy {
 			t.Errorf("%s: --require network-domains: %v", tt.name, err)
 		}
 	}

@@ -10,9 +10,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Network by domain (Plan.Proxy). The proxy's listening sockets are made
@@ -242,20 +242,20 @@ func (ps *proxyServer) close() {
 
 // Denials are the proxy's refusals, one per host, port and reason, with a
 // count.
-func (ps *proxyServer) Denials() []enforce.Denial {
+func (ps *proxyServer) Denials() []report.Denial {
 	if ps == nil {
 		return nil
 	}
-	var out []enforce.Denial
+	var out []report.Denial
 	for _, d := range ps.denials.Denials() {
-		e := enforce.Denial{Operation: d.Operation, Domain: d.Domain, Port: d.Port, Source: d.Source,
+		e := report.Denial{Operation: d.Operation, Domain: d.Domain, Port: d.Port, Source: d.Source,
 			Confidence: d.Confidence, Count: d.Count, Reason: d.Reason}
 		if d.Address != "" {
 			family := "inet"
 			if strings.Contains(d.Address, ":") {
 				family = "inet6"
 			}
-			e.Address = &enforce.Address{Family: family, Address: d.Address, Port: d.Port}
+			e.Address = &report.Address{Family: family, Address: d.Address, Port: d.Port}
 		}
 		out = append(out, e)
 	}
@@ -279,7 +279,7 @@ func startProxyHere(p *Plan, env []string) (*proxyServer, []string, error) {
 
 // ProxyDenials are the refusals of the call's proxy (network by domain),
 // complete once Wait has returned; nil without a proxy.
-func (pr *Process) ProxyDenials() []enforce.Denial { return pr.proxy.Denials() }
+func (pr *Process) ProxyDenials() []report.Denial { return pr.proxy.Denials() }
 
 // takeProxy receives the stage's proxy sockets (sendProxy) and serves
 // them. A stage that ended first is no error here: Wait reports why it

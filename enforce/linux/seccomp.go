@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // SocketPolicy selects which socket families the filter lets through.
@@ -106,8 +106,8 @@ func nativeSeccompArch() (seccompArch, error) {
 		// the arch check alone does not catch them.
 		return seccompArch{name: "x86_64", audit: unix.AUDIT_ARCH_X86_64, x32Bit: 0x40000000}, nil
 	}
-	return seccompArch{}, &enforce.UnsupportedFeatureError{
-		Feature: "seccomp",
+	return seccompArch{}, &report.UnsupportedFeatureError{
+		Feature: report.FeatureSeccomp,
 		Reason:  "no seccomp table for GOARCH=" + runtime.GOARCH,
 	}
 }

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // sendmsg and sendmmsg with the network off: the supervisor carries out
@@ -140,7 +140,7 @@ func (s *supervisor) readMessage(c call, t *taskSocket, p uint64, budget int) (m
 			m.pre = s.hostLoopback(c, a, "send")
 		case t.sotype == unix.SOCK_DGRAM:
 			m.close()
-			r := s.refuse(unix.ENETUNREACH, enforce.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
+			r := s.refuse(unix.ENETUNREACH, report.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
 			return nil, &r
 		}
 		if m.pre.errno != 0 {

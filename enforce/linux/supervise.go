@@ -13,8 +13,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // The seccomp supervisor. The filter hands write-intent calls (and, with the
@@ -124,18 +124,18 @@ func LoadSeccompListener(prog []unix.SockFilter) (int, error) {
 // (a datagram to a host loopback port: see hostlisten.go).
 const (
 	SupervisorSource = "seccomp-supervisor"
-	Observed         = enforce.ConfidenceObserved
-	Inferred         = enforce.ConfidenceInferred
+	Observed         = report.ConfidenceObserved
+	Inferred         = report.ConfidenceInferred
 )
 
 // SupervisionResult is what the supervisor saw during one call.
 type SupervisionResult struct {
-	Denials []enforce.Denial
+	Denials []report.Denial
 	// Dropped counts occurrences of denials past the cap.
 	Dropped int
 	// Downgrades has a "denial-reports" entry when supervision was planned
 	// but could not be set up at launch.
-	Downgrades []enforce.Downgrade
+	Downgrades []report.Downgrade
 }
 
 // supervisor answers one call's notifications. Create it with
@@ -159,7 +159,7 @@ type supervisor struct {
 	attached bool
 
 	mu        sync.Mutex
-	downgrade *enforce.Downgrade
+	downgrade *report.Downgrade
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -203,7 +203,7 @@ func (s *supervisor) start(listener int) {
 // unavailable records that no listener could be had, and why.
 func (s *supervisor) unavailable(reason string) {
 	s.mu.Lock()
-	s.downgrade = &enforce.Downgrade{Feature: "denial-reports", Reason: reason}
+	s.downgrade = &report.Downgrade{Feature: report.FeatureDenialReports, Reason: reason}
 	s.mu.Unlock()
 }
 
@@ -331,7 +331,7 @@ func (s *supervisor) answerOne(listener int) {
 // a masked path, see supervisor.read).
 type decision struct {
 	errno   syscall.Errno
-	denials []enforce.Denial
+	denials []report.Denial
 	// op, when set, is carried out by the supervisor and answers the
 	// notification with its own result (unixconnect.go).
 	op *performed
@@ -339,8 +339,8 @@ type decision struct {
 
 var cont = decision{}
 
-func (s *supervisor) refuse(errno syscall.Errno, d enforce.Denial) decision {
-	return s.refuseAll(decision{errno: errno, denials: []enforce.Denial{d}})
+func (s *supervisor) refuse(errno syscall.Errno, d report.Denial) decision {
+	return s.refuseAll(decision{errno: errno, denials: []report.Denial{d}})
 }
 
 // listener is the outcome of loading a plan's filter: the listener fd (-1
@@ -369,7 +369,7 @@ func loadFilter(p *Plan) (listener, error) {
 		reason = "no seccomp listener: sbx itself runs under a filter with one (a sandbox inside a sandbox)"
 	}
 	if p.Supervise == SuperviseRequired || len(p.SeccompPlainProg) == 0 {
-		return listener{fd: -1}, &enforce.UnsupportedFeatureError{Feature: "denial-reports", Reason: reason}
+		return listener{fd: -1}, &report.UnsupportedFeatureError{Feature: report.FeatureDenialReports, Reason: reason}
 	}
 	if err := LoadSeccomp(p.SeccompPlainProg); err != nil {
 		return listener{fd: -1}, err

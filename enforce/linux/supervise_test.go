@@ -19,9 +19,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // The test binary doubles as the stage (startStage re-executes it) and as a
@@ -309,7 +309,7 @@ type fsCase struct {
 	denials []wantDenial
 }
 
-func denialSet(ds []enforce.Denial) []wantDenial {
+func denialSet(ds []report.Denial) []wantDenial {
 	var out []wantDenial
 	for _, d := range ds {
 		p := d.Path
@@ -575,7 +575,7 @@ func TestSupervisorListenerNotInherited(t *testing.T) {
 func TestLoadFilterRequired(t *testing.T) {
 	for _, sup := range []Supervise{SuperviseBestEffort, SuperviseRequired} {
 		_, err := loadFilter(&Plan{Supervise: sup})
-		var ufe *enforce.UnsupportedFeatureError
+		var ufe *report.UnsupportedFeatureError
 		if !errors.As(err, &ufe) || ufe.Feature != "denial-reports" {
 			t.Errorf("supervise %d: got %v, want an UnsupportedFeatureError for denial-reports", sup, err)
 		}

@@ -15,7 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Pathname unix sockets with the network off. Landlock ABI 9
@@ -349,7 +349,7 @@ type outcome struct {
 	val     int64
 	errno   syscall.Errno
 	cont    bool
-	denials []enforce.Denial
+	denials []report.Denial
 }
 
 // performed is an operation the supervisor carries out for the task, on a
@@ -395,8 +395,8 @@ func (s *supervisor) unixTarget(c call, op string, t *taskSocket, a sockaddrCopy
 	}
 	if !inside {
 		si.close()
-		d := s.refuse(unix.EACCES, enforce.Denial{Operation: op, Path: si.path, Syscall: c.name, PID: c.tid,
-			Address: &enforce.Address{Family: "unix", Address: a.unixPath}, Reason: unixOutsideReason})
+		d := s.refuse(unix.EACCES, report.Denial{Operation: op, Path: si.path, Syscall: c.name, PID: c.tid,
+			Address: &report.Address{Family: "unix", Address: a.unixPath}, Reason: unixOutsideReason})
 		return nil, &outcome{errno: d.errno, denials: d.denials}
 	}
 	if s.landlockUnix {
@@ -614,7 +614,7 @@ func (s *supervisor) runPerformed(listener int, id uint64, op *performed) *outco
 			if err != nil {
 				runtime.UnlockOSThread()
 				op.close()
-				decided <- &outcome{errno: unix.EACCES, denials: []enforce.Denial{{Operation: "connect", Source: SupervisorSource,
+				decided <- &outcome{errno: unix.EACCES, denials: []report.Denial{{Operation: "connect", Source: SupervisorSource,
 					Confidence: Inferred, Count: 1, Reason: "the supervisor could not take the command's capabilities: " + err.Error()}}}
 				return
 			}

@@ -3,8 +3,8 @@ package windows
 import (
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // denyGlobDowngrades reports what Windows cannot do for the policy's deny
@@ -14,18 +14,18 @@ import (
 // path rule and no supervisor here.
 //
 // IMPORTANT: new names matching a deny pattern can be created, and read.
-func denyGlobDowngrades(pol policy.Policy) []enforce.Downgrade {
-	var out []enforce.Downgrade
+func denyGlobDowngrades(pol policy.Policy) []report.Downgrade {
+	var out []report.Downgrade
 	if len(pol.DenyGlobs) > 0 {
 		var pats []string
 		for _, d := range pol.DenyGlobs {
 			pats = append(pats, d.Pattern)
 		}
-		out = append(out, enforce.Downgrade{Feature: "deny-glob-create",
+		out = append(out, report.Downgrade{Feature: report.FeatureDenyGlobCreate,
 			Reason: "new names matching the deny patterns " + strings.Join(pats, ", ") + " are not prevented from being created (Windows: existing matches only)"})
 	}
 	for _, u := range pol.DenyUnscanned {
-		out = append(out, enforce.Downgrade{Feature: "deny-glob-scan", Reason: "deny pattern " + u.Path + ": " + u.Reason + "; matches not found are not protected"})
+		out = append(out, report.Downgrade{Feature: report.FeatureDenyGlobScan, Reason: "deny pattern " + u.Path + ": " + u.Reason + "; matches not found are not protected"})
 	}
 	return out
 }

@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // TestCompileDenyGlobs: an existing deny_write match is a deny ACE as any
@@ -25,7 +25,7 @@ func TestCompileDenyGlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(p.Downgrades, func(d enforce.Downgrade) bool { return d.Feature == "deny-glob-create" })
+	i := slices.IndexFunc(p.Downgrades, func(d report.Downgrade) bool { return d.Feature == "deny-glob-create" })
 	if i < 0 || !strings.Contains(p.Downgrades[i].Reason, filepath.Join(root, ".git")) {
 		t.Errorf("downgrades %v: want deny-glob-create naming the anchored pattern", p.Downgrades)
 	}

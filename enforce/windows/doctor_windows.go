@@ -5,11 +5,11 @@ package windows
 import (
 	"golang.org/x/sys/windows"
 
-	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Check is one line of `sbx doctor`.
-type Check = enforce.Check
+type Check = report.Check
 
 // Doctor probes what this system can enforce: it builds a job and a
 // restricted token the way a call does, and lists the gaps every call has.
@@ -34,8 +34,8 @@ func Doctor() []Check {
 	} else {
 		out = append(out, Check{Feature: "restricted-token", Available: true, Detail: "write-restricted, max privileges disabled"})
 	}
-	for _, d := range []enforce.Downgrade{everyoneWritable, noDenials, noNetwork, noMask} {
-		out = append(out, Check{Feature: d.Feature, Detail: d.Reason, Fallback: "report degraded"})
+	for _, d := range []report.Downgrade{everyoneWritable, noDenials, noNetwork, noMask} {
+		out = append(out, Check{Feature: string(d.Feature), Detail: d.Reason, Fallback: "report degraded"})
 	}
 	return out
 }

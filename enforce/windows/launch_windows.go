@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/windows"
 
 	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/shells"
 )
 
@@ -258,8 +259,8 @@ type basicAccounting struct {
 
 // Resources reads what the job's processes used: the tree's peak committed
 // memory and its CPU time. Call it before Close.
-func (p *Process) Resources(l enforce.Limits) enforce.Resources {
-	r := enforce.Resources{Mechanism: "none", Limits: l}
+func (p *Process) Resources(l report.Limits) report.Resources {
+	r := report.Resources{Mechanism: "none", Limits: l}
 	if !l.IsZero() {
 		r.Mechanism = "job-object"
 	}

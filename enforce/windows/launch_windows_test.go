@@ -17,6 +17,7 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // These tests run the real backend: a job, a write-restricted token and
@@ -34,10 +35,10 @@ func cmdExe(t *testing.T) string {
 // start compiles pol and starts argv under it in dir.
 func start(t *testing.T, pol policy.Policy, dir string, argv ...string) (*Plan, *Process) {
 	t.Helper()
-	return startLimited(t, pol, enforce.Limits{}, dir, argv...)
+	return startLimited(t, pol, report.Limits{}, dir, argv...)
 }
 
-func startLimited(t *testing.T, pol policy.Policy, l enforce.Limits, dir string, argv ...string) (*Plan, *Process) {
+func startLimited(t *testing.T, pol policy.Policy, l report.Limits, dir string, argv ...string) (*Plan, *Process) {
 	t.Helper()
 	opts, err := DefaultOptions()
 	if err != nil {
@@ -217,7 +218,7 @@ func TestNetworkNotClaimed(t *testing.T) {
 	if plan.Enforcement().NetworkNamespace {
 		t.Error("enforcement claims network isolation")
 	}
-	if !slices.ContainsFunc(plan.Downgrades, func(d enforce.Downgrade) bool { return d.Feature == "netns" }) {
+	if !slices.ContainsFunc(plan.Downgrades, func(d report.Downgrade) bool { return d.Feature == "netns" }) {
 		t.Errorf("isolated network not reported as degraded: %v", plan.Downgrades)
 	}
 }
@@ -247,7 +248,7 @@ func TestJobProcessLimit(t *testing.T) {
 		pids   int
 		wantOK bool
 	}{{0, true}, {1, false}} {
-		_, proc := startLimited(t, pol, enforce.Limits{Pids: tc.pids}, root, cmdExe(t), "/c", cmdExe(t)+" /c exit 0")
+		_, proc := startLimited(t, pol, report.Limits{Pids: tc.pids}, root, cmdExe(t), "/c", cmdExe(t)+" /c exit 0")
 		code, err := proc.Wait()
 		if err != nil {
 			t.Fatal(err)
@@ -255,7 +256,7 @@ func TestJobProcessLimit(t *testing.T) {
 		if (code == 0) != tc.wantOK {
 			t.Errorf("pids %d: child start exit %d, want success %v", tc.pids, code, tc.wantOK)
 		}
-		if r := proc.Resources(enforce.Limits{Pids: tc.pids}); r.PeakMemorySource != "job-object" || r.PeakMemoryBytes <= 0 {
+		if r := proc.Resources(report.Limits{Pids: tc.pids}); r.PeakMemorySource != "job-object" || r.PeakMemoryBytes <= 0 {
 			t.Errorf("pids %d: resources %+v: no peak memory from the job", tc.pids, r)
 		}
 	}
@@ -271,7 +272,7 @@ func TestJobMemoryLimit(t *testing.T) {
 		mem  int64
 		want uint32
 	}{{0, 0}, {256 << 20, 3}} {
-		_, proc := startLimited(t, pol, enforce.Limits{MemoryBytes: tc.mem}, root,
+		_, proc := startLimited(t, pol, report.Limits{MemoryBytes: tc.mem}, root,
 			`C:\Windows\System32\WindowsPowerShell\v1.0\powershell.exe`, "-NoProfile", "-Command", ps)
 		if code, err := proc.Wait(); err != nil || code != tc.want {
 			t.Errorf("1 GiB under a %d-byte job cap: exit %d, %v; want %d", tc.mem, code, err, tc.want)

@@ -8,8 +8,8 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Launch modes, as reported in enforcement.launch.
@@ -175,7 +175,7 @@ type Plan struct {
 	Job             Job
 	// ACEs are applied in order and removed in reverse order.
 	ACEs       []ACE `json:",omitempty"`
-	Downgrades []enforce.Downgrade
+	Downgrades []report.Downgrade
 }
 
 // Options are what Compile needs beyond the Policy.
@@ -183,7 +183,7 @@ type Options struct {
 	// CallSID is this call's SID; NewCallSID makes one.
 	CallSID string
 	// Limits are the call's resource limits, enforced by the job.
-	Limits enforce.Limits
+	Limits report.Limits
 }
 
 // jobFor turns limits into the job's: the process cap and the tree's
@@ -192,10 +192,10 @@ type Options struct {
 //
 // IMPORTANT: cpus is not enforced yet (JOB_OBJECT_CPU_RATE_CONTROL is not
 // set): it is a "limits" Downgrade.
-func jobFor(l enforce.Limits) (Job, []enforce.Downgrade) {
+func jobFor(l report.Limits) (Job, []report.Downgrade) {
 	j := Job{ActiveProcessLimit: uint32(l.Pids), JobMemoryLimit: uint64(l.MemoryBytes)}
 	if l.CPUs > 0 {
-		return j, []enforce.Downgrade{{Feature: "limits",
+		return j, []report.Downgrade{{Feature: report.FeatureLimits,
 			Reason: "the job object's CPU rate control is not used yet: cpus is not enforced on windows"}}
 	}
 	return j, nil
@@ -224,18 +224,18 @@ var (
 	// IMPORTANT: Everyone is a restricting SID (without it consoles, pipes
 	// and devices such as NUL refuse the command's writes), so anything
 	// whose ACL lets Everyone write stays writable outside the roots.
-	everyoneWritable = enforce.Downgrade{Feature: "everyone-writable",
+	everyoneWritable = report.Downgrade{Feature: report.FeatureEveryoneWritable,
 		Reason: "files and directories whose ACL lets Everyone write stay writable outside the writable roots"}
 	// IMPORTANT: no denial evidence is collected on Windows (no audit of
 	// access checks is read), so blocked writes fail without a report.
-	noDenials = enforce.Downgrade{Feature: "denial-reports",
+	noDenials = report.Downgrade{Feature: report.FeatureDenialReports,
 		Reason: "no access-check audit is read on windows: operations the sandbox blocks are not reported"}
 	// IMPORTANT: no AppContainer or firewall rule is used yet.
-	noNetwork = enforce.Downgrade{Feature: "netns",
+	noNetwork = report.Downgrade{Feature: report.FeatureNetNS,
 		Reason: "network is not isolated on windows (no AppContainer or firewall rule yet): the command has the host's network"}
 	// IMPORTANT: reads are checked against the token's normal SIDs only; a
 	// deny-read ACE for the call SID would not apply.
-	noMask = enforce.Downgrade{Feature: "mask",
+	noMask = report.Downgrade{Feature: report.FeatureMask,
 		Reason: "a write-restricted token restricts writes only: masked paths stay readable"}
 )
 
@@ -278,7 +278,7 @@ func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 	}
 	p.Downgrades = append(p.Downgrades, everyoneWritable, noDenials)
 	if pol.Domains != nil {
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "network-domains",
+		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureNetworkDomains,
 			Reason: "network by domain is not implemented on Windows: the network is not restricted (see netns)"})
 	}
 	if pol.Network == policy.NetworkIsolated {
@@ -289,7 +289,7 @@ func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 	}
 	p.Downgrades = append(p.Downgrades, denyGlobDowngrades(pol)...)
 	if len(missing) > 0 {
-		p.Downgrades = append(p.Downgrades, enforce.Downgrade{Feature: "carve-out-create",
+		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureCarveOutCreate,
 			Reason: "read-only carve-outs that do not exist yet can be created: " + strings.Join(missing, ", ")})
 	}
 	return p, nil
@@ -303,13 +303,13 @@ func inheritance(fi os.FileInfo) Inheritance {
 }
 
 // Degraded is what the plan could not apply: its Downgrades.
-func (p *Plan) Degraded() []enforce.Downgrade { return p.Downgrades }
+func (p *Plan) Degraded() []report.Downgrade { return p.Downgrades }
 
 // Enforcement describes the plan as applied, for the report. The job kills
 // the tree when sbx's handle closes, so parent-death kill holds even when sbx
 // itself is killed.
-func (p *Plan) Enforcement() enforce.Enforcement {
-	return enforce.Enforcement{Platform: "windows", Launch: p.Launch, NewSession: true, ParentDeathKill: true, ClosedFDs: true}
+func (p *Plan) Enforcement() report.Enforcement {
+	return report.Enforcement{Platform: "windows", Launch: p.Launch, NewSession: true, ParentDeathKill: true, ClosedFDs: true}
 }
 
 // String renders the plan as stable text for `sbx explain` and golden tests.

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 const sid = "S-1-5-21-1-2-3-4"
@@ -57,10 +57,10 @@ func build(t *testing.T, req policy.Request) policy.Policy {
 	return pol
 }
 
-func features(ds []enforce.Downgrade) []string {
+func features(ds []report.Downgrade) []string {
 	var out []string
 	for _, d := range ds {
-		out = append(out, d.Feature)
+		out = append(out, string(d.Feature))
 	}
 	return out
 }
@@ -128,7 +128,7 @@ func TestCompileMissingCarveOutIsNamed(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	i := slices.IndexFunc(p.Downgrades, func(d enforce.Downgrade) bool { return d.Feature == "carve-out-create" })
+	i := slices.IndexFunc(p.Downgrades, func(d report.Downgrade) bool { return d.Feature == "carve-out-create" })
 	if i < 0 || !strings.Contains(p.Downgrades[i].Reason, filepath.Join(other, ".git")) {
 		t.Errorf("downgrades %v do not name %s/.git", p.Downgrades, other)
 	}
@@ -183,7 +183,7 @@ func TestJobFromLimits(t *testing.T) {
 	root, _, _ := project(t)
 	for _, mode := range []profiles.Mode{profiles.WorkspaceWrite, profiles.DangerFullAccess} {
 		pol := build(t, policy.Request{Mode: mode, Cwd: root})
-		p, err := Compile(pol, Options{CallSID: sid, Limits: enforce.Limits{MemoryBytes: 64 << 20, Pids: 32}})
+		p, err := Compile(pol, Options{CallSID: sid, Limits: report.Limits{MemoryBytes: 64 << 20, Pids: 32}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -193,7 +193,7 @@ func TestJobFromLimits(t *testing.T) {
 		if slices.Contains(features(p.Downgrades), "limits") {
 			t.Errorf("%s: memory and pids reported degraded: %v", mode, p.Downgrades)
 		}
-		p, err = Compile(pol, Options{CallSID: sid, Limits: enforce.Limits{CPUs: 0.5}})
+		p, err = Compile(pol, Options{CallSID: sid, Limits: report.Limits{CPUs: 0.5}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package enforce
+package report
 
 import (
 	"errors"
@@ -10,20 +10,26 @@ var ErrNotSupported = errors.New("not supported")
 
 // UnsupportedFeatureError says a required feature is missing on this system.
 type UnsupportedFeatureError struct {
-	Feature string
+	Feature Feature
 	Reason  string
 }
 
+// Error names the feature, why it is missing and, where the kernel's
+// version alone decides it, the first Linux that has it.
 func (e *UnsupportedFeatureError) Error() string {
-	return fmt.Sprintf("required feature %s is not available: %s", e.Feature, e.Reason)
+	msg := fmt.Sprintf("required feature %s is not available: %s", e.Feature, e.Reason)
+	if min := e.Feature.MinimumLinux(); min != "" {
+		msg += " (needs " + min + ")"
+	}
+	return msg
 }
 
 func (e *UnsupportedFeatureError) Is(target error) bool { return target == ErrNotSupported }
 
 // Downgrade is a feature the backend could not apply, and why.
 type Downgrade struct {
-	Feature string `json:"feature"`
-	Reason  string `json:"reason"`
+	Feature Feature `json:"feature"`
+	Reason  string  `json:"reason"`
 }
 
 // Enforcement describes what a backend applied to one call.
@@ -146,45 +152,6 @@ type Report struct {
 	DurationMS     int64  `json:"duration_ms"`
 	// Resources says how limits were enforced and what the call used.
 	Resources Resources `json:"resources"`
-}
-
-// Features are the names --require accepts; each is the Feature of the
-// Downgrade a backend reports when it cannot apply it.
-var Features = []string{
-	"landlock", "landlock-refer", "landlock-truncate", "landlock-scope", "landlock-resolve-unix",
-	"netns", "mountns", "pidns", "mask", "carve-out-create", "seccomp", "denial-reports", "limits",
-	// Linux: chmod, chown, utimes and xattrs, which Landlock cannot restrict.
-	"file-attributes",
-	// Linux: a /proc of the call's own PID namespace (else the host's).
-	"procfs",
-	// Linux: the masked files have no other names (hard links) than the
-	// masked paths; a mount covers a path, not a file.
-	"mask-links",
-	// Network by domain (allowed_domains): the proxy in the call's own
-	// network namespace.
-	"network-domains",
-	// Windows: paths whose ACL lets Everyone write stay writable.
-	"everyone-writable",
-	// macOS: no parent-death signal, so the tree outlives a killed sbx.
-	"parent-death-kill",
-	// Deny patterns (deny_read, deny_write with globs): a name matching
-	// one that is created during the call (best effort at most: the
-	// supervisor), and a pattern whose existing matches were not all
-	// found (the walk's bound).
-	"deny-glob-create", "deny-glob-scan",
-}
-
-// CheckRequired returns an UnsupportedFeatureError for the first required
-// feature that was downgraded.
-func CheckRequired(required []string, downgrades []Downgrade) error {
-	for _, r := range required {
-		for _, d := range downgrades {
-			if d.Feature == r {
-				return &UnsupportedFeatureError{Feature: r, Reason: d.Reason}
-			}
-		}
-	}
-	return nil
 }
 
 // NewReport returns an empty report for mode, with empty (not null) lists.

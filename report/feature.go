@@ -1,0 +1,113 @@
+package report
+
+import "slices"
+
+// Feature names one thing a backend enforces. A feature a backend could not
+// apply is the Feature of a Downgrade; --require and the exec request's
+// "require" name the ones a call must not run without. Typed, so a
+// misspelt name is a compile error rather than a --require that never
+// matches.
+type Feature string
+
+// The features a call can require (Features lists them for --require).
+const (
+	FeatureLandlock            Feature = "landlock"
+	FeatureLandlockRefer       Feature = "landlock-refer"
+	FeatureLandlockTruncate    Feature = "landlock-truncate"
+	FeatureLandlockScope       Feature = "landlock-scope"
+	FeatureLandlockResolveUnix Feature = "landlock-resolve-unix"
+	FeatureNetNS               Feature = "netns"
+	FeatureMountNS             Feature = "mountns"
+	FeaturePIDNS               Feature = "pidns"
+	FeatureMask                Feature = "mask"
+	FeatureCarveOutCreate      Feature = "carve-out-create"
+	FeatureSeccomp             Feature = "seccomp"
+	FeatureDenialReports       Feature = "denial-reports"
+	FeatureLimits              Feature = "limits"
+	// FeatureFileAttributes (Linux): chmod, chown, utimes and xattrs, which
+	// Landlock cannot restrict.
+	FeatureFileAttributes Feature = "file-attributes"
+	// FeatureProcfs (Linux): a /proc of the call's own PID namespace (else
+	// the host's).
+	FeatureProcfs Feature = "procfs"
+	// FeatureMaskLinks (Linux): the masked files have no other names (hard
+	// links) than the masked paths; a mount covers a path, not a file.
+	FeatureMaskLinks Feature = "mask-links"
+	// FeatureNetworkDomains: network by domain (allowed_domains), through
+	// the proxy in the call's own network namespace.
+	FeatureNetworkDomains Feature = "network-domains"
+	// FeatureEveryoneWritable (Windows): paths whose ACL lets Everyone
+	// write stay writable.
+	FeatureEveryoneWritable Feature = "everyone-writable"
+	// FeatureParentDeathKill (macOS): no parent-death signal, so the tree
+	// outlives a killed sbx.
+	FeatureParentDeathKill Feature = "parent-death-kill"
+	// FeatureDenyGlobCreate, FeatureDenyGlobScan: deny patterns (deny_read,
+	// deny_write with globs): a name matching one that is created during
+	// the call (best effort at most: the supervisor), and a pattern whose
+	// existing matches were not all found (the walk's bound).
+	FeatureDenyGlobCreate Feature = "deny-glob-create"
+	FeatureDenyGlobScan   Feature = "deny-glob-scan"
+)
+
+// Features that only an UnsupportedFeatureError names: a whole backend or
+// facility this build or platform lacks. No call can require them; a call
+// that needs them is refused whatever it asked.
+const (
+	FeatureSandbox Feature = "sandbox"
+	FeaturePTY     Feature = "pty"
+)
+
+// Features are the names --require accepts, in the order --help lists them.
+var Features = []Feature{
+	FeatureLandlock, FeatureLandlockRefer, FeatureLandlockTruncate, FeatureLandlockScope, FeatureLandlockResolveUnix,
+	FeatureNetNS, FeatureMountNS, FeaturePIDNS, FeatureMask, FeatureCarveOutCreate, FeatureSeccomp,
+	FeatureDenialReports, FeatureLimits, FeatureFileAttributes, FeatureProcfs, FeatureMaskLinks,
+	FeatureNetworkDomains, FeatureEveryoneWritable, FeatureParentDeathKill,
+	FeatureDenyGlobCreate, FeatureDenyGlobScan,
+}
+
+// FeatureNames are Features as strings, for --help, completion and errors.
+func FeatureNames() []string {
+	out := make([]string, len(Features))
+	for i, f := range Features {
+		out[i] = string(f)
+	}
+	return out
+}
+
+// ParseFeature returns the requirable feature named s, or false.
+func ParseFeature(s string) (Feature, bool) {
+	f := Feature(s)
+	return f, slices.Contains(Features, f)
+}
+
+// minimumLinux is the first Linux release with each feature whose presence
+// the kernel's version alone decides: the Landlock ABIs
+// (Documentation/userspace-api/landlock.rst). The others also hang on the
+// configuration (namespaces, the LSM list, a container's seccomp profile),
+// so a version would mislead.
+var minimumLinux = map[Feature]string{
+	FeatureLandlock:            "Linux 5.13, Landlock ABI 1",
+	FeatureLandlockRefer:       "Linux 5.19, Landlock ABI 2",
+	FeatureLandlockTruncate:    "Linux 6.2, Landlock ABI 3",
+	FeatureLandlockScope:       "Linux 6.12, Landlock ABI 6",
+	FeatureLandlockResolveUnix: "Linux 7.0, Landlock ABI 9",
+}
+
+// MinimumLinux is the first Linux that has f ("Linux 5.19, Landlock ABI
+// 2"), or "" where no kernel version alone decides it.
+func (f Feature) MinimumLinux() string { return minimumLinux[f] }
+
+// CheckRequired returns an UnsupportedFeatureError for the first required
+// feature that was downgraded.
+func CheckRequired(required []Feature, downgrades []Downgrade) error {
+	for _, r := range required {
+		for _, d := range downgrades {
+			if d.Feature == r {
+				return &UnsupportedFeatureError{Feature: r, Reason: d.Reason}
+			}
+		}
+	}
+	return nil
+}
