@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/internal/enum"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
 
@@ -101,16 +102,11 @@ const (
 	ViaApproval
 )
 
-var viaNames = [...]string{"standing", "grant", "approval"}
+var viaNames = enum.Names[Via]{Type: "Via", What: "permission provenance", Names: []string{"standing", "grant", "approval"}}
 
-func (v Via) String() string {
-	if v < 0 || int(v) >= len(viaNames) {
-		return fmt.Sprintf("Via(%d)", int(v))
-	}
-	return viaNames[v]
-}
+func (v Via) String() string { return viaNames.String(v) }
 
-func (v Via) MarshalText() ([]byte, error) { return []byte(v.String()), nil }
+func (v Via) MarshalText() ([]byte, error) { return viaNames.Marshal(v) }
 
 // Decision is what one call may run with. It is transient: it applies to this
 // call only and changes no preset, default or stored grant.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/enum"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
 
@@ -22,14 +23,13 @@ const (
 	NetworkFull
 )
 
-func (n Network) String() string {
-	if n == NetworkFull {
-		return "full"
-	}
-	return "isolated"
-}
+var networkNames = enum.Names[Network]{Type: "Network", What: "network", Names: []string{"isolated", "full"}}
 
-func (n Network) MarshalText() ([]byte, error) { return []byte(n.String()), nil }
+func (n Network) String() string { return networkNames.String(n) }
+
+func (n Network) MarshalText() ([]byte, error) { return networkNames.Marshal(n) }
+
+func (n *Network) UnmarshalText(b []byte) error { return networkNames.Unmarshal(n, b) }
 
 // Policy is the platform-neutral description of one call's sandbox.
 type Policy struct {
@@ -345,16 +345,4 @@ func readGitdirFile(path string) string {
 		return ""
 	}
 	return r
-}
-
-func (n *Network) UnmarshalText(b []byte) error {
-	switch string(b) {
-	case "isolated":
-		*n = NetworkIsolated
-	case "full":
-		*n = NetworkFull
-	default:
-		return fmt.Errorf("unknown network %q", b)
-	}
-	return nil
 }

@@ -1,9 +1,6 @@
 package profiles
 
-import (
-	"fmt"
-	"strings"
-)
+import "github.com/sbx-sandbox/sbx/internal/enum"
 
 // This file holds the small wire enums that sit beside Mode: the approval
 // policy, the per-call sandbox_permissions field and the grant scope. Each
@@ -21,32 +18,22 @@ const (
 	ApprovalUntrusted
 )
 
-var approvalNames = []string{"never", "on-request", "on-failure", "untrusted"}
+var approvalNames = enum.Names[ApprovalPolicy]{Type: "ApprovalPolicy", What: "approval policy",
+	Names: []string{"never", "on-request", "on-failure", "untrusted"}}
 
 // ApprovalPolicies lists every approval policy.
 func ApprovalPolicies() []ApprovalPolicy {
 	return []ApprovalPolicy{ApprovalNever, ApprovalOnRequest, ApprovalOnFailure, ApprovalUntrusted}
 }
 
-func (a ApprovalPolicy) String() string { return enumString(approvalNames, int(a), "ApprovalPolicy") }
+func (a ApprovalPolicy) String() string { return approvalNames.String(a) }
 
 // ParseApprovalPolicy parses the wire spelling of an approval policy.
-func ParseApprovalPolicy(s string) (ApprovalPolicy, error) {
-	i, err := enumParse(approvalNames, s, "approval policy")
-	return ApprovalPolicy(i), err
-}
+func ParseApprovalPolicy(s string) (ApprovalPolicy, error) { return approvalNames.Parse(s) }
 
-func (a ApprovalPolicy) MarshalText() ([]byte, error) {
-	return enumMarshal(approvalNames, int(a), "approval policy")
-}
+func (a ApprovalPolicy) MarshalText() ([]byte, error) { return approvalNames.Marshal(a) }
 
-func (a *ApprovalPolicy) UnmarshalText(b []byte) error {
-	v, err := ParseApprovalPolicy(string(b))
-	if err == nil {
-		*a = v
-	}
-	return err
-}
+func (a *ApprovalPolicy) UnmarshalText(b []byte) error { return approvalNames.Unmarshal(a, b) }
 
 // SandboxPermissions is the per-call escalation field. The zero value,
 // UseDefault, asks for nothing beyond the standing policy.
@@ -61,32 +48,24 @@ const (
 	RequireEscalated
 )
 
-var sandboxPermissionNames = []string{"use_default", "with_additional_permissions", "require_escalated"}
+var sandboxPermissionNames = enum.Names[SandboxPermissions]{Type: "SandboxPermissions", What: "sandbox_permissions",
+	Names: []string{"use_default", "with_additional_permissions", "require_escalated"}}
 
-func (s SandboxPermissions) String() string {
-	return enumString(sandboxPermissionNames, int(s), "SandboxPermissions")
-}
+func (s SandboxPermissions) String() string { return sandboxPermissionNames.String(s) }
 
 // ParseSandboxPermissions parses the wire spelling of sandbox_permissions.
 func ParseSandboxPermissions(s string) (SandboxPermissions, error) {
-	i, err := enumParse(sandboxPermissionNames, s, "sandbox_permissions")
-	return SandboxPermissions(i), err
+	return sandboxPermissionNames.Parse(s)
 }
 
 // AsksForMore reports whether s asks for anything beyond the default, and so
 // must come with a justification.
 func (s SandboxPermissions) AsksForMore() bool { return s != UseDefault }
 
-func (s SandboxPermissions) MarshalText() ([]byte, error) {
-	return enumMarshal(sandboxPermissionNames, int(s), "sandbox_permissions")
-}
+func (s SandboxPermissions) MarshalText() ([]byte, error) { return sandboxPermissionNames.Marshal(s) }
 
 func (s *SandboxPermissions) UnmarshalText(b []byte) error {
-	v, err := ParseSandboxPermissions(string(b))
-	if err == nil {
-		*s = v
-	}
-	return err
+	return sandboxPermissionNames.Unmarshal(s, b)
 }
 
 // Scope is where a granted profile is kept. The zero value is ScopeTurn, the
@@ -100,45 +79,13 @@ const (
 	ScopeSession
 )
 
-var scopeNames = []string{"turn", "session"}
+var scopeNames = enum.Names[Scope]{Type: "Scope", What: "grant scope", Names: []string{"turn", "session"}}
 
-func (s Scope) String() string { return enumString(scopeNames, int(s), "Scope") }
+func (s Scope) String() string { return scopeNames.String(s) }
 
 // ParseScope parses the wire spelling of a grant scope.
-func ParseScope(s string) (Scope, error) {
-	i, err := enumParse(scopeNames, s, "grant scope")
-	return Scope(i), err
-}
+func ParseScope(s string) (Scope, error) { return scopeNames.Parse(s) }
 
-func (s Scope) MarshalText() ([]byte, error) { return enumMarshal(scopeNames, int(s), "grant scope") }
+func (s Scope) MarshalText() ([]byte, error) { return scopeNames.Marshal(s) }
 
-func (s *Scope) UnmarshalText(b []byte) error {
-	v, err := ParseScope(string(b))
-	if err == nil {
-		*s = v
-	}
-	return err
-}
-
-func enumString(names []string, i int, typ string) string {
-	if i < 0 || i >= len(names) {
-		return fmt.Sprintf("%s(%d)", typ, i)
-	}
-	return names[i]
-}
-
-func enumMarshal(names []string, i int, what string) ([]byte, error) {
-	if i < 0 || i >= len(names) {
-		return nil, fmt.Errorf("invalid %s %d", what, i)
-	}
-	return []byte(names[i]), nil
-}
-
-func enumParse(names []string, s, what string) (int, error) {
-	for i, n := range names {
-		if s == n {
-			return i, nil
-		}
-	}
-	return 0, fmt.Errorf("unknown %s %q (want %s)", what, s, strings.Join(names, ", "))
-}
+func (s *Scope) UnmarshalText(b []byte) error { return scopeNames.Unmarshal(s, b) }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/enum"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/report"
 )
@@ -74,14 +75,11 @@ const (
 	Deny
 )
 
-func (k ACEKind) String() string {
-	if k == Deny {
-		return "deny"
-	}
-	return "allow"
-}
+var aceKindNames = enum.Names[ACEKind]{Type: "ACEKind", What: "ACE kind", Names: []string{"allow", "deny"}}
 
-func (k ACEKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
+func (k ACEKind) String() string { return aceKindNames.String(k) }
+
+func (k ACEKind) MarshalText() ([]byte, error) { return aceKindNames.Marshal(k) }
 
 // Inheritance says which objects below a path an ACE reaches.
 type Inheritance int
@@ -94,14 +92,11 @@ const (
 	InheritTree
 )
 
-func (i Inheritance) String() string {
-	if i == InheritTree {
-		return "tree"
-	}
-	return "object"
-}
+var inheritanceNames = enum.Names[Inheritance]{Type: "Inheritance", What: "inheritance", Names: []string{"object", "tree"}}
 
-func (i Inheritance) MarshalText() ([]byte, error) { return []byte(i.String()), nil }
+func (i Inheritance) String() string { return inheritanceNames.String(i) }
+
+func (i Inheritance) MarshalText() ([]byte, error) { return inheritanceNames.Marshal(i) }
 
 // ACE is one access-control entry for the call SID that the launch adds to
 // a path's DACL and removes after the call.
