@@ -151,7 +151,7 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 // with_additional_permissions).
 func preauthorized(r Request, explicit profiles.Profile) (preauth, request profiles.Profile, err error) {
 	if r.Network {
-		preauth = profiles.Build(true, nil, nil)
+		preauth = profiles.New(profiles.FullNetwork(), nil, nil)
 	}
 	switch {
 	case r.Escalation.SandboxPermissions == profiles.UseDefault && !explicit.IsEmpty() && !r.Preauthorized:

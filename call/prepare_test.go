@@ -75,7 +75,7 @@ func (f fixture) request() Request {
 		Escalation: Escalation{GuardPath: f.empty, ApprovalPolicy: profiles.ApprovalOnRequest}}
 }
 
-func write(paths ...string) profiles.Profile { return profiles.Build(false, nil, paths) }
+func write(paths ...string) profiles.Profile { return profiles.New(nil, nil, paths) }
 
 func TestPrepare(t *testing.T) {
 	f := newFixture(t)
@@ -196,7 +196,7 @@ func TestPrepare(t *testing.T) {
 		{name: "network stripped by the guard", edit: func(r *Request) {
 			r.Escalation.GuardPath = f.guard
 			r.Escalation.SandboxPermissions, r.Escalation.Justification = profiles.WithAdditionalPermissions, "j"
-			r.Additional = profiles.Build(true, nil, nil)
+			r.Additional = profiles.New(profiles.FullNetwork(), nil, nil)
 		}, outcome: escalate.AllowedOnce, wantIs: errGuardStrips, wantErr: "deny_network in the guard"},
 		{name: "guard removes, last", edit: func(r *Request) {
 			r.Escalation.GuardPath = f.guard

@@ -8,7 +8,7 @@ import (
 )
 
 func TestPrestartHint(t *testing.T) {
-	net := profiles.Build(true, nil, nil)
+	net := profiles.New(profiles.FullNetwork(), nil, nil)
 	tests := []struct {
 		name      string
 		r         Request

@@ -34,12 +34,12 @@ func runLine(args ...string) CommandLine {
 
 func TestCommandLineArgv(t *testing.T) {
 	with, esc, dfa, empty := profiles.WithAdditionalPermissions, profiles.RequireEscalated, profiles.DangerFullAccess, ""
-	writeOut, netOnly := write("/out"), profiles.Build(true, nil, nil)
+	writeOut, netOnly := write("/out"), profiles.New(profiles.FullNetwork(), nil, nil)
 	withOut := escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &writeOut, Justification: &empty}
 	toDFA := escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty}
 	aOut := write("/a", "/out")
 	dom := func(private bool, hosts ...string) profiles.Profile {
-		return profiles.BuildNetwork(&profiles.Network{Enabled: true, AllowedDomains: hosts, AllowPrivateAddresses: private}, nil, nil)
+		return profiles.New(&profiles.Network{Enabled: true, AllowedDomains: hosts, AllowPrivateAddresses: private}, nil, nil)
 	}
 	domA, domB, domPriv := dom(false, "a.test"), dom(false, "a.test", "b.test:8443"), dom(true, "a.test")
 	domainArgs := []string{"--allow-domain", "a.test", "--deny-domain", "c.test", "--resolve", "a.test:443:127.0.0.1", "--", "true"}

@@ -176,7 +176,7 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		r.Reason = strings.Join(dedupe(escalate), "; ")
 	case len(write) > 0 || network || domains.any():
 		sp := profiles.WithAdditionalPermissions
-		needed := profiles.BuildNetwork(domains.network(network), nil, write)
+		needed := profiles.New(domains.network(network), nil, write)
 		add := profiles.Merge(in.Additional, needed)
 		r.SandboxPermissions, r.AdditionalPermissions, r.Justification = &sp, &add, &empty
 		switch in.SandboxPermissions {

@@ -16,7 +16,7 @@ func proxyDenial(host string, port int, reason string) report.Denial {
 }
 
 func domainProfile(allowed []string, private bool) profiles.Profile {
-	return profiles.BuildNetwork(&profiles.Network{Enabled: true, AllowedDomains: allowed, AllowPrivateAddresses: private}, nil, nil)
+	return profiles.New(&profiles.Network{Enabled: true, AllowedDomains: allowed, AllowPrivateAddresses: private}, nil, nil)
 }
 
 // A proxy denial asks for exactly its host, never the whole network; an
@@ -47,7 +47,7 @@ func TestSmallestRetryDomains(t *testing.T) {
 		{name: "a direct connect still asks for the network", denials: []report.Denial{
 			proxyDenial("b.test", 443, netproxy.ReasonNotAllowed),
 			{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.1", Port: 443}, Source: "seccomp"},
-		}, want: ptr(profiles.Merge(own, profiles.Build(true, nil, nil)))},
+		}, want: ptr(profiles.Merge(own, profiles.New(profiles.FullNetwork(), nil, nil)))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -26,7 +26,7 @@ func TestSmallestRetry(t *testing.T) {
 	fs := func(op, path string) report.Denial { return report.Denial{Operation: op, Path: path, Reason: "r"} }
 	conn := report.Denial{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.2", Port: 80}}
 	write := func(paths ...string) string {
-		p := toJSON(profiles.Build(false, nil, paths))
+		p := toJSON(profiles.New(nil, nil, paths))
 		return `{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + p + `,"justification":"","grant":` + p + `}`
 	}
 	escalated := `"sandbox_permissions":"require_escalated","escalate_to":"danger-full-access","justification":""`
@@ -46,8 +46,8 @@ func TestSmallestRetry(t *testing.T) {
 		{"chmod grants the object", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("chmod", out+"/file")}, write(out + "/file")},
 		{"two creates in one directory ask once", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("create", out+"/a"), fs("create", out+"/b")}, write(out)},
 		{"a file and its directory fold", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("write", out+"/file"), fs("create", out+"/b")}, write(out)},
-		{"the call's own additional permissions stay, and the grant adds only what was denied", pol, Guard{}, profiles.Build(false, nil, []string{out + "/sub"}), []report.Denial{fs("write", out+"/file")},
-			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + toJSON(profiles.Build(false, nil, []string{out + "/file", out + "/sub"})) + `,"justification":"","grant":` + toJSON(profiles.Build(false, nil, []string{out + "/file"})) + `}`},
+		{"the call's own additional permissions stay, and the grant adds only what was denied", pol, Guard{}, profiles.New(nil, nil, []string{out + "/sub"}), []report.Denial{fs("write", out+"/file")},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + toJSON(profiles.New(nil, nil, []string{out + "/file", out + "/sub"})) + `,"justification":"","grant":` + toJSON(profiles.New(nil, nil, []string{out + "/file"})) + `}`},
 		{"network", pol, Guard{}, profiles.Profile{}, []report.Denial{conn},
 			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"network":{"enabled":true}},"justification":"","grant":{"network":{"enabled":true}}}`},
 		{"network and a path", pol, Guard{}, profiles.Profile{}, []report.Denial{conn, fs("create", out+"/x")},
@@ -104,14 +104,14 @@ func TestSmallestRetryGrant(t *testing.T) {
 	sub := filepath.Join(out, "sub")
 	os.Mkdir(sub, 0o755)
 	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{"/nonexistent-ws"}}
-	own := profiles.Build(false, nil, []string{sub})
+	own := profiles.New(nil, nil, []string{sub})
 	denials := []report.Denial{{Operation: "create", Path: out + "/x"}}
 	for _, tt := range []struct {
 		sp   profiles.SandboxPermissions
 		want string
 	}{
-		{profiles.UseDefault, toJSON(profiles.Build(false, nil, []string{out}))},
-		{profiles.WithAdditionalPermissions, toJSON(profiles.Build(false, nil, []string{out, sub}))},
+		{profiles.UseDefault, toJSON(profiles.New(nil, nil, []string{out}))},
+		{profiles.WithAdditionalPermissions, toJSON(profiles.New(nil, nil, []string{out, sub}))},
 		{profiles.RequireEscalated, "null"},
 	} {
 		r, _ := SmallestRetry(RetryInput{Policy: pol, Additional: own, SandboxPermissions: tt.sp, Denials: denials})

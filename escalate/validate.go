@@ -185,7 +185,7 @@ func Missing(s Standing, granted, p profiles.Profile) profiles.Profile {
 			write = append(write, w)
 		}
 	}
-	return profiles.BuildNetwork(network, nil, write)
+	return profiles.New(network, nil, write)
 }
 
 // missingNetwork is the network part of Missing: full network unless the

@@ -12,7 +12,7 @@ import (
 const repo = "/sbx-test/repo"
 
 func prof(network bool, read, write []string) profiles.Profile {
-	return profiles.Build(network, read, write)
+	return profiles.New(fullIf(network), read, write)
 }
 
 // wsStanding is a workspace-write call in repo with the usual .git carve-out.
@@ -117,4 +117,12 @@ func TestValidateErrorsNameTheField(t *testing.T) {
 	if errors.Is(err, ErrDenied) {
 		t.Fatal("a malformed call is reported as a denial")
 	}
+}
+
+// fullIf is the full network when network is set, else none.
+func fullIf(network bool) *profiles.Network {
+	if network {
+		return profiles.FullNetwork()
+	}
+	return nil
 }

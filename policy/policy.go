@@ -244,7 +244,7 @@ func Build(req Request) (Policy, error) {
 			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.read[%d]", i), Err: fmt.Errorf("%s does not exist", r)}
 		}
 	}
-	norm := profiles.Build(false, nil, write)
+	norm := profiles.New(nil, nil, write)
 	pol.WriteRoots = norm.WritePaths()
 	names, err := ProtectedNames(req.Protect, req.NoDefaultProtect, "protect")
 	if err != nil {

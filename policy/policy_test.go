@@ -11,7 +11,7 @@ import (
 // the network stays isolated and Domains carries the patterns for the
 // proxy; danger-full-access has the whole network anyway.
 func TestBuildDomains(t *testing.T) {
-	add := profiles.BuildNetwork(&profiles.Network{Enabled: true, AllowedDomains: []string{"pypi.org"}, DeniedDomains: []string{"evil.org"}, AllowPrivateAddresses: true}, nil, nil)
+	add := profiles.New(&profiles.Network{Enabled: true, AllowedDomains: []string{"pypi.org"}, DeniedDomains: []string{"evil.org"}, AllowPrivateAddresses: true}, nil, nil)
 	pol, err := Build(Request{Mode: profiles.ReadOnly, Cwd: t.TempDir(), Additional: add, Resolve: []string{"pypi.org:443:127.0.0.1"}})
 	if err != nil {
 		t.Fatal(err)

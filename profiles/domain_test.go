@@ -125,7 +125,7 @@ func TestDomainPatternWithin(t *testing.T) {
 }
 
 func dom(allowed, denied []string, private bool) Profile {
-	return BuildNetwork(&Network{Enabled: len(allowed) > 0, AllowedDomains: allowed, DeniedDomains: denied, AllowPrivateAddresses: private}, nil, nil)
+	return New(&Network{Enabled: len(allowed) > 0, AllowedDomains: allowed, DeniedDomains: denied, AllowPrivateAddresses: private}, nil, nil)
 }
 
 func TestMergeDomains(t *testing.T) {
@@ -140,8 +140,8 @@ func TestMergeDomains(t *testing.T) {
 			dom([]string{"*.x.org"}, nil, false)},
 		{"union of denied, deny kept beside allow", []Profile{dom([]string{"*.x.org"}, []string{"a.x.org"}, false), dom(nil, []string{"b.x.org"}, false)},
 			dom([]string{"*.x.org"}, []string{"a.x.org", "b.x.org"}, false)},
-		{"full network wins over domains", []Profile{dom([]string{"pypi.org"}, []string{"evil.org"}, false), Build(true, nil, nil)},
-			BuildNetwork(&Network{Enabled: true, DeniedDomains: []string{"evil.org"}}, nil, nil)},
+		{"full network wins over domains", []Profile{dom([]string{"pypi.org"}, []string{"evil.org"}, false), New(FullNetwork(), nil, nil)},
+			New(&Network{Enabled: true, DeniedDomains: []string{"evil.org"}}, nil, nil)},
 		{"private from any", []Profile{dom([]string{"pypi.org"}, nil, true), dom([]string{"a.org"}, nil, false)},
 			dom([]string{"a.org", "pypi.org"}, nil, true)},
 		{"deny only asks nothing", []Profile{dom(nil, []string{"evil.org"}, false)}, dom(nil, []string{"evil.org"}, false)},
@@ -161,7 +161,7 @@ func TestMergeDomains(t *testing.T) {
 }
 
 func TestIntersectDomains(t *testing.T) {
-	full := Build(true, nil, nil)
+	full := New(FullNetwork(), nil, nil)
 	tests := []struct {
 		name               string
 		requested, granted Profile
@@ -174,7 +174,7 @@ func TestIntersectDomains(t *testing.T) {
 		{"granted not requested", dom([]string{"pypi.org"}, nil, false), dom([]string{"evil.org"}, nil, false), Profile{}},
 		{"granted full for a domain request: dropped", dom([]string{"pypi.org"}, nil, false), full, Profile{}},
 		{"requested full, granted domain", full, dom([]string{"pypi.org"}, nil, false), dom([]string{"pypi.org"}, nil, false)},
-		{"requested nothing, granted domain", Build(false, []string{"/a"}, nil), dom([]string{"pypi.org"}, nil, false), Profile{}},
+		{"requested nothing, granted domain", New(nil, []string{"/a"}, nil), dom([]string{"pypi.org"}, nil, false), Profile{}},
 		{"private needs both", dom([]string{"pypi.org"}, nil, false), dom([]string{"pypi.org"}, nil, true), dom([]string{"pypi.org"}, nil, false)},
 		{"private granted when asked", dom([]string{"pypi.org"}, nil, true), dom([]string{"pypi.org"}, nil, true), dom([]string{"pypi.org"}, nil, true)},
 		{"granted deny kept", dom([]string{"*.x.org"}, nil, false), dom([]string{"*.x.org"}, []string{"a.x.org"}, false), dom([]string{"*.x.org"}, []string{"a.x.org"}, false)},
@@ -197,8 +197,8 @@ func TestCoversDomains(t *testing.T) {
 		{"same", dom([]string{"pypi.org"}, nil, false), dom([]string{"pypi.org"}, nil, false), true},
 		{"wildcard covers subdomain", dom([]string{"*.x.org"}, nil, false), dom([]string{"a.x.org"}, nil, false), true},
 		{"wildcard does not cover apex", dom([]string{"*.x.org"}, nil, false), dom([]string{"x.org"}, nil, false), false},
-		{"full covers domains", Build(true, nil, nil), dom([]string{"x.org"}, nil, true), true},
-		{"domains do not cover full", dom([]string{"x.org"}, nil, false), Build(true, nil, nil), false},
+		{"full covers domains", New(FullNetwork(), nil, nil), dom([]string{"x.org"}, nil, true), true},
+		{"domains do not cover full", dom([]string{"x.org"}, nil, false), New(FullNetwork(), nil, nil), false},
 		{"denied in q", dom([]string{"*.x.org"}, []string{"a.x.org"}, false), dom([]string{"a.x.org"}, nil, false), false},
 		{"private not in q", dom([]string{"x.org"}, nil, false), dom([]string{"x.org"}, nil, true), false},
 	}

@@ -31,7 +31,7 @@ func Merge(ps ...Profile) Profile {
 		allowed = nil
 	}
 	n := &Network{Enabled: full || len(allowed) > 0, AllowedDomains: allowed, DeniedDomains: denied, AllowPrivateAddresses: private}
-	return withDeniesOf(BuildNetwork(n, read, write), ps...)
+	return withDeniesOf(New(n, read, write), ps...)
 }
 
 // intersectNetwork is the network part of Intersect: each granted allowed
@@ -124,7 +124,7 @@ func Intersect(requested, granted Profile) Profile {
 		}
 	}
 	// Deny patterns of both sides are kept: a deny only narrows.
-	return withDeniesOf(BuildNetwork(intersectNetwork(requested, granted), read, write), requested, granted)
+	return withDeniesOf(New(intersectNetwork(requested, granted), read, write), requested, granted)
 }
 
 // Covers reports whether everything p asks for is already in q: network (full

@@ -7,7 +7,12 @@ import (
 
 // p builds a normalised profile; the tests use paths that do not exist so
 // that symlink resolution cannot change them on any machine.
-func p(network bool, read, write []string) Profile { return Build(network, read, write) }
+func p(network bool, read, write []string) Profile {
+	if network {
+		return New(FullNetwork(), read, write)
+	}
+	return New(nil, read, write)
+}
 
 func paths(ps ...string) []string { return ps }
 

@@ -143,21 +143,16 @@ func (p Profile) IsEmpty() bool {
 	return p.NetworkMode() == NetworkNone && len(p.ReadPaths()) == 0 && len(p.WritePaths()) == 0
 }
 
-// Build makes a normalised profile from its parts; nil for empty lists.
-// network true is full network; BuildNetwork adds domains.
-func Build(network bool, read, write []string) Profile {
-	var n *Network
-	if network {
-		n = &Network{Enabled: true}
-	}
-	return BuildNetwork(n, read, write)
-}
+// FullNetwork is the network part of a profile that asks for the whole
+// network (enabled, no domain lists).
+func FullNetwork() *Network { return &Network{Enabled: true} }
 
-// BuildNetwork is Build with a network part: its domain lists are
-// canonicalised and folded (entries must be valid patterns: an invalid one
-// is dropped, so validate first, as Normalize does), and a network part
-// that says nothing is dropped.
-func BuildNetwork(n *Network, read, write []string) Profile {
+// New makes a normalised profile from its parts; nil for empty lists. n nil
+// is no network. The network part's domain lists are canonicalised and
+// folded (entries must be valid patterns: an invalid one is dropped, so
+// validate first, as Normalize does), and a network part that says nothing
+// is dropped.
+func New(n *Network, read, write []string) Profile {
 	var p Profile
 	p.Network = foldNetwork(n)
 	write = fold(write)
@@ -193,7 +188,7 @@ func (p Profile) Normalize(cwd string) (Profile, error) {
 	if err != nil {
 		return Profile{}, err
 	}
-	return withDenies(BuildNetwork(p.Network, read, write), dr, dw), nil
+	return withDenies(New(p.Network, read, write), dr, dw), nil
 }
 
 // validateNetwork refuses invalid patterns and the combinations whose

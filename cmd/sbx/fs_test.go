@@ -38,7 +38,7 @@ func TestParseFSArgs(t *testing.T) {
 // flags first, the escalation added, the operation after --.
 func TestFSRetryArgv(t *testing.T) {
 	with, empty := profiles.WithAdditionalPermissions, ""
-	out := profiles.Build(false, nil, []string{"/out"})
+	out := profiles.New(nil, nil, []string{"/out"})
 	r := escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &out, Justification: &empty}
 	for _, tt := range []struct{ args, want string }{
 		{"--mode workspace-write --json remove -r /out/d",

@@ -25,8 +25,8 @@ func TestRunRetryArgv(t *testing.T) {
 	with, esc := profiles.WithAdditionalPermissions, profiles.RequireEscalated
 	dfa := profiles.DangerFullAccess
 	empty := ""
-	writeOut := profiles.Build(false, nil, []string{"/out"})
-	netOnly := profiles.Build(true, nil, nil)
+	writeOut := profiles.New(nil, nil, []string{"/out"})
+	netOnly := profiles.New(profiles.FullNetwork(), nil, nil)
 	tests := []struct {
 		name string
 		args string
@@ -41,14 +41,14 @@ func TestRunRetryArgv(t *testing.T) {
 			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &writeOut, Justification: &empty}, profiles.Profile{},
 			"sbx run -mode=workspace-write --exclude-tmp --report r.json --cwd /w --sandbox-permissions with_additional_permissions --allow-write /out --justification '' -- true"},
 		{"an earlier escalation is replaced, its paths kept", "--sandbox-permissions with_additional_permissions --allow-write /a --justification old -- true",
-			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: ptr(profiles.Build(false, nil, []string{"/a", "/out"})), Justification: &empty},
-			profiles.Build(false, nil, []string{"/a"}),
+			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: ptr(profiles.New(nil, nil, []string{"/a", "/out"})), Justification: &empty},
+			profiles.New(nil, nil, []string{"/a"}),
 			"sbx run --allow-write /a --sandbox-permissions with_additional_permissions --allow-write /out --justification '' -- true"},
 		{"network only adds --network and keeps the rest", "--allow-write /a --sandbox-permissions with_additional_permissions --justification j -- true",
-			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &netOnly, Justification: &empty}, profiles.Build(false, nil, []string{"/a"}),
+			escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &netOnly, Justification: &empty}, profiles.New(nil, nil, []string{"/a"}),
 			"sbx run --allow-write /a --sandbox-permissions with_additional_permissions --justification j --network -- true"},
 		{"escalation drops additional permissions", "--mode workspace-write --allow-write /a --network -- true",
-			escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty}, profiles.Build(false, nil, []string{"/a"}),
+			escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty}, profiles.New(nil, nil, []string{"/a"}),
 			"sbx run --mode workspace-write --network --escalate danger-full-access --justification '' -- true"},
 		{"escalation replaces an earlier --escalate", "--mode read-only --escalate workspace-write --justification j -- true",
 			escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty}, profiles.Profile{},

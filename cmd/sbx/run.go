@@ -309,7 +309,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		// the caller's own setting: a request for the network alone is
 		// valid.
 		r.Network = false
-		r.Additional = profiles.Merge(r.Additional, profiles.Build(true, nil, nil))
+		r.Additional = profiles.Merge(r.Additional, profiles.New(profiles.FullNetwork(), nil, nil))
 	}
 	if err := rf.loadGrants(e, set); err != nil {
 		return r, err

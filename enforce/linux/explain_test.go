@@ -56,7 +56,7 @@ func TestExplainGolden(t *testing.T) {
 		{"workspace-write-abi9", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{LandlockABI: 9, Privileged: true, UserNotif: true, InitUserNS: true, ProcFullyVisible: true}},
 		{"workspace-write-no-landlock", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{Privileged: true, InitUserNS: true, ProcFullyVisible: true}},
 		{"network-and-grants", policy.Request{Mode: profiles.ReadOnly, ExcludeTmp: true,
-			Additional: profiles.Build(true, []string{"/usr"}, []string{extra})}, nil, root},
+			Additional: profiles.New(profiles.FullNetwork(), []string{"/usr"}, []string{extra})}, nil, root},
 		{"carve-out-and-mask", policy.Request{Mode: profiles.WorkspaceWrite, ExtraReadOnly: []string{"out"}}, []string{extra}, root},
 		{"danger-full-access", policy.Request{Mode: profiles.DangerFullAccess}, nil, root},
 	} {

@@ -34,7 +34,7 @@ func TestCompileResolveUnix(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true,
-				Additional: profiles.Build(tc.network, nil, nil)})
+				Additional: profiles.New(fullIf(tc.network), nil, nil)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,4 +65,12 @@ func TestCompileResolveUnix(t *testing.T) {
 			}
 		})
 	}
+}
+
+// fullIf is the full network when network is set, else none.
+func fullIf(network bool) *profiles.Network {
+	if network {
+		return profiles.FullNetwork()
+	}
+	return nil
 }

@@ -95,7 +95,7 @@ func TestPlanResolveUnixSupervised(t *testing.T) {
 // network-domains downgrade without one: the command then runs with no
 // network (seccomp keeps it to unix sockets), never with the host's.
 func TestPlanProxy(t *testing.T) {
-	add := profiles.BuildNetwork(&profiles.Network{Enabled: true, AllowedDomains: []string{"pypi.org"}}, nil, nil)
+	add := profiles.New(&profiles.Network{Enabled: true, AllowedDomains: []string{"pypi.org"}}, nil, nil)
 	pol, err := policy.Build(policy.Request{Mode: profiles.ReadOnly, Cwd: t.TempDir(), Additional: add})
 	if err != nil {
 		t.Fatal(err)
