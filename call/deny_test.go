@@ -35,8 +35,8 @@ func TestApplyGuardDenyPatterns(t *testing.T) {
 	if !slices.Contains(a.MaskRead, filepath.Join(ws, "sub/.env")) || slices.Contains(a.MaskRead, filepath.Join(ws, "sub/env")) {
 		t.Errorf("mask_read %q", a.MaskRead)
 	}
-	if !slices.Contains(a.Policy.ReadOnly, filepath.Join(ws, "sub/key.pem")) {
-		t.Errorf("read_only %q: the deny_write match is no carve-out", a.Policy.ReadOnly)
+	if !slices.Contains(a.Policy.CarveOuts, filepath.Join(ws, "sub/key.pem")) {
+		t.Errorf("read_only %q: the deny_write match is no carve-out", a.Policy.CarveOuts)
 	}
 	if len(a.Policy.DenyGlobs) != 2 {
 		t.Errorf("deny_globs %+v", a.Policy.DenyGlobs)

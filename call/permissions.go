@@ -126,7 +126,7 @@ func checkRequest(c escalate.Call, final policy.Policy, applied escalate.Applied
 		return nil
 	}
 	for i, w := range c.Additional.WritePaths() {
-		for _, ro := range final.ReadOnly {
+		for _, ro := range final.CarveOuts {
 			if profiles.Within(w, ro) {
 				return &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i),
 					Err: fmt.Errorf("%s is inside the read-only carve-out %s, which no request can widen", w, ro)}
@@ -144,7 +144,7 @@ func checkRequest(c escalate.Call, final policy.Policy, applied escalate.Applied
 	survives := asked.NetworkEnabled() && p.Network == policy.NetworkFull ||
 		asked.NetworkMode() == profiles.NetworkDomains && (p.Network == policy.NetworkFull || p.Domains != nil)
 	for _, w := range asked.WritePaths() {
-		if p.Unrestricted || profiles.CoveredBy(w, p.WriteRoots) && !profiles.CoveredBy(w, p.ReadOnly) {
+		if p.Unrestricted || profiles.CoveredBy(w, p.WriteRoots) && !profiles.CoveredBy(w, p.CarveOuts) {
 			survives = true
 		}
 	}

@@ -108,7 +108,7 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	base := policy.Request{
 		Mode: r.Mode, Cwd: cwd, WritableRoots: r.WritableRoots,
 		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(env, "TMPDIR"),
-		ExtraReadOnly: r.ReadOnly, Protect: r.Protect, NoDefaultProtect: r.NoDefaultProtect, Capabilities: caps, Resolve: r.Resolve,
+		ExtraCarveOuts: r.CarveOuts, Protect: r.Protect, NoDefaultProtect: r.NoDefaultProtect, Capabilities: caps, Resolve: r.Resolve,
 	}
 	pol, perms, guard, err := resolvePermissions(ctx, base, explicit, preauth, r.Escalation)
 	if err != nil {

@@ -106,8 +106,8 @@ func TestPrepare(t *testing.T) {
 		{name: "workspace-write keeps .git read-only", edit: func(r *Request) { r.Mode = profiles.WorkspaceWrite; r.ExcludeTmp, r.ExcludeTmpdir = true, true },
 			check: func(t *testing.T, p *Prepared, _ *asker) {
 				pol := p.Policy()
-				if !slices.Contains(pol.WriteRoots, f.ws) || !slices.Contains(pol.ReadOnly, filepath.Join(f.ws, ".git")) {
-					t.Errorf("write roots %q, read-only %q", pol.WriteRoots, pol.ReadOnly)
+				if !slices.Contains(pol.WriteRoots, f.ws) || !slices.Contains(pol.CarveOuts, filepath.Join(f.ws, ".git")) {
+					t.Errorf("write roots %q, read-only %q", pol.WriteRoots, pol.CarveOuts)
 				}
 			}},
 		{name: "network preauthorized", edit: func(r *Request) { r.Network = true },

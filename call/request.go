@@ -20,7 +20,7 @@ type Request struct {
 	WritableRoots []string
 	ExcludeTmp    bool
 	ExcludeTmpdir bool
-	ReadOnly      []string
+	CarveOuts     []string
 	// Protect are names kept read-only in every writable root besides
 	// policy.DefaultProtected (dropped by NoDefaultProtect); ProtectField
 	// names them in errors (--protect, protect).

@@ -191,7 +191,7 @@ type Applied struct {
 //   - deny_network turns the network off.
 //   - deny_read paths are returned in MaskRead; read roots inside them go.
 //
-// IMPORTANT: a backend that ignores ReadOnly or MaskRead for a policy whose
+// IMPORTANT: a backend that ignores CarveOuts or MaskRead for a policy whose
 // Mode is danger-full-access does not enforce the guard.
 func (g Guard) Apply(p policy.Policy) Applied {
 	a := Applied{Policy: clonePolicy(p)}
@@ -204,10 +204,10 @@ func (g Guard) Apply(p policy.Policy) Applied {
 	out.WriteRoots = a.dropInside(out.WriteRoots, denied, "write_root")
 	out.Devices = a.dropInside(out.Devices, denied, "device")
 	out.ReadRoots = a.dropInside(out.ReadRoots, g.DenyRead, "read_root")
-	out.ReadOnly = keepOverlapping(out.ReadOnly, out.WriteRoots)
+	out.CarveOuts = keepOverlapping(out.CarveOuts, out.WriteRoots)
 	for _, d := range denied {
-		if profiles.CoveredBy(d, out.WriteRoots) && !profiles.CoveredBy(d, out.ReadOnly) {
-			out.ReadOnly = append(out.ReadOnly, d)
+		if profiles.CoveredBy(d, out.WriteRoots) && !profiles.CoveredBy(d, out.CarveOuts) {
+			out.CarveOuts = append(out.CarveOuts, d)
 			a.remove("carve_out", d, "denied by the guard: read-only inside a write root")
 		}
 	}
@@ -320,7 +320,7 @@ func clonePolicy(p policy.Policy) policy.Policy {
 	c := p
 	c.ReadRoots = slices.Clone(p.ReadRoots)
 	c.WriteRoots = slices.Clone(p.WriteRoots)
-	c.ReadOnly = slices.Clone(p.ReadOnly)
+	c.CarveOuts = slices.Clone(p.CarveOuts)
 	c.Devices = slices.Clone(p.Devices)
 	c.Skipped = slices.Clone(p.Skipped)
 	if p.Domains != nil {

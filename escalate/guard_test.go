@@ -72,7 +72,7 @@ func TestLoadGuardDefaultLocation(t *testing.T) {
 func TestGuardApply(t *testing.T) {
 	ws := policy.Policy{
 		Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"},
-		WriteRoots: []string{"/tmp", repo}, ReadOnly: []string{repo + "/.git"},
+		WriteRoots: []string{"/tmp", repo}, CarveOuts: []string{repo + "/.git"},
 		Devices: []string{"/dev/null", "/dev/tty"}, Network: policy.NetworkFull,
 	}
 	full := policy.Policy{Mode: profiles.DangerFullAccess, Unrestricted: true, ReadRoots: []string{"/"}, WriteRoots: []string{"/"}, Network: policy.NetworkFull}
@@ -93,8 +93,8 @@ func TestGuardApply(t *testing.T) {
 			in:    ws,
 			want: policy.Policy{
 				Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{repo},
-				ReadOnly: []string{repo + "/.git", repo + "/.env", repo + "/secrets"},
-				Devices:  []string{"/dev/null", "/dev/tty"}, Network: policy.NetworkFull,
+				CarveOuts: []string{repo + "/.git", repo + "/.env", repo + "/secrets"},
+				Devices:   []string{"/dev/null", "/dev/tty"}, Network: policy.NetworkFull,
 			},
 			mask: []string{repo + "/.env"},
 			what: []string{"write_root", "carve_out", "carve_out", "read"},
@@ -114,7 +114,7 @@ func TestGuardApply(t *testing.T) {
 			name: "network and devices", guard: Guard{DenyNetwork: true, DenyWrite: []string{"/dev/tty"}}, in: ws,
 			want: policy.Policy{
 				Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{"/tmp", repo},
-				ReadOnly: []string{repo + "/.git"}, Devices: []string{"/dev/null"}, Network: policy.NetworkIsolated,
+				CarveOuts: []string{repo + "/.git"}, Devices: []string{"/dev/null"}, Network: policy.NetworkIsolated,
 			},
 			what: []string{"device", "network"},
 		},
@@ -128,7 +128,7 @@ func TestGuardApply(t *testing.T) {
 		},
 		{
 			name: "danger-full-access loses unrestricted", guard: Guard{DenyNetwork: true, DenyWrite: []string{"/etc"}}, in: full,
-			want: policy.Policy{Mode: profiles.DangerFullAccess, ReadRoots: []string{"/"}, WriteRoots: []string{"/"}, ReadOnly: []string{"/etc"}},
+			want: policy.Policy{Mode: profiles.DangerFullAccess, ReadRoots: []string{"/"}, WriteRoots: []string{"/"}, CarveOuts: []string{"/etc"}},
 			what: []string{"unrestricted", "carve_out", "network"},
 		},
 	}
@@ -172,7 +172,7 @@ func TestGuardBeatsApprovedEscalation(t *testing.T) {
 	deny := filepath.Join(cwd, "secret")
 	got := Guard{DenyWrite: []string{deny}, DenyRead: []string{"/sbx-test/keys"}, DenyNetwork: true}.Apply(pol)
 	p := got.Policy
-	if p.Unrestricted || p.Network != policy.NetworkIsolated || !profiles.CoveredBy(deny, p.ReadOnly) || !slices.Contains(got.MaskRead, "/sbx-test/keys") {
+	if p.Unrestricted || p.Network != policy.NetworkIsolated || !profiles.CoveredBy(deny, p.CarveOuts) || !slices.Contains(got.MaskRead, "/sbx-test/keys") {
 		t.Fatalf("guard lost to the escalation: %+v", got)
 	}
 }
@@ -193,7 +193,7 @@ func TestGuardApplyIsMonotoneAndIdempotent(t *testing.T) {
 	for i := range 5000 {
 		in := policy.Policy{
 			Mode: profiles.Modes()[rng.IntN(3)], Unrestricted: rng.IntN(4) == 0,
-			ReadRoots: pick(2), WriteRoots: pick(3), ReadOnly: pick(2), Devices: pick(2),
+			ReadRoots: pick(2), WriteRoots: pick(3), CarveOuts: pick(2), Devices: pick(2),
 			Network: policy.Network(rng.IntN(2)),
 		}
 		g := Guard{DenyRead: foldPaths(pick(2)), DenyWrite: foldPaths(pick(2)), DenyNetwork: rng.IntN(2) == 0}
@@ -231,7 +231,7 @@ func TestGuardApplyIsMonotoneAndIdempotent(t *testing.T) {
 }
 
 func writable(p policy.Policy, x string) bool {
-	return profiles.CoveredBy(x, p.WriteRoots) && !profiles.CoveredBy(x, p.ReadOnly)
+	return profiles.CoveredBy(x, p.WriteRoots) && !profiles.CoveredBy(x, p.CarveOuts)
 }
 
 func TestGuardErrorIsNotADenial(t *testing.T) {

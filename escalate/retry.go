@@ -147,7 +147,7 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			unresolved(d, d.Reason)
 			continue
 		}
-		if c := carveOutAt(d, in.Policy.ReadOnly); c != "" {
+		if c := carveOutAt(d, in.Policy.CarveOuts); c != "" {
 			what := d.Path + " is inside the read-only carve-out " + c
 			if c == d.Path {
 				what = d.Path + " is a read-only carve-out"

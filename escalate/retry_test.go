@@ -21,7 +21,7 @@ func TestSmallestRetry(t *testing.T) {
 	}
 	os.WriteFile(filepath.Join(out, "file"), nil, 0o644)
 	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{ws},
-		ReadOnly: []string{ws + "/.git"}, Masked: []string{out + "/secret"}}
+		CarveOuts: []string{ws + "/.git"}, Masked: []string{out + "/secret"}}
 	guard := Guard{DenyWrite: []string{out + "/locked"}, DenyRead: []string{out + "/secret"}}
 	fs := func(op, path string) report.Denial { return report.Denial{Operation: op, Path: path, Reason: "r"} }
 	conn := report.Denial{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.2", Port: 80}}
@@ -69,7 +69,7 @@ func TestSmallestRetry(t *testing.T) {
 			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":{"file_system":{"write":["` + out + `"]}},"justification":"","unresolved":[{"operation":"create","path":"` + out + `/locked/x","reason":"forbidden by guard: deny_write ` + out + `/locked"}],"grant":{"file_system":{"write":["` + out + `"]}}}`},
 		{"guard deny_network", pol, Guard{DenyNetwork: true}, profiles.Profile{}, []report.Denial{conn},
 			`{"unresolved":[{"operation":"connect","address":{"family":"inet","address":"192.0.2.2","port":80},"reason":"forbidden by guard: deny_network"}]}`},
-		{"carve-out under danger-full-access", policy.Policy{Mode: profiles.DangerFullAccess, WriteRoots: []string{"/"}, ReadOnly: []string{ws}}, Guard{DenyWrite: []string{ws}}, profiles.Profile{},
+		{"carve-out under danger-full-access", policy.Policy{Mode: profiles.DangerFullAccess, WriteRoots: []string{"/"}, CarveOuts: []string{ws}}, Guard{DenyWrite: []string{ws}}, profiles.Profile{},
 			[]report.Denial{fs("write", ws+"/x")},
 			`{"unresolved":[{"operation":"write","path":"` + ws + `/x","reason":"forbidden by guard: deny_write ` + ws + `"}]}`},
 		{"a new name matching a deny pattern gets no retry", globPol(pol, ws), Guard{}, profiles.Profile{}, []report.Denial{fs("create", ws+"/other/.env")},
@@ -125,7 +125,7 @@ func TestSmallestRetryGrant(t *testing.T) {
 // justification is filled in, against the standing policy it came from.
 func TestSmallestRetryValidates(t *testing.T) {
 	out := t.TempDir()
-	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{"/nonexistent-ws"}, ReadOnly: []string{"/nonexistent-ws/.git"}}
+	pol := policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, WriteRoots: []string{"/nonexistent-ws"}, CarveOuts: []string{"/nonexistent-ws/.git"}}
 	for _, ds := range [][]report.Denial{
 		{{Operation: "create", Path: out + "/x"}},
 		{{Operation: "create", Path: "/nonexistent-ws/.git"}},
@@ -156,7 +156,7 @@ func toJSON(v any) string {
 // globPol is pol with the deny_write pattern **/.env anchored at ws, and
 // its existing match ws/sub/.env a carve-out.
 func globPol(pol policy.Policy, ws string) policy.Policy {
-	pol.ReadOnly = append(append([]string(nil), pol.ReadOnly...), ws+"/sub/.env")
+	pol.CarveOuts = append(append([]string(nil), pol.CarveOuts...), ws+"/sub/.env")
 	pol.DenyGlobs = []policy.DenyGlob{{Pattern: ws + "/**/.env", Given: "**/.env", Access: policy.DenyWrite}}
 	return pol
 }

@@ -50,9 +50,9 @@ var (
 type Standing struct {
 	Mode       profiles.Mode
 	WriteRoots []string
-	// ReadOnly are carve-outs inside WriteRoots that stay read-only.
-	ReadOnly []string
-	Network  bool
+	// CarveOuts are carve-outs inside WriteRoots that stay read-only.
+	CarveOuts []string
+	Network   bool
 	// Domains and PrivateAddresses are a standing network by domain
 	// (policy.Domains): its allowed patterns, and allow_private_addresses.
 	Domains          []string
@@ -61,7 +61,7 @@ type Standing struct {
 
 // StandingFrom takes the standing part of a built policy.
 func StandingFrom(p policy.Policy) Standing {
-	s := Standing{Mode: p.Mode, WriteRoots: p.WriteRoots, ReadOnly: p.ReadOnly, Network: p.Network == policy.NetworkFull}
+	s := Standing{Mode: p.Mode, WriteRoots: p.WriteRoots, CarveOuts: p.CarveOuts, Network: p.Network == policy.NetworkFull}
 	if p.Domains != nil {
 		s.Domains, s.PrivateAddresses = p.Domains.Allowed, p.Domains.AllowPrivateAddresses
 	}
@@ -180,7 +180,7 @@ func Missing(s Standing, granted, p profiles.Profile) profiles.Profile {
 	network := missingNetwork(s, granted, p)
 	var write []string
 	for _, w := range p.WritePaths() {
-		standing := profiles.CoveredBy(w, s.WriteRoots) && !profiles.CoveredBy(w, s.ReadOnly)
+		standing := profiles.CoveredBy(w, s.WriteRoots) && !profiles.CoveredBy(w, s.CarveOuts)
 		if !standing && !profiles.CoveredBy(w, granted.WritePaths()) {
 			write = append(write, w)
 		}

@@ -16,7 +16,7 @@ func prof(network bool, read, write []string) profiles.Profile {
 }
 
 // wsStanding is a workspace-write call in repo with the usual .git carve-out.
-var wsStanding = Standing{Mode: profiles.WorkspaceWrite, WriteRoots: []string{"/tmp", repo}, ReadOnly: []string{repo + "/.git"}}
+var wsStanding = Standing{Mode: profiles.WorkspaceWrite, WriteRoots: []string{"/tmp", repo}, CarveOuts: []string{repo + "/.git"}}
 
 func TestValidatePairing(t *testing.T) {
 	tests := []struct {

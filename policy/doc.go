@@ -7,7 +7,7 @@
 //	pol, err := policy.Build(policy.Request{
 //		Mode: profiles.WorkspaceWrite, Cwd: "/work/repo",
 //	})
-//	// pol.WriteRoots: [/tmp /work/repo], pol.ReadOnly: [/work/repo/.git]
+//	// pol.WriteRoots: [/tmp /work/repo], pol.CarveOuts: [/work/repo/.git]
 //
 // Guarantees: every path in a Policy is absolute and clean; write roots are
 // readable; carve-outs are inside a write root; a path that does not exist is

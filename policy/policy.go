@@ -42,9 +42,9 @@ type Policy struct {
 	ReadRoots []string `json:"read_roots"`
 	// WriteRoots are writable trees.
 	WriteRoots []string `json:"write_roots"`
-	// ReadOnly are subpaths of write roots that stay read-only. They may not
+	// CarveOuts are subpaths of write roots that stay read-only. They may not
 	// exist yet: creating them must fail too.
-	ReadOnly []string `json:"read_only"`
+	CarveOuts []string `json:"read_only"`
 	// Devices are device files a shell needs to write even in read-only mode.
 	Devices []string `json:"devices"`
 	// Terminal is the pty slave the command runs on (sbx run --pty, exec
@@ -57,7 +57,7 @@ type Policy struct {
 	Masked []string `json:"masked,omitempty"`
 	// DenyGlobs are the deny patterns (guard and profiles) anchored at
 	// absolute roots: their existing matches are already in Masked or
-	// ReadOnly (ExpandDenies); a backend refuses creating new ones where
+	// CarveOuts (ExpandDenies); a backend refuses creating new ones where
 	// it can, and reports where it cannot.
 	DenyGlobs []DenyGlob `json:"deny_globs,omitempty"`
 	// DenyUnscanned are the deny patterns whose existing matches were not
@@ -112,9 +112,9 @@ type Request struct {
 	ExcludeTmpdir bool
 	// Tmpdir is the value of $TMPDIR for the call ("" if unset).
 	Tmpdir string
-	// ExtraReadOnly are configured carve-outs beyond the protected names,
+	// ExtraCarveOuts are configured carve-outs beyond the protected names,
 	// relative to each writable root or absolute.
-	ExtraReadOnly []string
+	ExtraCarveOuts []string
 	// Protect are names added to DefaultProtected (--protect, "protect");
 	// NoDefaultProtect drops the defaults (--no-default-protect), which the
 	// report says.
@@ -135,7 +135,7 @@ type Request struct {
 // time anyone uses git) and the agent configuration directories .codex and
 // .agents, which a model could otherwise rewrite to persist itself past the
 // call. A missing one is protected against creation too (see
-// Policy.ReadOnly).
+// Policy.CarveOuts).
 var DefaultProtected = []string{".git", ".codex", ".agents"}
 
 // ProtectedNames is the effective list of protected names: the defaults
@@ -251,7 +251,7 @@ func Build(req Request) (Policy, error) {
 		return Policy{}, err
 	}
 	pol.ProtectedNames = names
-	pol.ReadOnly = carveOuts(repos, pol.WriteRoots, names, req.ExtraReadOnly)
+	pol.CarveOuts = carveOuts(repos, pol.WriteRoots, names, req.ExtraCarveOuts)
 	return pol, nil
 }
 

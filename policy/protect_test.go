@@ -53,8 +53,8 @@ func TestProtectedNames(t *testing.T) {
 			if !slices.Equal(pol.ProtectedNames, tc.wantNames) {
 				t.Errorf("protected names %q, want %q", pol.ProtectedNames, tc.wantNames)
 			}
-			if !slices.Equal(pol.ReadOnly, tc.wantRO) {
-				t.Errorf("read-only %q, want %q", pol.ReadOnly, tc.wantRO)
+			if !slices.Equal(pol.CarveOuts, tc.wantRO) {
+				t.Errorf("read-only %q, want %q", pol.CarveOuts, tc.wantRO)
 			}
 		})
 	}
@@ -67,7 +67,7 @@ func TestProtectedNames(t *testing.T) {
 	}
 	// Read-only mode has no writable root, so nothing to protect.
 	pol, err := Build(Request{Mode: profiles.ReadOnly, Cwd: ws})
-	if err != nil || len(pol.ReadOnly) != 0 {
-		t.Errorf("read-only mode: read-only %q, err %v; want none", pol.ReadOnly, err)
+	if err != nil || len(pol.CarveOuts) != 0 {
+		t.Errorf("read-only mode: read-only %q, err %v; want none", pol.CarveOuts, err)
 	}
 }

@@ -128,7 +128,7 @@ func canonicalPolicy(pol policy.Policy, m PathMode) (policyPaths, error) {
 		out.read = one("read_roots", pol.ReadRoots)
 	}
 	out.write = one("write_roots", pol.WriteRoots)
-	out.readOnly = names("read_only", pol.ReadOnly)
+	out.readOnly = names("read_only", pol.CarveOuts)
 	out.masked = names("masked", pol.Masked)
 	out.devices = one("devices", pol.Devices)
 	return out, err

@@ -35,7 +35,7 @@ func readOnly() policy.Policy {
 func workspaceWrite() policy.Policy {
 	return policy.Policy{Mode: profiles.WorkspaceWrite, ReadRoots: []string{"/"}, Devices: devices, Network: policy.NetworkIsolated,
 		WriteRoots: []string{proj, "/tmp", tmpdir},
-		ReadOnly:   []string{proj + "/.git"}}
+		CarveOuts:  []string{proj + "/.git"}}
 }
 
 var goldenCases = []struct {
@@ -54,7 +54,7 @@ var goldenCases = []struct {
 		// carve-out.
 		p := workspaceWrite()
 		p.WriteRoots = append(p.WriteRoots, home+"/other-repo", home+"/Library/Caches/pip", "/etc/hosts")
-		p.ReadOnly = append(p.ReadOnly, proj+"/.codex", home+"/other-repo/.git")
+		p.CarveOuts = append(p.CarveOuts, proj+"/.codex", home+"/other-repo/.git")
 		return p
 	}},
 	{"read-only-network", func() policy.Policy {
@@ -79,7 +79,7 @@ var goldenCases = []struct {
 		// /tmp (canonicalised), an absolute one, and an existing match
 		// made read-only as a carve-out.
 		p := workspaceWrite()
-		p.ReadOnly = append(p.ReadOnly, proj+"/sub/.env")
+		p.CarveOuts = append(p.CarveOuts, proj+"/sub/.env")
 		p.DenyGlobs = []policy.DenyGlob{
 			{Pattern: proj + "/**/.env", Given: "**/.env", Access: policy.DenyWrite},
 			{Pattern: "/tmp/**/*.pem", Given: "**/*.pem", Access: policy.DenyRead},

@@ -121,7 +121,7 @@ type Checker struct {
 func NewChecker(pol policy.Policy, extra Extra) *Checker {
 	c := &Checker{
 		writeRoots: slices.Clone(pol.WriteRoots),
-		readOnly:   slices.Clone(pol.ReadOnly),
+		readOnly:   slices.Clone(pol.CarveOuts),
 		masked:     slices.Clone(pol.Masked),
 		globs:      policy.NewDenyMatcher(slices.Clone(pol.DenyGlobs)),
 	}

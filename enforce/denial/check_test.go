@@ -13,7 +13,7 @@ func testPolicy() policy.Policy {
 		Mode:       profiles.WorkspaceWrite,
 		ReadRoots:  []string{"/"},
 		WriteRoots: []string{"/tmp", "/w", "/etc/granted.conf"},
-		ReadOnly:   []string{"/w/.git", "/w/sub/.git"},
+		CarveOuts:  []string{"/w/.git", "/w/sub/.git"},
 		Devices:    policy.DefaultDevices,
 		Masked:     []string{"/w/secret", "/home/u/.ssh"},
 	}
@@ -91,7 +91,7 @@ func TestCheckerReadOnlyMode(t *testing.T) {
 }
 
 func TestCheckerUnrestricted(t *testing.T) {
-	pol := policy.Policy{Mode: profiles.DangerFullAccess, Unrestricted: true, WriteRoots: []string{"/"}, ReadOnly: []string{"/w/.git"}}
+	pol := policy.Policy{Mode: profiles.DangerFullAccess, Unrestricted: true, WriteRoots: []string{"/"}, CarveOuts: []string{"/w/.git"}}
 	c := NewChecker(pol, Extra{})
 	for _, a := range []Access{WriteObject, Create, Remove, RenameTo, Metadata} {
 		if v := c.Path(a, "/w/.git/x"); !v.Allowed {

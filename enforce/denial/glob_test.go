@@ -13,7 +13,7 @@ import (
 // cause (the mount's errno).
 func TestCheckerDenyGlobs(t *testing.T) {
 	pol := testPolicy()
-	pol.ReadOnly = append(pol.ReadOnly, "/w/sub/.env")
+	pol.CarveOuts = append(pol.CarveOuts, "/w/sub/.env")
 	pol.DenyGlobs = []policy.DenyGlob{
 		{Pattern: "/w/**/.env", Given: "**/.env", Access: policy.DenyWrite},
 		{Pattern: "/w/**/*.pem", Given: "**/*.pem", Access: policy.DenyRead},

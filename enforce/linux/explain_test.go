@@ -57,7 +57,7 @@ func TestExplainGolden(t *testing.T) {
 		{"workspace-write-no-landlock", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{Privileged: true, InitUserNS: true, ProcFullyVisible: true}},
 		{"network-and-grants", policy.Request{Mode: profiles.ReadOnly, ExcludeTmp: true,
 			Additional: profiles.New(profiles.FullNetwork(), []string{"/usr"}, []string{extra})}, nil, root},
-		{"carve-out-and-mask", policy.Request{Mode: profiles.WorkspaceWrite, ExtraReadOnly: []string{"out"}}, []string{extra}, root},
+		{"carve-out-and-mask", policy.Request{Mode: profiles.WorkspaceWrite, ExtraCarveOuts: []string{"out"}}, []string{extra}, root},
 		{"danger-full-access", policy.Request{Mode: profiles.DangerFullAccess}, nil, root},
 	} {
 		t.Run(c.name, func(t *testing.T) {

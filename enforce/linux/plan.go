@@ -337,14 +337,14 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 	}
 	// A carve-out that exists only as another call's placeholder is
 	// missing: that call removes it when it ends (existingCarveOuts).
-	p.ReadOnlyMounts = existingCarveOuts(pol.ReadOnly)
+	p.ReadOnlyMounts = existingCarveOuts(pol.CarveOuts)
 	p.MaskedMounts = existing(pol.Masked)
 	masked := p.MaskedMounts
 	// Every sandboxed call gets a PID namespace, so that the whole tree dies
 	// with sbx; hence namespaces are always needed.
 	needNS := sys.Privileged || sys.UserNS
 	var missing []string
-	for _, ro := range pol.ReadOnly {
+	for _, ro := range pol.CarveOuts {
 		if slices.Contains(p.ReadOnlyMounts, ro) {
 			continue
 		}

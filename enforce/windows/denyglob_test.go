@@ -18,7 +18,7 @@ func TestCompileDenyGlobs(t *testing.T) {
 	root, _, _ := project(t)
 	pol := build(t, policy.Request{Mode: profiles.WorkspaceWrite, Cwd: root})
 	exp := policy.ExpandDenies(pol, root, nil, []string{".git"}, policy.DenyScanLimit)
-	pol.ReadOnly = append(pol.ReadOnly, exp.Write...)
+	pol.CarveOuts = append(pol.CarveOuts, exp.Write...)
 	pol.DenyGlobs = exp.Globs
 	pol.DenyUnscanned = []policy.SkippedPath{{Path: "**/.env", Reason: "too many entries"}}
 	p, err := Compile(pol, Options{CallSID: sid})

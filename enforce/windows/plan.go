@@ -263,7 +263,7 @@ func Compile(pol policy.Policy, opts Options) (*Plan, error) {
 		p.ACEs = append(p.ACEs, ACE{Path: root, Kind: Allow, Mask: GrantMask, Inherit: inheritance(fi)})
 	}
 	var missing []string
-	for _, ro := range pol.ReadOnly {
+	for _, ro := range pol.CarveOuts {
 		fi, err := os.Stat(ro)
 		if err != nil {
 			missing = append(missing, ro)
