@@ -134,7 +134,7 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	}
 	p.Call = host.Call{
 		Policy:    pol,
-		Cmd:       host.Cmd{Path: path, Argv: r.Command, Dir: cwd, Env: env},
+		Cmd:       enforce.Command{Path: path, Argv: r.Command, Dir: cwd, Env: env},
 		Require:   require,
 		Timeout:   r.Timeout,
 		KillGrace: r.KillGrace,
@@ -232,7 +232,7 @@ func lookupEnv(env []string, key string) string {
 // (126, the shell's reading of a failed exec). The error it returns no
 // longer matches host.ErrStart, so the CLI makes it 125 on every
 // platform. Other errors pass unchanged.
-func StartError(err error, cmd host.Cmd) error {
+func StartError(err error, cmd enforce.Command) error {
 	if !errors.Is(err, syscall.E2BIG) {
 		return err
 	}

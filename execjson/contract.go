@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/fsop"
@@ -225,7 +226,7 @@ func exitStatusFor(err error) int {
 // and the exit status: 127 not found, 126 not executable (or the status
 // the report already has for a failed start), and ExitRefused for
 // everything else, the E2BIG of too large arguments included.
-func StartFailure(err error, cmd host.Cmd, reported int) (error, int) {
+func StartFailure(err error, cmd enforce.Command, reported int) (error, int) {
 	err = call.StartError(err, cmd)
 	code := exitStatusFor(err)
 	if errors.Is(err, host.ErrStart) {

@@ -35,6 +35,7 @@ import (
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 func init() { runtime.LockOSThread() }
@@ -62,7 +63,7 @@ type FSResult = execjson.FSResult
 type OutputEvent = execjson.OutputEvent
 
 // Check is one line of Doctor.
-type Check = host.Check
+type Check = report.Check
 
 // Options are what the program decides beyond the request.
 type Options struct {

@@ -2,7 +2,7 @@ package main
 
 import (
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/execjson"
 )
 
@@ -15,6 +15,6 @@ func preparedReport(p *call.Prepared) callReport { return execjson.PreparedRepor
 
 // startFailure maps a call that failed before or at start to what the CLI
 // says and the exit status (execjson.StartFailure).
-func startFailure(err error, cmd host.Cmd, reported int) (error, int) {
+func startFailure(err error, cmd enforce.Command, reported int) (error, int) {
 	return execjson.StartFailure(err, cmd, reported)
 }

@@ -4,7 +4,7 @@
 //
 //	plan, err := darwin.Compile(pol, darwin.DefaultOptions())
 //	fmt.Print(plan.String()) // the profile and its -D parameters
-//	proc, err := darwin.Start(plan, darwin.Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", "make"}})
+//	proc, err := darwin.Start(plan, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", "make"}})
 //
 // The compiler (Compile, Plan, the rule tables, the log-line parser) is pure
 // Go with no build tag, so its golden tests run on every OS. Launching,

@@ -15,32 +15,28 @@ import (
 	"github.com/sbx-sandbox/sbx/profiles"
 )
 
-// Check is one line of `sbx doctor`: a capability, whether this system has
-// it, what was seen, and what sbx does when it is missing.
-type Check = report.Check
-
 // Doctor probes what this Mac can enforce. It runs /usr/bin/true once under
 // a read-only profile: only a real run shows that sandbox-exec accepts the
 // profile sbx generates.
 //
 // IMPORTANT: unverified on Apple hardware.
-func Doctor() []Check {
-	var out []Check
+func Doctor() []report.Check {
+	var out []report.Check
 	ver, err := unix.Sysctl("kern.osproductversion")
 	if err != nil {
 		ver = "unknown (" + err.Error() + ")"
 	}
-	out = append(out, Check{Feature: "macos", Available: true, Detail: "macOS " + ver})
+	out = append(out, report.Check{Feature: "macos", Available: true, Detail: "macOS " + ver})
 	out = append(out, executable("sandbox-exec", SandboxExec, "refuse to run: every mode but danger-full-access needs it"))
 	out = append(out, profileCheck())
 	out = append(out, executable("denial-reports", logPath, "denials are not reported; reported as degraded \"denial-reports\""))
-	out = append(out, Check{Feature: "parent-death-kill", Detail: "macOS has no parent-death signal",
+	out = append(out, report.Check{Feature: "parent-death-kill", Detail: "macOS has no parent-death signal",
 		Fallback: "the command outlives a killed sbx (still under its profile); reported as degraded"})
 	return out
 }
 
-func executable(feature, path, fallback string) Check {
-	c := Check{Feature: feature, Fallback: fallback}
+func executable(feature, path, fallback string) report.Check {
+	c := report.Check{Feature: feature, Fallback: fallback}
 	fi, err := os.Stat(path)
 	switch {
 	case err != nil:
@@ -54,8 +50,8 @@ func executable(feature, path, fallback string) Check {
 }
 
 // profileCheck compiles the read-only policy and runs /usr/bin/true under it.
-func profileCheck() Check {
-	c := Check{Feature: "seatbelt-profile", Fallback: "refuse to run: the generated profile does not work here"}
+func profileCheck() report.Check {
+	c := report.Check{Feature: "seatbelt-profile", Fallback: "refuse to run: the generated profile does not work here"}
 	pol := policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}, Devices: policy.DefaultDevices}
 	plan, err := Compile(pol, DefaultOptions())
 	if err != nil {

@@ -19,10 +19,6 @@ import (
 // failures to set up the sandbox.
 var ErrStart = errors.New("start")
 
-// Spec is the command one call runs. sandbox-exec gives the command its
-// absolute path as argv[0] (see Plan.Command).
-type Spec = enforce.Command
-
 // Process is a started command.
 type Process struct {
 	Pid  int
@@ -38,13 +34,14 @@ type exitResult struct {
 // Start launches spec under p: /usr/bin/sandbox-exec with the profile and
 // its parameters, which applies the profile and then execs the command (same
 // pid), or the command itself for LaunchDirect. The command leads a new
-// session, so Signal reaches its whole process group.
+// session, so Signal reaches its whole process group. sandbox-exec gives the
+// command its absolute path as argv[0] (see Plan.Command).
 //
 // IMPORTANT: unverified on Apple hardware. sandbox-exec reports its own
 // failures (a profile it cannot compile, a command it cannot exec) on stderr
 // and with its own exit status, which the report cannot tell apart from the
 // command's.
-func Start(p *Plan, spec Spec) (*Process, error) {
+func Start(p *Plan, spec enforce.Command) (*Process, error) {
 	if len(spec.Argv) == 0 {
 		return nil, fmt.Errorf("%w: empty argv", ErrStart)
 	}

@@ -10,13 +10,10 @@ import (
 	"github.com/sbx-sandbox/sbx/report"
 )
 
-// Cmd is the command of a call, resolved to an executable.
-type Cmd = enforce.Command
-
 // Call is one sandboxed command.
 type Call struct {
 	Policy  policy.Policy
-	Cmd     Cmd
+	Cmd     enforce.Command
 	Require []report.Feature
 	// Timeout kills the command's process group when it expires (0: none).
 	Timeout time.Duration
@@ -153,6 +150,3 @@ func Describe(c Call) (report.Enforcement, []report.Downgrade, error) {
 	}
 	return enforcement(plan, c), plan.Degraded(), nil
 }
-
-// Check is one line of `sbx doctor`.
-type Check = report.Check

@@ -114,4 +114,4 @@ func (b *darwinCall) close() {
 }
 
 // Doctor probes what this Mac can enforce.
-func Doctor() []Check { return darwin.Doctor() }
+func Doctor() []report.Check { return darwin.Doctor() }

@@ -155,7 +155,7 @@ const StageCommand = linux.StageCommand
 func StageMain() int { return linux.StageMain() }
 
 // Doctor probes what this system can enforce.
-func Doctor() []Check { return linux.Doctor() }
+func Doctor() []report.Check { return linux.Doctor() }
 
 // Prestart makes the namespaces of a sandboxed call without limits, a
 // network namespace when netns, while the caller still prepares the call:

@@ -21,8 +21,8 @@ func newBackend(c Call) (backend, error) {
 }
 
 // Doctor reports that this platform has no backend yet.
-func Doctor() []Check {
-	return []Check{{Feature: report.FeatureSandbox, Detail: "no backend for " + runtime.GOOS + " yet", Fallback: "refuse to run"}}
+func Doctor() []report.Check {
+	return []report.Check{{Feature: report.FeatureSandbox, Detail: "no backend for " + runtime.GOOS + " yet", Fallback: "refuse to run"}}
 }
 
 // compiled is not available without a backend.

@@ -86,4 +86,4 @@ func (b *windowsCall) close() {
 }
 
 // Doctor probes what this system can enforce.
-func Doctor() []Check { return windows.Doctor() }
+func Doctor() []report.Check { return windows.Doctor() }

@@ -12,16 +12,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Check is one line of `sbx doctor`: a capability, whether this system has
-// it, what was seen, and what sbx does when it is missing.
-type Check = report.Check
-
 // Doctor probes what this kernel, user and container can enforce. Unlike
 // Probe it really creates a user and a network namespace, once.
-func Doctor() []Check {
+func Doctor() []report.Check {
 	sys := Probe()
-	var out []Check
-	ll := Check{Feature: "landlock", Available: sys.LandlockABI > 0, Detail: fmt.Sprintf("ABI %d", sys.LandlockABI),
+	var out []report.Check
+	ll := report.Check{Feature: "landlock", Available: sys.LandlockABI > 0, Detail: fmt.Sprintf("ABI %d", sys.LandlockABI),
 		Fallback: "every mount but the writable roots read-only in a mount namespace (root or user namespaces), else writes unrestricted; reported as degraded \"landlock\""}
 	if sys.LandlockABI == 0 {
 		ll.Detail = "not available (kernel < 5.13, or landlock missing from lsm=)"
@@ -40,14 +36,14 @@ func Doctor() []Check {
 		{"landlock-audit", 7, "denials logged to the audit subsystem"},
 		{"landlock-resolve-unix", 9, "with the network off, pathname unix sockets outside writable roots unreachable"},
 	} {
-		out = append(out, Check{Feature: f.name, Available: sys.LandlockABI >= f.abi,
+		out = append(out, report.Check{Feature: f.name, Available: sys.LandlockABI >= f.abi,
 			Detail: fmt.Sprintf("needs ABI %d: %s", f.abi, f.detail), Fallback: "reported as degraded"})
 	}
 	out = append(out, seccompCheck())
-	out = append(out, Check{Feature: "denial-reports", Available: sys.UserNotif,
+	out = append(out, report.Check{Feature: "denial-reports", Available: sys.UserNotif,
 		Detail:   strings.TrimSpace("seccomp user notification (Linux 5.0): the supervisor reports what the policy forbids " + sys.UserNotifReason),
 		Fallback: "denials are not reported; reported as degraded \"denial-reports\""})
-	out = append(out, Check{Feature: "privileged", Available: sys.Privileged,
+	out = append(out, report.Check{Feature: "privileged", Available: sys.Privileged,
 		Detail:   fmt.Sprintf("euid %d, CAP_SYS_ADMIN %t: namespaces made by the launcher thread", os.Geteuid(), sys.Privileged),
 		Fallback: "user namespace + re-executed stage (about 2 ms more per call)"})
 	out = append(out, userNSCheck(sys))
@@ -55,8 +51,8 @@ func Doctor() []Check {
 	return out
 }
 
-func seccompCheck() Check {
-	c := Check{Feature: "seccomp", Fallback: "refuse to run: seccomp is required for every mode but danger-full-access"}
+func seccompCheck() report.Check {
+	c := report.Check{Feature: "seccomp", Fallback: "refuse to run: seccomp is required for every mode but danger-full-access"}
 	mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	switch {
 	case err != nil:
@@ -72,8 +68,8 @@ func seccompCheck() Check {
 // userNSCheck makes the namespaces of a stage launch (TryUserNS), which is
 // the only conclusive test (sysctls, AppArmor and seccomp of a container, or
 // an outer sandbox, can each forbid it).
-func userNSCheck(sys System) Check {
-	c := Check{Feature: "userns", Fallback: "network isolated by seccomp (AF_UNIX only) and Landlock TCP; .git carve-outs not enforced; reported as degraded"}
+func userNSCheck(sys System) report.Check {
+	c := report.Check{Feature: "userns", Fallback: "network isolated by seccomp (AF_UNIX only) and Landlock TCP; .git carve-outs not enforced; reported as degraded"}
 	if !sys.UserNS {
 		c.Detail = sys.UserNSReason
 		return c
@@ -86,8 +82,8 @@ func userNSCheck(sys System) Check {
 	return c
 }
 
-func cgroupCheck() Check {
-	c := Check{Feature: "cgroups", Fallback: "memory and pids limits through rlimits in the stage (unprivileged); a cpu limit is not enforced"}
+func cgroupCheck() report.Check {
+	c := report.Check{Feature: "cgroups", Fallback: "memory and pids limits through rlimits in the stage (unprivileged); a cpu limit is not enforced"}
 	var found []string
 	for _, p := range []string{"/sys/fs/cgroup/cgroup.controllers", "/sys/fs/cgroup/unified/cgroup.controllers"} {
 		if b, err := os.ReadFile(p); err == nil {

@@ -12,9 +12,6 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce"
 )
 
-// Spec is the command one call runs.
-type Spec = enforce.Command
-
 // ErrUserNS wraps a failure to make the stage's user namespace that the
 // sysctls did not predict: a container runtime's seccomp profile, an LSM,
 // or sbx running inside another sandbox (whose Landlock domain forbids
@@ -30,7 +27,7 @@ var ErrStart = errors.New("start")
 // command's first instruction: on a dedicated, locked launcher thread that
 // forks the command (LaunchThread), or in a re-executed sbx stage inside new
 // namespaces (LaunchStage), or not at all (LaunchDirect).
-func Start(p *Plan, spec Spec) (*Process, error) {
+func Start(p *Plan, spec enforce.Command) (*Process, error) {
 	var pre *prestarted
 	var preStage *stageProc
 	if p.Launch == LaunchStage {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/sbx-sandbox/sbx/enforce"
 	"golang.org/x/sys/unix"
 )
 
@@ -150,7 +151,7 @@ func (t *prestarted) forThread(p *Plan) *prestarted {
 // forStage returns the prestarted stage if p and spec can use it, and ends
 // anything else. The stage's stdio is fixed at its spawn, so spec's must be
 // the same files.
-func (t *prestarted) forStage(p *Plan, spec Spec) *stageProc {
+func (t *prestarted) forStage(p *Plan, spec enforce.Command) *stageProc {
 	if t == nil || t.stage == nil {
 		t.end()
 		return nil

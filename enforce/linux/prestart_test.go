@@ -17,6 +17,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
@@ -54,7 +55,7 @@ func TestPrestart(t *testing.T) {
 		prestartedPid = nsLinks(t, childInits()[0])[1]
 		r, w, _ := os.Pipe()
 		defer r.Close()
-		proc, err := Start(plan, Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", "readlink /proc/self/ns/net /proc/self/ns/pid"},
+		proc, err := Start(plan, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", "readlink /proc/self/ns/net /proc/self/ns/pid"},
 			Dir: ws, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: w, Stderr: w})
 		w.Close()
 		if err != nil {
@@ -209,7 +210,7 @@ func TestPrestartStage(t *testing.T) {
 			if st == nil {
 				t.Fatal("the stage was not spawned")
 			}
-			proc, err := Start(plan, Spec{Path: "/bin/true", Argv: []string{"true"}, Dir: ws,
+			proc, err := Start(plan, enforce.Command{Path: "/bin/true", Argv: []string{"true"}, Dir: ws,
 				Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: tt.stdout, Stderr: w})
 			if err != nil {
 				t.Fatal(err)

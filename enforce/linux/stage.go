@@ -22,7 +22,7 @@ type stagePayload struct {
 	// seccomp listener on (SCM_RIGHTS), 0 when the plan is unsupervised.
 	ListenerSocket int `json:",omitempty"`
 	// Terminal: fds 0-2 are a pty slave that becomes the command's
-	// controlling terminal (see Spec.Terminal).
+	// controlling terminal (see enforce.Command.Terminal).
 	Terminal bool `json:",omitempty"`
 	// ProxySocket is the fd of the socket the stage sends the proxy's
 	// listening sockets on (sendProxy), before the seccomp listener; 0

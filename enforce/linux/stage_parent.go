@@ -10,13 +10,14 @@ import (
 	"os"
 	"syscall"
 
+	"github.com/sbx-sandbox/sbx/enforce"
 	"golang.org/x/sys/unix"
 )
 
 // startStage re-executes sbx as a hidden stage inside new user, PID and
 // (as planned) network namespaces, and sends it the plan: see spawnStage
 // and stageProc.run.
-func startStage(p *Plan, spec Spec, sup *supervisor, cg *callCgroup) (*Process, error) {
+func startStage(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup) (*Process, error) {
 	st, err := spawnStage(p.NewNetNS, p.NewPIDNS, [3]*os.File{spec.Stdin, spec.Stdout, spec.Stderr}, cg)
 	if err != nil {
 		return nil, err
@@ -106,7 +107,7 @@ func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stagePro
 }
 
 // run sends the stage its plan and returns the running call.
-func (st *stageProc) run(p *Plan, spec Spec, sup *supervisor) (*Process, error) {
+func (st *stageProc) run(p *Plan, spec enforce.Command, sup *supervisor) (*Process, error) {
 	defer st.close()
 	pl := stagePayload{Plan: newStagePlan(p), Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Terminal: spec.Terminal}
 	if sup != nil {

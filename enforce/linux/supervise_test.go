@@ -19,6 +19,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
@@ -283,7 +284,7 @@ func runProbe(t *testing.T, pol policy.Policy, sys System, dir string, ops ...st
 	defer r.Close()
 	devnull, _ := os.Open(os.DevNull)
 	defer devnull.Close()
-	proc, err := Start(plan, Spec{Path: exe, Argv: append([]string{"probe", probeCommand}, ops...), Dir: dir,
+	proc, err := Start(plan, enforce.Command{Path: exe, Argv: append([]string{"probe", probeCommand}, ops...), Dir: dir,
 		Env: []string{"PATH=/usr/bin:/bin"}, Stdin: devnull, Stdout: w, Stderr: os.Stderr})
 	w.Close()
 	if err != nil {
@@ -548,7 +549,7 @@ func TestSupervisorListenerNotInherited(t *testing.T) {
 			}
 			r, w, _ := os.Pipe()
 			defer r.Close()
-			proc, err := Start(plan, Spec{Path: "/bin/sh", Argv: []string{"sh", "-c", "ls -l /proc/self/fd/; grep Seccomp /proc/self/status"},
+			proc, err := Start(plan, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", "ls -l /proc/self/fd/; grep Seccomp /proc/self/status"},
 				Dir: e.ws, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: w, Stderr: w})
 			w.Close()
 			if err != nil {

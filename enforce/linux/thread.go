@@ -11,10 +11,11 @@ import (
 	"runtime"
 	"syscall"
 
+	"github.com/sbx-sandbox/sbx/enforce"
 	"golang.org/x/sys/unix"
 )
 
-func procAttr(spec Spec, extra ...uintptr) *syscall.ProcAttr {
+func procAttr(spec enforce.Command, extra ...uintptr) *syscall.ProcAttr {
 	return &syscall.ProcAttr{
 		Dir:   spec.Dir,
 		Env:   spec.Env,
@@ -40,7 +41,7 @@ func procAttr(spec Spec, extra ...uintptr) *syscall.ProcAttr {
 //
 // pre, when not nil, is a prestarted launcher thread (see Prestart) to run
 // on instead of a new one.
-func startThread(p *Plan, spec Spec, sup *supervisor, cg *callCgroup, pre *prestarted) (*Process, error) {
+func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup, pre *prestarted) (*Process, error) {
 	type started struct {
 		pid, initPid int
 		lifeline     *os.File

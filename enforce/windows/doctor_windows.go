@@ -8,18 +8,15 @@ import (
 	"github.com/sbx-sandbox/sbx/report"
 )
 
-// Check is one line of `sbx doctor`.
-type Check = report.Check
-
 // Doctor probes what this system can enforce: it builds a job and a
 // restricted token the way a call does, and lists the gaps every call has.
-func Doctor() []Check {
-	var out []Check
+func Doctor() []report.Check {
+	var out []report.Check
 	if h, err := newJob(Job{}); err != nil {
-		out = append(out, Check{Feature: "job", Detail: err.Error(), Fallback: "refuse to run"})
+		out = append(out, report.Check{Feature: "job", Detail: err.Error(), Fallback: "refuse to run"})
 	} else {
 		windows.CloseHandle(h)
-		out = append(out, Check{Feature: "job", Available: true, Detail: "kill on close, breakaway forbidden"})
+		out = append(out, report.Check{Feature: "job", Available: true, Detail: "kill on close, breakaway forbidden"})
 	}
 	opts, err := DefaultOptions()
 	if err == nil {
@@ -30,12 +27,12 @@ func Doctor() []Check {
 		}
 	}
 	if err != nil {
-		out = append(out, Check{Feature: "restricted-token", Detail: err.Error(), Fallback: "refuse to run"})
+		out = append(out, report.Check{Feature: "restricted-token", Detail: err.Error(), Fallback: "refuse to run"})
 	} else {
-		out = append(out, Check{Feature: "restricted-token", Available: true, Detail: "write-restricted, max privileges disabled"})
+		out = append(out, report.Check{Feature: "restricted-token", Available: true, Detail: "write-restricted, max privileges disabled"})
 	}
 	for _, d := range []report.Downgrade{everyoneWritable, noDenials, noNetwork, noMask} {
-		out = append(out, Check{Feature: string(d.Feature), Detail: d.Reason, Fallback: "report degraded"})
+		out = append(out, report.Check{Feature: string(d.Feature), Detail: d.Reason, Fallback: "report degraded"})
 	}
 	return out
 }
