@@ -415,7 +415,7 @@ func TestSeccompRuleString(t *testing.T) {
 // TestBPFProgramJSON: a compiled program survives the stage payload's JSON
 // form unchanged, and a truncated one is refused.
 func TestBPFProgramJSON(t *testing.T) {
-	prog, err := CompileSeccomp(SeccompTable(SocketsLoopbackNetns, Supervised))
+	prog, err := CompileSeccomp(SeccompTable(SocketsLoopbackNetns, NotifyWrites))
 	if err != nil {
 		t.Fatal(err)
 	}

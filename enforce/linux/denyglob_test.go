@@ -34,7 +34,7 @@ func TestPlanDenyGlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reason(plain.Downgrades, "deny-glob-create") != "" || reflect.DeepEqual(plain.Seccomp, SeccompTable(plain.Sockets, SupervisedReads)) {
+	if reason(plain.Downgrades, "deny-glob-create") != "" || reflect.DeepEqual(plain.Seccomp, SeccompTable(plain.Sockets, NotifyReads)) {
 		t.Errorf("no deny patterns: downgrades %v", plain.Downgrades)
 	}
 	pol.DenyGlobs = []policy.DenyGlob{{Pattern: ws + "/**/.env", Given: "**/.env", Access: policy.DenyRead}}
@@ -58,7 +58,7 @@ func TestPlanDenyGlobs(t *testing.T) {
 		if notif && !strings.Contains(reason(plan.UnsupervisedDowngrades(), "deny-glob-create"), "not prevented") {
 			t.Errorf("without the supervisor at launch: %v", plan.UnsupervisedDowngrades())
 		}
-		if notif && !reflect.DeepEqual(plan.Seccomp, SeccompTable(plan.Sockets, SupervisedReads)) {
+		if notif && !reflect.DeepEqual(plan.Seccomp, SeccompTable(plan.Sockets, NotifyReads)) {
 			t.Error("a deny_read pattern without supervised reads")
 		}
 		if err := report.CheckRequired([]report.Feature{report.FeatureDenyGlobCreate}, plan.Downgrades); err == nil {

@@ -328,9 +328,9 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 			p.Capabilities = append(p.Capabilities, c)
 		}
 	}
-	sup := Unsupervised
+	sup := NotifyNone
 	if sys.UserNotif {
-		p.Supervise, sup = SuperviseBestEffort, Supervised
+		p.Supervise, sup = SuperviseBestEffort, NotifyWrites
 	} else {
 		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureDenialReports,
 			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported"})
@@ -434,11 +434,11 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		p.Sockets = SocketsUnixOnly
 	}
 	p.compileDenyGlobs(pol)
-	if sup == Supervised && (len(p.MaskedMounts) > 0 || hasReadGlobs(pol)) {
+	if sup == NotifyWrites && (len(p.MaskedMounts) > 0 || hasReadGlobs(pol)) {
 		// Reads are supervised only where a read can be a denial: a path
 		// the mount namespace hides (without one, the mask downgrade says
 		// it stays readable, so its reads are no denials).
-		sup = SupervisedReads
+		sup = NotifyReads
 	}
 	p.Seccomp = SeccompTable(p.Sockets, sup)
 	prog, err := CompileSeccomp(p.Seccomp)
@@ -446,7 +446,7 @@ func Compile(pol policy.Policy, sys System) (*Plan, error) {
 		return nil, err
 	}
 	p.SeccompProg = prog
-	if sup != Unsupervised {
+	if sup != NotifyNone {
 		if p.SeccompPlainProg, err = CompileSeccomp(SeccompRules(p.Sockets)); err != nil {
 			return nil, err
 		}

@@ -61,27 +61,29 @@ type SeccompRule struct {
 	Reason string
 }
 
-// Supervision says whether the filter hands calls to the supervisor.
-type Supervision int
+// NotifyScope is which calls the filter hands to the supervisor
+// (SECCOMP_RET_USER_NOTIF). Supervise, beside it in plan.go, is whether the
+// supervisor must run at all.
+type NotifyScope int
 
 const (
-	// Unsupervised: the table has ActErrno rules only.
-	Unsupervised Supervision = iota
-	// Supervised: write-intent file-system calls, and connect/bind or inet
+	// NotifyNone: the table has ActErrno rules only.
+	NotifyNone NotifyScope = iota
+	// NotifyWrites: write-intent file-system calls, and connect/bind or inet
 	// socket creation when the network is off, go to the supervisor so that
 	// what the policy forbids is reported as a denial.
-	Supervised
-	// SupervisedReads is Supervised plus every open, for a policy whose
+	NotifyWrites
+	// NotifyReads is NotifyWrites plus every open, for a policy whose
 	// guard hides paths: a read of a hidden path is then reported too. Only
 	// such a policy pays for supervised reads.
-	SupervisedReads
+	NotifyReads
 )
 
-func (s Supervision) String() string {
+func (s NotifyScope) String() string {
 	switch s {
-	case Supervised:
+	case NotifyWrites:
 		return "supervised"
-	case SupervisedReads:
+	case NotifyReads:
 		return "supervised-reads"
 	}
 	return "unsupervised"
@@ -126,7 +128,7 @@ func nativeSeccompArch() (seccompArch, error) {
 // IMPORTANT: this is a deny list on top of Landlock, not an allow list.
 // Syscalls added to the kernel after this table (another mount API, another
 // io_uring-like interface) are allowed until they are listed here.
-func SeccompRules(s SocketPolicy) []SeccompRule { return SeccompTable(s, Unsupervised) }
+func SeccompRules(s SocketPolicy) []SeccompRule { return SeccompTable(s, NotifyNone) }
 
 // SeccompTable is SeccompRules plus, when supervised, the user-notification
 // rules. Every ActErrno rule keeps its place and its priority over the
@@ -136,7 +138,7 @@ func SeccompRules(s SocketPolicy) []SeccompRule { return SeccompTable(s, Unsuper
 // supervisor refuses those with the family rule's EAFNOSUPPORT, always: it
 // never lets one through (see supervise.go), and without a listener the
 // kernel fails them with ENOSYS. Either way the call is refused.
-func SeccompTable(s SocketPolicy, sup Supervision) []SeccompRule {
+func SeccompTable(s SocketPolicy, sup NotifyScope) []SeccompRule {
 	rules := alwaysRules()
 	switch s {
 	case SocketsAny:
@@ -146,20 +148,20 @@ func SeccompTable(s SocketPolicy, sup Supervision) []SeccompRule {
 		rules = append(rules, socketpairRule())
 	default:
 		rules = append(rules, mptcpRules()...)
-		if sup != Unsupervised {
+		if sup != NotifyNone {
 			rules = append(rules, inetSocketNotifyRules()...)
 		}
 		rules = append(rules, unixOnlySocketRules()...)
 		rules = append(rules, socketpairRule())
 	}
-	if sup == Unsupervised {
+	if sup == NotifyNone {
 		return rules
 	}
 	rules = append(rules, writeNotifyRules()...)
 	if s != SocketsAny {
 		rules = append(rules, netNotifyRules()...)
 	}
-	if sup == SupervisedReads {
+	if sup == NotifyReads {
 		rules = append(rules, readNotifyRules()...)
 	}
 	return rules

@@ -78,7 +78,7 @@ func supervisedCases(base []seccompCase) []seccompCase {
 		{"close", unix.SYS_CLOSE}, {"sendto", unix.SYS_SENDTO}, {"socketpair AF_UNIX", unix.SYS_SOCKETPAIR},
 	}
 	for _, p := range allSocketPolicies {
-		sup, unsup := seccompTableID{p, Supervised}, seccompTableID{p, Unsupervised}
+		sup, unsup := seccompTableID{p, NotifyWrites}, seccompTableID{p, NotifyNone}
 		for _, f := range openFlags {
 			add(sup, "openat "+f.name, x86(unix.SYS_OPENAT, 3, 0x1000, f.flags, 0o644), f.want)
 			add(sup, "open "+f.name, x86(unix.SYS_OPEN, 0x1000, f.flags, 0o644), f.want)
@@ -97,7 +97,7 @@ func supervisedCases(base []seccompCase) []seccompCase {
 		add(unsup, "bind", x86(unix.SYS_BIND, 3, 0x1000, 16), allow)
 		add(sup, "bind", x86(unix.SYS_BIND, 3, 0x1000, 16), notify)
 	}
-	ns := seccompTableID{SocketsLoopbackNetns, Supervised}
+	ns := seccompTableID{SocketsLoopbackNetns, NotifyWrites}
 	add(ns, "connect", x86(unix.SYS_CONNECT, 3, 0x1000, 16), notify)
 	add(ns, "socket AF_INET tcp", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM, 0), allow)
 	add(ns, "sendto with an address", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), notify)
@@ -106,13 +106,13 @@ func supervisedCases(base []seccompCase) []seccompCase {
 	add(ns, "sendmsg MSG_NOSIGNAL", x86(unix.SYS_SENDMSG, 3, 0x1000, unix.MSG_NOSIGNAL), notify)
 	add(ns, "sendmsg MSG_DONTROUTE (no exemption)", x86(unix.SYS_SENDMSG, 3, 0x1000, unix.MSG_DONTROUTE), notify)
 	add(ns, "sendmmsg", x86(unix.SYS_SENDMMSG, 3, 0x1000, 2, 0), notify)
-	open := seccompTableID{SocketsAny, Supervised}
+	open := seccompTableID{SocketsAny, NotifyWrites}
 	add(open, "connect (network on: not supervised)", x86(unix.SYS_CONNECT, 3, 0x1000, 16), allow)
 	add(open, "socket AF_INET", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM), allow)
 	add(open, "sendmsg (network on: not supervised)", x86(unix.SYS_SENDMSG, 3, 0x1000, 0), allow)
 	add(open, "sendmmsg (network on: not supervised)", x86(unix.SYS_SENDMMSG, 3, 0x1000, 2, 0), allow)
 	add(open, "sendto (network on: not supervised)", x86(unix.SYS_SENDTO, 3, 0x1000, 4, 0, 0x2000, 16), allow)
-	uo := seccompTableID{SocketsUnixOnly, Supervised}
+	uo := seccompTableID{SocketsUnixOnly, NotifyWrites}
 	add(uo, "socket AF_INET", x86(unix.SYS_SOCKET, unix.AF_INET, unix.SOCK_STREAM), notify)
 	add(uo, "socket AF_INET6", x86(unix.SYS_SOCKET, unix.AF_INET6, unix.SOCK_DGRAM), notify)
 	add(uo, "socket AF_INET|1<<32", x86(unix.SYS_SOCKET, 1<<32|unix.AF_INET, unix.SOCK_STREAM), notify)
@@ -152,7 +152,7 @@ func supervisedCases(base []seccompCase) []seccompCase {
 // refuses.
 func TestSeccompSupervisedKeepsErrnoRules(t *testing.T) {
 	for _, p := range allSocketPolicies {
-		plain, sup := SeccompRules(p), SeccompTable(p, Supervised)
+		plain, sup := SeccompRules(p), SeccompTable(p, NotifyWrites)
 		var errnoRules []SeccompRule
 		lastErrno := -1
 		for i, r := range sup {
@@ -190,7 +190,7 @@ func TestSeccompSupervisedCoversWriteSyscalls(t *testing.T) {
 		"chmod", "fchmodat", "fchmodat2", "fchmod", "chown", "lchown", "fchownat", "fchown", "bind"}
 	for _, p := range allSocketPolicies {
 		notified := map[string]bool{}
-		for _, r := range SeccompTable(p, Supervised) {
+		for _, r := range SeccompTable(p, NotifyWrites) {
 			if r.Action == ActNotify {
 				notified[r.Name] = true
 			}
@@ -213,11 +213,11 @@ func TestSeccompSupervisedCoversWriteSyscalls(t *testing.T) {
 func TestSeccompSupervisedReads(t *testing.T) {
 	for _, p := range allSocketPolicies {
 		t.Run(p.String(), func(t *testing.T) {
-			want := append(SeccompTable(p, Supervised), readNotifyRules()...)
-			if got := SeccompTable(p, SupervisedReads); !reflect.DeepEqual(got, want) {
+			want := append(SeccompTable(p, NotifyWrites), readNotifyRules()...)
+			if got := SeccompTable(p, NotifyReads); !reflect.DeepEqual(got, want) {
 				t.Fatalf("SupervisedReads table is not the Supervised table plus readNotifyRules:\n%s", DescribeSeccomp(got))
 			}
-			_, prog := compiledFor(t, seccompTableID{p, SupervisedReads})
+			_, prog := compiledFor(t, seccompTableID{p, NotifyReads})
 			for _, c := range []struct {
 				name string
 				data seccompData

@@ -22,7 +22,7 @@ var allSocketPolicies = []SocketPolicy{SocketsAny, SocketsLoopbackNetns, Sockets
 // seccompTableID names one compiled table: a socket policy, supervised or not.
 type seccompTableID struct {
 	policy SocketPolicy
-	sup    Supervision
+	sup    NotifyScope
 }
 
 func (id seccompTableID) String() string { return id.policy.String() + "/" + id.sup.String() }
@@ -31,7 +31,7 @@ func (id seccompTableID) rules() []SeccompRule { return SeccompTable(id.policy, 
 
 var allSeccompTables = func() []seccompTableID {
 	var out []seccompTableID
-	for _, sup := range []Supervision{Unsupervised, Supervised} {
+	for _, sup := range []NotifyScope{NotifyNone, NotifyWrites} {
 		for _, p := range allSocketPolicies {
 			out = append(out, seccompTableID{p, sup})
 		}
@@ -162,7 +162,7 @@ func seccompCases() []seccompCase {
 	// the notification rules never change what an ERRNO rule decides.
 	// Its few exceptions are overridden in supervisedCases.
 	add := func(p SocketPolicy, name string, d seccompData, want uint32) {
-		for _, sup := range []Supervision{Unsupervised, Supervised} {
+		for _, sup := range []NotifyScope{NotifyNone, NotifyWrites} {
 			cases = append(cases, seccompCase{name: name, table: seccompTableID{p, sup}, data: d, want: want})
 		}
 	}
@@ -445,7 +445,7 @@ func TestSeccompRulesInvariants(t *testing.T) {
 	if !reflect.DeepEqual(SeccompRules(SocketPolicy(99)), SeccompRules(SocketsUnixOnly)) {
 		t.Error("an unknown SocketPolicy does not fail closed to SocketsUnixOnly")
 	}
-	if !reflect.DeepEqual(SeccompTable(SocketPolicy(99), Supervised), SeccompTable(SocketsUnixOnly, Supervised)) {
+	if !reflect.DeepEqual(SeccompTable(SocketPolicy(99), NotifyWrites), SeccompTable(SocketsUnixOnly, NotifyWrites)) {
 		t.Error("an unknown SocketPolicy does not fail closed to SocketsUnixOnly when supervised")
 	}
 	r := SeccompRules(SocketsUnixOnly)
