@@ -53,53 +53,48 @@ func privateMounts(p *Plan) error {
 }
 
 // setupNamespaces brings loopback up in a new network namespace (unless
-// loopback says it is already) and makes the call's mounts, in this order
-// (privateMounts has run): every mount outside the writable roots
-// read-only, the carve-outs read-only, the call's own procfs (mountProc
-// mounts it: init does, for a thread launch), then the guard's masks. It
-// runs in the thread or stage that is already inside those namespaces.
+// loopback says it is already) and makes the call's mounts, the plan's
+// MountOps in their order (privateMounts has run). It runs in the thread or
+// stage that is already inside those namespaces.
 func setupNamespaces(p *Plan, loopback bool, mountProc func() error) error {
 	if p.NewNetNS && !loopback {
 		if err := loopbackUp(); err != nil {
 			return err
 		}
 	}
-	if !p.needsMountNS() {
-		return nil
-	}
-	if p.ReadOnlyRoot {
-		if err := readOnlyRoot(p.Policy.WriteRoots); err != nil {
-			return err
-		}
-	}
-	for _, path := range p.ReadOnlyMounts {
-		if err := bindReadOnly(path); err != nil {
-			return err
-		}
-	}
-	for _, path := range p.Placeholders {
-		// One that makePlaceholders could not make (the caller may not
-		// write its parent) is absent: the command, with the caller's
-		// uid and no capability, cannot make it either.
-		err := bindReadOnly(path)
-		if err != nil && !errors.Is(err, unix.ENOENT) {
-			return err
-		}
-	}
-	if p.PrivateProc {
-		if err := mountProc(); err != nil {
-			return err
-		}
-		if err := protectProc(); err != nil {
-			return err
-		}
-	}
-	for _, path := range p.MaskedMounts {
-		if err := mask(path); err != nil {
+	for _, op := range p.MountOps() {
+		if err := runMountOp(op, mountProc); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// runMountOp carries out one mount step; mountProc mounts the call's procfs
+// (init does, for a thread launch; the stage itself otherwise).
+func runMountOp(op MountOp, mountProc func() error) error {
+	switch op.Kind {
+	case MountReadOnlyRoot:
+		return readOnlyRoot(op.Roots)
+	case MountCarveOut:
+		return bindReadOnly(op.Path)
+	case MountPlaceholder:
+		// One that makePlaceholders could not make (the caller may not
+		// write its parent) is absent: the command, with the caller's
+		// uid and no capability, cannot make it either.
+		if err := bindReadOnly(op.Path); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
+		return nil
+	case MountProc:
+		if err := mountProc(); err != nil {
+			return err
+		}
+		return protectProc()
+	case MountMask:
+		return mask(op.Path)
+	}
+	return fmt.Errorf("mount step %s: unknown kind", op)
 }
 
 func loopbackUp() error {

@@ -715,24 +715,8 @@ func (p *Plan) String() string {
 		caps = strings.Join(names, ",")
 	}
 	fmt.Fprintf(&b, "capabilities: %s kept (bounding set emptied, securebits locked)\n", caps)
-	if p.ReadOnlyRoot {
-		roots := strings.Join(p.Policy.WriteRoots, ", ")
-		if roots == "" {
-			roots = "(none)"
-		}
-		fmt.Fprintf(&b, "mount: every mount read-only but the writable roots %s\n", roots)
-	}
-	for _, m := range p.ReadOnlyMounts {
-		fmt.Fprintf(&b, "mount: ro-bind %s\n", m)
-	}
-	for _, m := range p.Placeholders {
-		fmt.Fprintf(&b, "mount: ro-bind %s (empty placeholder directory, removed after the call)\n", m)
-	}
-	if p.PrivateProc {
-		fmt.Fprintf(&b, "mount: proc /proc (the call's PID namespace), ro-bind %s\n", strings.Join(procReadOnly, " "))
-	}
-	for _, m := range p.MaskedMounts {
-		fmt.Fprintf(&b, "mount: mask %s\n", m)
+	for _, op := range p.MountOps() {
+		fmt.Fprintf(&b, "mount: %s\n", op)
 	}
 	for _, l := range p.MaskedLinks {
 		fmt.Fprintf(&b, "mask: %s (inode %d:%d) has %d name(s) no mask covers\n", l.Path, l.Dev, l.Ino, l.Uncovered)
@@ -768,7 +752,7 @@ func (p *Plan) String() string {
 // needsMountNS reports whether the plan changes mounts, which needs a
 // private mount namespace.
 func (p *Plan) needsMountNS() bool {
-	return p.ReadOnlyRoot || p.PrivateProc || len(p.ReadOnlyMounts) > 0 || len(p.Placeholders) > 0 || len(p.MaskedMounts) > 0
+	return len(p.MountOps()) > 0
 }
 
 // pathOpens reports whether path can be opened as Landlock's rules open

@@ -1,0 +1,84 @@
+//go:build linux
+
+package linux
+
+import (
+	"fmt"
+	"strings"
+)
+
+// MountKind is one kind of step in a call's mount namespace.
+type MountKind int
+
+const (
+	// MountReadOnlyRoot: every mount outside the writable roots read-only
+	// (no Landlock to confine writes).
+	MountReadOnlyRoot MountKind = iota
+	// MountCarveOut: an existing carve-out bind-mounted read-only onto
+	// itself.
+	MountCarveOut
+	// MountPlaceholder: an empty placeholder directory standing for a
+	// missing carve-out, bind-mounted read-only (removed after the call).
+	MountPlaceholder
+	// MountProc: the call's own procfs on /proc, then procReadOnly
+	// bind-mounted read-only over it.
+	MountProc
+	// MountMask: a path the guard forbids reading, hidden.
+	MountMask
+)
+
+// MountOp is one step of a call's mount set-up: what the plan prints and
+// what setupNamespaces carries out, from the same list (as bubblewrap
+// walks its ordered setup ops).
+type MountOp struct {
+	Kind MountKind
+	// Path is the path the step acts on; for MountReadOnlyRoot, Roots are
+	// the writable roots left writable.
+	Path  string
+	Roots []string
+}
+
+// MountOps are p's mount steps in the order they run: the read-only root
+// first (it remounts whatever exists), then the carve-outs and
+// placeholders read-only, the procfs, and the masks last, so that nothing
+// mounted later uncovers a masked path.
+func (p *Plan) MountOps() []MountOp {
+	var ops []MountOp
+	if p.ReadOnlyRoot {
+		ops = append(ops, MountOp{Kind: MountReadOnlyRoot, Roots: p.Policy.WriteRoots})
+	}
+	for _, path := range p.ReadOnlyMounts {
+		ops = append(ops, MountOp{Kind: MountCarveOut, Path: path})
+	}
+	for _, path := range p.Placeholders {
+		ops = append(ops, MountOp{Kind: MountPlaceholder, Path: path})
+	}
+	if p.PrivateProc {
+		ops = append(ops, MountOp{Kind: MountProc, Path: "/proc"})
+	}
+	for _, path := range p.MaskedMounts {
+		ops = append(ops, MountOp{Kind: MountMask, Path: path})
+	}
+	return ops
+}
+
+// String is the step as the plan prints it, after "mount: ".
+func (op MountOp) String() string {
+	switch op.Kind {
+	case MountReadOnlyRoot:
+		roots := strings.Join(op.Roots, ", ")
+		if roots == "" {
+			roots = "(none)"
+		}
+		return "every mount read-only but the writable roots " + roots
+	case MountCarveOut:
+		return "ro-bind " + op.Path
+	case MountPlaceholder:
+		return "ro-bind " + op.Path + " (empty placeholder directory, removed after the call)"
+	case MountProc:
+		return "proc /proc (the call's PID namespace), ro-bind " + strings.Join(procReadOnly, " ")
+	case MountMask:
+		return "mask " + op.Path
+	}
+	return fmt.Sprintf("MountKind(%d) %s", int(op.Kind), op.Path)
+}
