@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"slices"
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/enforce/linux"
@@ -29,19 +28,7 @@ func Compile(c Call) (*linux.Plan, error) {
 }
 
 func compileFor(c Call, sys linux.System) (*linux.Plan, error) {
-	plan, err := linux.Compile(c.Policy, sys)
-	if err != nil {
-		return nil, err
-	}
-	plan.SetLimits(c.Limits)
-	if c.NoDenialReports {
-		plan.WithoutSupervisor()
-	}
-	if slices.Contains(c.Require, "denial-reports") && plan.Supervise != linux.SuperviseOff {
-		plan.Supervise = linux.SuperviseRequired
-	}
-	plan.RequireSupervisorFor(c.Require)
-	return plan, nil
+	return linux.Compile(c.Policy, sys, linux.Options{Limits: c.Limits, NoDenialReports: c.NoDenialReports, Require: c.Require})
 }
 
 // execFailureStatus is the exit status of a command that could not be

@@ -112,11 +112,11 @@ func findCgroups() cgroupHost {
 	return h
 }
 
-// SetLimits decides, controller by controller, what enforces l: a cgroup v2
+// setLimits decides, controller by controller, what enforces l: a cgroup v2
 // controller, else a v1 one, else an rlimit set by the stage; what none can
 // enforce is a downgrade. A plan without a PID namespace gets a call group
 // even without limits, for the whole-tree kill the namespace would give.
-func (p *Plan) SetLimits(l report.Limits) {
+func (p *Plan) setLimits(l report.Limits) {
 	p.Limits = l
 	if l.IsZero() && p.NewPIDNS {
 		return

@@ -30,7 +30,7 @@ func TestPlanDenyGlobs(t *testing.T) {
 		}
 		return ds[i].Reason
 	}
-	plain, err := Compile(pol, System{LandlockABI: 7, Privileged: true, UserNotif: true})
+	plain, err := Compile(pol, System{LandlockABI: 7, Privileged: true, UserNotif: true}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func TestPlanDenyGlobs(t *testing.T) {
 	pol.DenyGlobs = []policy.DenyGlob{{Pattern: ws + "/**/.env", Given: "**/.env", Access: policy.DenyRead}}
 	pol.DenyUnscanned = []policy.SkippedPath{{Path: "**/.env", Reason: "more than 20000 directory entries"}}
 	for _, notif := range []bool{false, true} {
-		plan, err := Compile(pol, System{LandlockABI: 7, Privileged: true, UserNotif: notif})
+		plan, err := Compile(pol, System{LandlockABI: 7, Privileged: true, UserNotif: notif}, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,7 +6,7 @@
 // EndSupervision, Resources). Mechanism only: what is allowed was decided
 // before Compile.
 //
-//	plan, err := linux.Compile(pol, linux.Probe())
+//	plan, err := linux.Compile(pol, linux.Probe(), linux.Options{})
 //	pr, err := linux.Start(plan, spec)
 //	ws, ru, err := pr.Wait()
 //

@@ -67,7 +67,7 @@ func TestExplainGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			pol.Masked = c.mask
-			p, err := Compile(pol, c.sys)
+			p, err := Compile(pol, c.sys, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -38,7 +38,7 @@ func TestCompileResolveUnix(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Compile(pol, System{LandlockABI: tc.abi, Privileged: true})
+			p, err := Compile(pol, System{LandlockABI: tc.abi, Privileged: true}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}

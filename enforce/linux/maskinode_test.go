@@ -92,7 +92,7 @@ func TestCompileMaskLinks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := Compile(maskPolicy(t, ws, tt.masked...), tt.sys)
+			p, err := Compile(maskPolicy(t, ws, tt.masked...), tt.sys, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -120,11 +120,11 @@ func TestCompileMaskLinks(t *testing.T) {
 // downgrade no longer counts on it.
 func TestMaskLinksWithoutSupervisor(t *testing.T) {
 	base := maskFiles(t)
-	p, err := Compile(maskPolicy(t, filepath.Join(base, "ws"), filepath.Join(base, "out", "two")), System{LandlockABI: 7, Privileged: true, UserNotif: true})
+	p, err := Compile(maskPolicy(t, filepath.Join(base, "ws"), filepath.Join(base, "out", "two")), System{LandlockABI: 7, Privileged: true, UserNotif: true}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.WithoutSupervisor()
+	p.withoutSupervisor()
 	got := maskLinkDowngrades(p)
 	if len(got) != 1 || !strings.HasSuffix(got[0].Reason, "reading them through their other names is not prevented") {
 		t.Errorf("without the supervisor: %+v", got)
@@ -149,7 +149,7 @@ func TestMaskLinksBounded(t *testing.T) {
 	if g := scan.gaps[other]; !strings.Contains(g, "not read") {
 		t.Errorf("gap of %s: %q", other, g)
 	}
-	p, err := Compile(maskPolicy(t, base, big), System{LandlockABI: 7, Privileged: true, UserNotif: true})
+	p, err := Compile(maskPolicy(t, base, big), System{LandlockABI: 7, Privileged: true, UserNotif: true}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestMaskLinksBounded(t *testing.T) {
 func TestMaskedLinkLookup(t *testing.T) {
 	base := maskFiles(t)
 	out := filepath.Join(base, "out")
-	p, err := Compile(maskPolicy(t, filepath.Join(base, "ws"), out+"/two"), System{LandlockABI: 7, Privileged: true, UserNotif: true})
+	p, err := Compile(maskPolicy(t, filepath.Join(base, "ws"), out+"/two"), System{LandlockABI: 7, Privileged: true, UserNotif: true}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

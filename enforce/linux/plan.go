@@ -242,10 +242,10 @@ type Plan struct {
 	supervisorFeatures []report.Feature
 }
 
-// RequireSupervisorFor makes the supervisor required (the launch fails
+// requireSupervisorFor makes the supervisor required (the launch fails
 // without it) when required names a feature only the supervisor gives this
 // plan, so that --require of it holds at launch too.
-func (p *Plan) RequireSupervisorFor(required []report.Feature) {
+func (p *Plan) requireSupervisorFor(required []report.Feature) {
 	if p.Supervise == SuperviseOff {
 		return
 	}
@@ -304,9 +304,40 @@ const (
 	SuperviseRequired
 )
 
-// Compile turns pol into a Plan for sys. It fails only on an internal error;
-// whatever the kernel lacks becomes a Downgrade.
-func Compile(pol policy.Policy, sys System) (*Plan, error) {
+// Options are what a call adds to its policy's plan.
+type Options struct {
+	// Limits are the call's resource limits (setLimits decides what
+	// enforces each).
+	Limits report.Limits
+	// NoDenialReports runs without the seccomp supervisor: nothing the
+	// sandbox blocks is reported.
+	NoDenialReports bool
+	// Require are the features the call may not run without; where only
+	// the supervisor gives one, the supervisor becomes required.
+	Require []report.Feature
+}
+
+// Compile turns pol into a Plan for sys and the call's opts; nothing
+// changes the plan after it. It fails only on an internal error; whatever
+// the kernel lacks becomes a Downgrade.
+func Compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
+	p, err := compile(pol, sys)
+	if err != nil {
+		return nil, err
+	}
+	p.setLimits(opts.Limits)
+	if opts.NoDenialReports {
+		p.withoutSupervisor()
+	}
+	if slices.Contains(opts.Require, report.FeatureDenialReports) && p.Supervise != SuperviseOff {
+		p.Supervise = SuperviseRequired
+	}
+	p.requireSupervisorFor(opts.Require)
+	return p, nil
+}
+
+// compile is Compile for the policy alone.
+func compile(pol policy.Policy, sys System) (*Plan, error) {
 	p := &Plan{Policy: pol, Launch: LaunchThread}
 	if pol.Unrestricted {
 		p.Launch = LaunchDirect
@@ -595,7 +626,7 @@ func (p *Plan) Degraded() []report.Downgrade { return p.Downgrades }
 // every sendmsg and sendmmsg, with a destination or not (sendmsg.go). So
 // with the supervisor there is no downgrade; without it (none can be had,
 // or --no-denial-reports) there is, and --require landlock-resolve-unix
-// makes the supervisor required (RequireSupervisorFor).
+// makes the supervisor required (requireSupervisorFor).
 func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
 	if lp == nil || lp.ABI < resolveUnixABI {
 		reason := "Landlock is not available on this kernel"
@@ -781,11 +812,11 @@ func existing(paths []string) []string {
 	return out
 }
 
-// WithoutSupervisor drops the seccomp supervisor from the plan, for a caller
+// withoutSupervisor drops the seccomp supervisor from the plan, for a caller
 // that does not want denial reports (and their cost per supervised call):
 // the filter without notification rules, and the downgrades as they read
 // without it, plus one saying denials are not reported.
-func (p *Plan) WithoutSupervisor() {
+func (p *Plan) withoutSupervisor() {
 	if p.Supervise == SuperviseOff || len(p.SeccompPlainProg) == 0 {
 		return
 	}

@@ -34,7 +34,7 @@ func TestPlanTerminal(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol.Terminal = fmt.Sprintf("/dev/pts/%d", n)
-	plan, err := Compile(pol, System{LandlockABI: 7, Privileged: true})
+	plan, err := Compile(pol, System{LandlockABI: 7, Privileged: true}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +68,7 @@ func TestPlanResolveUnixSupervised(t *testing.T) {
 	}
 	for _, abi := range []int{0, 7, 9} {
 		for _, notif := range []bool{false, true} {
-			plan, err := Compile(pol, System{LandlockABI: abi, Privileged: true, UserNotif: notif})
+			plan, err := Compile(pol, System{LandlockABI: abi, Privileged: true, UserNotif: notif}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -78,11 +78,11 @@ func TestPlanResolveUnixSupervised(t *testing.T) {
 			if got, want := has(plan.UnsupervisedDowngrades()), abi < 9; got != want {
 				t.Errorf("ABI %d, user notification %t: unsupervised, landlock-resolve-unix degraded %t, want %t", abi, notif, got, want)
 			}
-			plan.RequireSupervisorFor([]report.Feature{report.FeatureLandlockResolveUnix})
+			plan.requireSupervisorFor([]report.Feature{report.FeatureLandlockResolveUnix})
 			if got, want := plan.Supervise == SuperviseRequired, abi < 9 && notif; got != want {
 				t.Errorf("ABI %d, user notification %t: supervisor required %t, want %t", abi, notif, got, want)
 			}
-			plan.WithoutSupervisor()
+			plan.withoutSupervisor()
 			if got, want := has(plan.Downgrades), abi < 9; got != want {
 				t.Errorf("ABI %d, user notification %t: without the supervisor, landlock-resolve-unix degraded %t, want %t", abi, notif, got, want)
 			}
@@ -109,7 +109,7 @@ func TestPlanProxy(t *testing.T) {
 		{"user namespace", System{LandlockABI: 7, UserNS: true}, true},
 		{"neither", System{LandlockABI: 7, UserNSReason: "max_user_namespaces is 0"}, false},
 	} {
-		plan, err := Compile(pol, tt.sys)
+		plan, err := Compile(pol, tt.sys, Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -44,7 +44,7 @@ func TestPrestart(t *testing.T) {
 		if network {
 			pol.Network = policy.NetworkFull
 		}
-		plan, err := Compile(pol, Probe())
+		plan, err := Compile(pol, Probe(), Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -199,7 +199,7 @@ func TestPrestartStage(t *testing.T) {
 			}
 			sys := Probe()
 			sys.Privileged = false
-			plan, err := Compile(pol, sys)
+			plan, err := Compile(pol, sys, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -252,7 +252,7 @@ func TestStagePlan(t *testing.T) {
 	}
 	pol.Masked = []string{filepath.Join(ws, "secret")}
 	sys := System{LandlockABI: 6, UserNS: true, UserNotif: true}
-	p, err := Compile(pol, sys)
+	p, err := Compile(pol, sys, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

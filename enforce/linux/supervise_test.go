@@ -269,7 +269,7 @@ func launchVariants(t *testing.T) map[string]System {
 // supervisor recorded.
 func runProbe(t *testing.T, pol policy.Policy, sys System, dir string, ops ...string) (string, SupervisionResult, *Plan) {
 	t.Helper()
-	plan, err := Compile(pol, sys)
+	plan, err := Compile(pol, sys, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -543,7 +543,7 @@ func TestSupervisorListenerNotInherited(t *testing.T) {
 	for launch, sys := range launchVariants(t) {
 		t.Run(launch, func(t *testing.T) {
 			e := newSuperviseEnv(t, false)
-			plan, err := Compile(e.pol, sys)
+			plan, err := Compile(e.pol, sys, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
