@@ -144,7 +144,7 @@ func checkRequest(c escalate.Call, final policy.Policy, applied escalate.Applied
 	survives := asked.NetworkEnabled() && p.Network == policy.NetworkFull ||
 		asked.NetworkMode() == profiles.NetworkDomains && (p.Network == policy.NetworkFull || p.Domains != nil)
 	for _, w := range asked.WritePaths() {
-		if p.Unrestricted || profiles.CoveredBy(w, p.WriteRoots) && !profiles.CoveredBy(w, p.CarveOuts) {
+		if p.Unrestricted || profiles.WritableUnder(w, p.WriteRoots, p.CarveOuts) {
 			survives = true
 		}
 	}

@@ -206,7 +206,7 @@ func (g Guard) Apply(p policy.Policy) Applied {
 	out.ReadRoots = a.dropInside(out.ReadRoots, g.DenyRead, "read_root")
 	out.CarveOuts = keepOverlapping(out.CarveOuts, out.WriteRoots)
 	for _, d := range denied {
-		if profiles.CoveredBy(d, out.WriteRoots) && !profiles.CoveredBy(d, out.CarveOuts) {
+		if profiles.WritableUnder(d, out.WriteRoots, out.CarveOuts) {
 			out.CarveOuts = append(out.CarveOuts, d)
 			a.remove("carve_out", d, "denied by the guard: read-only inside a write root")
 		}

@@ -180,8 +180,7 @@ func Missing(s Standing, granted, p profiles.Profile) profiles.Profile {
 	network := missingNetwork(s, granted, p)
 	var write []string
 	for _, w := range p.WritePaths() {
-		standing := profiles.CoveredBy(w, s.WriteRoots) && !profiles.CoveredBy(w, s.CarveOuts)
-		if !standing && !profiles.CoveredBy(w, granted.WritePaths()) {
+		if !profiles.WritableUnder(w, s.WriteRoots, s.CarveOuts) && !profiles.CoveredBy(w, granted.WritePaths()) {
 			write = append(write, w)
 		}
 	}

@@ -317,6 +317,15 @@ func CoveredBy(p string, bases []string) bool {
 	return false
 }
 
+// WritableUnder reports whether p is inside one of writeRoots and none of
+// carveOuts (the read-only paths inside them): whether a standing policy
+// with those roots lets p be written. Every layer that asks it (the guard,
+// the ladder's Missing, a grant's survival) asks here, so they agree with
+// the rules compiled from the same lists.
+func WritableUnder(p string, writeRoots, carveOuts []string) bool {
+	return CoveredBy(p, writeRoots) && !CoveredBy(p, carveOuts)
+}
+
 // fold sorts, de-duplicates and drops paths covered by another in the list.
 func fold(paths []string) []string {
 	if len(paths) == 0 {
