@@ -82,5 +82,8 @@ func PrestartHint(r Request) (netns, ok bool) {
 	if r.Mode == profiles.DangerFullAccess || !r.Limits.IsZero() {
 		return false, false
 	}
-	return !r.Network && !r.Additional.NetworkEnabled(), true
+	// A full network beside a deny list runs behind the proxy, in a
+	// network namespace of its own (policy.Build).
+	full := r.Network || r.Additional.NetworkEnabled()
+	return !full || len(r.Additional.DeniedDomains()) > 0, true
 }

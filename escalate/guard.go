@@ -228,28 +228,20 @@ func (g Guard) Apply(p policy.Policy) Applied {
 	return a
 }
 
-// denyDomains adds the guard's deny_domains to the policy's network: to
-// the denied list of a network by domain, or, for a full network, by
-// putting it behind the proxy with every other host allowed (private
-// addresses included: the full network reached them). A policy without
-// network loses nothing.
+// denyDomains adds the guard's deny_domains to the policy's network
+// (policy.DenyDomains): to a network by domain's denied list, or a full
+// network put behind the proxy. A policy without network loses nothing.
 func (a *Applied) denyDomains(deny []string) {
-	out := &a.Policy
 	reason := "deny_domains in the guard: " + strings.Join(deny, ", ")
 	switch {
-	case out.Domains != nil:
-		d := out.Domains
-		for _, p := range deny {
-			if !slices.Contains(d.Denied, p) {
-				d.Denied = append(d.Denied, p)
-			}
-		}
-		a.remove("network", "", reason)
-	case out.Network == policy.NetworkFull:
-		out.Network = policy.NetworkIsolated
-		out.Domains = &policy.Domains{AllowAll: true, Denied: slices.Clone(deny), AllowPrivateAddresses: true}
-		a.remove("network", "", reason+" (the full network goes through sbx's proxy)")
+	case a.Policy.Domains != nil:
+	case a.Policy.Network == policy.NetworkFull:
+		reason += " (the full network goes through sbx's proxy)"
+	default:
+		return
 	}
+	a.Policy = a.Policy.DenyDomains(deny)
+	a.remove("network", "", reason)
 }
 
 func (a *Applied) remove(what, path, reason string) {

@@ -314,6 +314,38 @@ func TestNetworkDomains(t *testing.T) {
 	})
 }
 
+// TestNetworkDomainsFullDenied: --network with --deny-domain goes through
+// the proxy, every host allowed but the denied one, private addresses
+// included as the full network had them (no --allow-private-addresses):
+// the denied host is refused with the exact denial and no retry, another
+// host answers.
+func TestNetworkDomainsFullDenied(t *testing.T) {
+	curl := curlCmd(t)
+	if !expect(t, "netns") {
+		return
+	}
+	o := startOrigins(t)
+	ws := workspace(t)
+	tlsP := strconv.Itoa(o.tlsPort)
+	args := append(o.resolveArgs("allowed.test", "bad.test"), "--network", "--deny-domain", "bad.test:"+tlsP)
+	curlArgs := append(slices.Clone(curl), "-fsS", "--max-time", "20", "--cacert", o.caFile)
+	out, rep := run(t, ws, args, append(slices.Clone(curlArgs), o.https("allowed.test"))...)
+	if out.code != 0 || !strings.Contains(out.stdout, o.token) {
+		t.Fatalf("other host: exit %d, stdout %q, stderr %s", out.code, out.stdout, out.stderr)
+	}
+	if ds := proxyDenials(t, rep); len(ds) != 0 || !rep.Enforcement.NetworkNamespace {
+		t.Fatalf("denials %+v, network namespace %v; want none, and the proxy's namespace", ds, rep.Enforcement.NetworkNamespace)
+	}
+	out, rep = run(t, ws, args, append(slices.Clone(curlArgs), o.https("bad.test"))...)
+	if out.code == 0 || strings.Contains(out.stdout, o.token) {
+		t.Fatalf("denied host: exit %d, stdout %q: want refused", out.code, out.stdout)
+	}
+	checkProxyDenial(t, rep, "bad.test", o.tlsPort, "denied by denied_domains", "")
+	if h := retryOf(t, rep); len(h.Argv) != 0 || len(h.Unresolved) != 1 || h.Unresolved[0].Domain != "bad.test" {
+		t.Fatalf("retry %+v: want none, bad.test unresolved", h)
+	}
+}
+
 func checkProxyDenial(t *testing.T, rep *report, domain string, port int, reason, address string) {
 	t.Helper()
 	if rep == nil {

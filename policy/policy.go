@@ -94,6 +94,32 @@ type Domains struct {
 	Resolve []string `json:"resolve,omitempty"`
 }
 
+// DenyDomains returns p with deny joined to what its network refuses: to
+// the denied list of a network by domain, or, for a full network, by
+// putting it behind the proxy with every other host allowed (private
+// addresses included: the full network reached them), since only a proxy
+// can refuse a name. A policy without network is returned as it is. The
+// guard's deny_domains and a merged profile's denied_domains beside a
+// full network both come this way.
+func (p Policy) DenyDomains(deny []string) Policy {
+	switch {
+	case len(deny) == 0:
+	case p.Domains != nil:
+		d := *p.Domains // a copy: p's Domains may be shared with the caller's Policy
+		d.Denied = slices.Clone(d.Denied)
+		for _, s := range deny {
+			if !slices.Contains(d.Denied, s) {
+				d.Denied = append(d.Denied, s)
+			}
+		}
+		p.Domains = &d
+	case p.Network == NetworkFull:
+		p.Network = NetworkIsolated
+		p.Domains = &Domains{AllowAll: true, Denied: slices.Clone(deny), AllowPrivateAddresses: true}
+	}
+	return p
+}
+
 // SkippedPath is an implicit root that was not granted, and why.
 type SkippedPath struct {
 	Path   string `json:"path"`
@@ -179,13 +205,18 @@ func Build(req Request) (Policy, error) {
 		Network:      NetworkIsolated,
 		Capabilities: req.Capabilities,
 	}
-	if req.Additional.NetworkEnabled() {
+	switch req.Additional.NetworkMode() {
+	case profiles.NetworkAll:
 		pol.Network = NetworkFull
-	}
-	// IMPORTANT: a full network beside denied_domains (merged from a grant
-	// of the whole network) is NetworkFull: no proxy runs, so the denied
-	// list is not enforced.
-	if req.Additional.NetworkMode() == profiles.NetworkDomains {
+		if denied := req.Additional.DeniedDomains(); len(denied) > 0 {
+			// A full network beside denied_domains (--network with
+			// --deny-domain, or a grant of the whole network merged
+			// with a deny list) goes through the proxy, which alone can
+			// refuse a name.
+			pol = pol.DenyDomains(denied)
+			pol.Domains.Resolve = req.Resolve
+		}
+	case profiles.NetworkDomains:
 		pol.Domains = &Domains{Allowed: req.Additional.AllowedDomains(), Denied: req.Additional.DeniedDomains(),
 			AllowPrivateAddresses: req.Additional.AllowPrivateAddresses(), Resolve: req.Resolve}
 	}

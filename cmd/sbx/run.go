@@ -171,7 +171,7 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&rf.noDefaultProtect, "no-default-protect", false, "do not protect "+strings.Join(policy.DefaultProtected, ", ")+" (the report's policy.protected_names says what is)")
 	fs.BoolVar(&rf.network, "network", false, "allow network access")
 	fs.Var(&rf.allowDomain, "allow-domain", "allow network to `PATTERN` only, through sbx's proxy: host, *.domain (subdomains only), optional :PORT (default 80 and 443) (repeatable; docs/network.md)")
-	fs.Var(&rf.denyDomain, "deny-domain", "refuse `PATTERN` even when --allow-domain matches it (repeatable)")
+	fs.Var(&rf.denyDomain, "deny-domain", "refuse `PATTERN` even when --allow-domain matches it; beside --network, every host but PATTERN through the proxy (repeatable)")
 	fs.BoolVar(&rf.allowPrivate, "allow-private-addresses", false, "let --allow-domain hosts resolve to loopback, link-local and private addresses")
 	fs.Var(&rf.resolve, "resolve", "pin `HOST:PORT:ADDR` for the proxy, as curl's --resolve (repeatable; with --allow-domain)")
 	fs.BoolVar(&rf.excludeTmp, "exclude-tmp", false, "do not make /tmp writable in workspace-write")
@@ -742,7 +742,8 @@ func writeReport(path string, v any, stdio Stdio) error {
 
 // domains is the network part of the call's profile from the domain
 // flags, nil without them. Each value is checked here, so an error names
-// the flag; the flags that only narrow or pin names need --allow-domain.
+// the flag; the flags that only narrow or pin names need a proxy to apply
+// them: --allow-domain, or --deny-domain beside --network.
 func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
 	for _, f := range []struct {
 		name string
@@ -762,13 +763,25 @@ func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
 	if len(rf.allowDomain) > 0 && rf.network {
 		return nil, &profiles.FieldError{Field: "--allow-domain", Err: errors.New("contradicts --network, which reaches every address: give one or the other")}
 	}
+	if len(rf.allowDomain) == 0 && rf.network && len(rf.denyDomain) > 0 {
+		// --network with a deny list: the full network goes through the
+		// proxy, every host allowed but the denied ones (policy.Build).
+		// The profile only denies; --network itself is the grant.
+		if set["allow-private-addresses"] {
+			return nil, &profiles.FieldError{Field: "--allow-private-addresses", Err: errors.New("no effect with --network, which reaches private addresses already")}
+		}
+		return &profiles.Network{DeniedDomains: rf.denyDomain}, nil
+	}
 	if len(rf.allowDomain) == 0 {
-		// With no network the proxy does not run; with --network every
-		// address is reachable, and no proxy sees what a deny list would
-		// refuse.
-		for _, name := range []string{"deny-domain", "allow-private-addresses", "resolve"} {
-			if set[name] {
-				return nil, &profiles.FieldError{Field: "--" + name, Err: errors.New("only valid with --allow-domain (the proxy applies it)")}
+		// With no network the proxy does not run; with --network alone
+		// every address is reachable and no proxy runs to apply them.
+		for _, f := range []struct{ name, with string }{
+			{"deny-domain", "--allow-domain or --network"},
+			{"allow-private-addresses", "--allow-domain"},
+			{"resolve", "--allow-domain, or --deny-domain beside --network"},
+		} {
+			if set[f.name] {
+				return nil, &profiles.FieldError{Field: "--" + f.name, Err: fmt.Errorf("only valid with %s (the proxy applies it)", f.with)}
 			}
 		}
 		return nil, nil
