@@ -9,6 +9,7 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/fsop"
+	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/shells"
@@ -29,6 +30,11 @@ type Request struct {
 	NoDefaultProtect      bool              `json:"no_default_protect"`
 	NetworkAccess         bool              `json:"network_access"`
 	AdditionalPermissions *profiles.Profile `json:"additional_permissions"`
+	// Resolve pins names for the proxy of a network-by-domain call,
+	// "HOST:PORT:ADDR" as sbx run's --resolve (call.Request.Resolve). It
+	// is beside the profile, not in it: it grants nothing, so grants,
+	// merging and approval never carry it.
+	Resolve []string `json:"resolve"`
 	// Preauthorized marks additional_permissions as the caller's own
 	// under use_default (otherwise they are refused there).
 	Preauthorized bool                `json:"preauthorized"`
@@ -132,6 +138,11 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 	if req.MaxOutputBytes < 0 {
 		return r, in, &profiles.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")}
 	}
+	for i, v := range req.Resolve {
+		if _, err := netproxy.ParseResolve(v); err != nil {
+			return r, in, &profiles.FieldError{Field: fmt.Sprintf("resolve[%d]", i), Err: err}
+		}
+	}
 	killGrace, err := req.killGrace()
 	if err != nil {
 		return r, in, err
@@ -154,7 +165,7 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 		ExcludeTmpdir: req.ExcludeTmpdir, CarveOuts: req.ReadOnly, Network: req.NetworkAccess,
 		Protect: req.Protect, ProtectField: "protect", NoDefaultProtect: req.NoDefaultProtect,
 		Env: env, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require, CapAdd: req.CapAdd, CapAddField: "cap_add",
-		KillGrace: killGrace,
+		KillGrace: killGrace, Resolve: req.Resolve,
 	}
 	if req.SandboxMode != nil {
 		r.Mode = *req.SandboxMode

@@ -474,6 +474,41 @@ func TestExecNetworkDomains(t *testing.T) {
 	if n := retry.AdditionalPermissions.Network; !n.Enabled || !slices.Equal(n.AllowedDomains, []string{"127.0.0.1:" + port, "localhost:" + port}) {
 		t.Fatalf("retry network %+v: want exactly the refused host added", n)
 	}
+
+	// "resolve" pins a name as sbx run's --resolve does; a bad entry is
+	// refused naming it, and nothing runs.
+	marker := filepath.Join(ws, "ran")
+	pinned := func(network, resolve, url string) string {
+		argv, _ := json.Marshal([]string{"sh", "-c", "touch " + shq(marker) + "; " + shq(append(slices.Clone(curl), "-fsS", "--noproxy", "", url)...)})
+		return `{"command": ` + string(argv) + `, "cwd": ` + jsonString(ws) + `,
+			"sandbox_mode": "workspace-write", "preauthorized": true, "resolve": ` + resolve + `,
+			"additional_permissions": {"network": ` + network + `}}`
+	}
+	allowPinned := `{"enabled": true, "allowed_domains": ["pinned.test:` + port + `"], "allow_private_addresses": true}`
+	out, res = execJSON(t, ws, pinned(allowPinned, `["pinned.test:`+port+`"]`, "http://pinned.test:"+port+"/"))
+	if out.code != 125 || !strings.Contains(out.stderr, "resolve[0]") {
+		t.Fatalf("bad resolve: exit %d, stderr %q; want 125 naming resolve[0]", out.code, out.stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the command ran despite a bad resolve entry")
+	}
+	pin := `["pinned.test:` + port + `:127.0.0.1", "denied.test:` + port + `:127.0.0.1"]`
+	out, res = execJSON(t, ws, pinned(allowPinned, pin, "http://pinned.test:"+port+"/"))
+	if res == nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, o.token) {
+		t.Fatalf("pinned name: exit %d, result %+v, stderr %s", out.code, res, out.stderr)
+	}
+	// A full network beside denied_domains in the profile goes through
+	// the proxy: the pinned denied name is refused, the other answers.
+	fullDenied := `{"enabled": true, "denied_domains": ["denied.test:` + port + `"]}`
+	_, res = execJSON(t, ws, pinned(fullDenied, pin, "http://pinned.test:"+port+"/"))
+	if res == nil || res.ExitCode != 0 || !strings.Contains(res.Stdout, o.token) {
+		t.Fatalf("full network, other host: %+v; want the answer", res)
+	}
+	_, res = execJSON(t, ws, pinned(fullDenied, pin, "http://denied.test:"+port+"/"))
+	if res == nil || res.ExitCode == 0 || strings.Contains(res.Stdout, o.token) {
+		t.Fatalf("full network, denied host: %+v; want refused", res)
+	}
+	checkProxyDenial(t, res, "denied.test", o.httpPort, "denied by denied_domains", "")
 }
 
 // TestGuardDenyDomains: the guard's deny_domains hold under a full

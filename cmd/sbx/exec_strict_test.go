@@ -103,3 +103,35 @@ func (c *countingReader) Read(p []byte) (int, error) {
 	c.left -= n
 	return int(n), nil
 }
+
+// TestExecResolveRefused: a bad "resolve" entry is refused before
+// anything runs, naming the entry (exit 125, the command, which would
+// create a file, not run), as sbx run refuses a bad --resolve.
+func TestExecResolveRefused(t *testing.T) {
+	tests := []struct {
+		name, resolve, field string
+	}{
+		{"not an array", `"x.test:80:127.0.0.1"`, "resolve"},
+		{"entry not a string", `[1]`, "resolve"},
+		{"no address", `["x.test:80:127.0.0.1", "x.test:443"]`, "resolve[1]"},
+		{"port 0", `["x.test:0:127.0.0.1"]`, "resolve[0]"},
+		{"port out of range", `["x.test:70000:127.0.0.1"]`, "resolve[0]"},
+		{"address not an IP", `["x.test:443:example.org"]`, "resolve[0]"},
+		{"bad host", `["a..b:443:127.0.0.1"]`, "resolve[0]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cwd := t.TempDir()
+			marker := filepath.Join(cwd, "ran")
+			req := `{"command":["/bin/touch","` + marker + `"],"cwd":"` + cwd + `","sandbox_mode":"workspace-write","preauthorized":true,
+				"additional_permissions":{"network":{"enabled":true,"allowed_domains":["x.test"]}},"resolve":` + tt.resolve + `}`
+			code, out, stderr := execMain(t, req)
+			if code != ExitRefused || !strings.HasPrefix(stderr, "sbx exec: "+tt.field+":") {
+				t.Errorf("sbx exec = %d, stderr %q; want %d naming %s; stdout %s", code, stderr, ExitRefused, tt.field, out)
+			}
+			if _, err := os.Stat(marker); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the command ran (%s exists: %v)", marker, err)
+			}
+		})
+	}
+}

@@ -369,6 +369,9 @@ func TestSchemaRejects(t *testing.T) {
 		{"unknown network field", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"network":{"enabled":true,"proxy":"x"}}}`, "additional_permissions.network.proxy"},
 		{"allowed_domains not an array", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"network":{"enabled":true,"allowed_domains":"pypi.org"}}}`, "additional_permissions.network.allowed_domains"},
 		{"denied_domains entry not a string", `{"command":["/bin/true"],"cwd":"` + cwd + `","additional_permissions":{"network":{"enabled":false,"denied_domains":[1]}}}`, "additional_permissions.network.denied_domains"},
+		{"resolve not an array", `{"command":["/bin/true"],"cwd":"` + cwd + `","resolve":"x.test:80:127.0.0.1"}`, "resolve"},
+		{"resolve entry without an address", `{"command":["/bin/true"],"cwd":"` + cwd + `","resolve":["x.test:80"]}`, "resolve[0]"},
+		{"resolve entry with a bad port", `{"command":["/bin/true"],"cwd":"` + cwd + `","resolve":["x.test:http:127.0.0.1"]}`, "resolve[0]"},
 		{"missing cwd", `{"command":["/bin/true"]}`, "cwd"},
 		{"empty command", `{"command":[],"cwd":"` + cwd + `"}`, "command"},
 		{"empty argv0", `{"command":[""],"cwd":"` + cwd + `"}`, "command"},
@@ -695,6 +698,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 	req := execRequest{
 		Command: []string{"make"}, Cwd: "/w", SandboxMode: &mode, WritableRoots: []string{"/cache"},
 		ExcludeTmp: true, ExcludeTmpdir: true, ReadOnly: []string{"/w/.env"}, NetworkAccess: true,
+		Resolve: []string{"pypi.org:443:127.0.0.1,::1"},
 		AdditionalPermissions: &profiles.Profile{Network: &profiles.Network{Enabled: true},
 			FileSystem: &profiles.FileSystem{Read: []string{"/opt"}, Write: []string{"out"}}},
 		Env: map[string]string{"CI": "1"}, TimeoutMS: 10, MaxOutputBytes: 10, Require: []string{"netns"},

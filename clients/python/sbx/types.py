@@ -202,6 +202,8 @@ class ExecRequest(_Request):
     no_default_protect: Optional[bool] = None
     network_access: Optional[bool] = None
     additional_permissions: Optional[Profile] = None
+    # HOST:PORT:ADDR pins for sbx's proxy, as `sbx run --resolve`.
+    resolve: Optional[List[str]] = None
     env_policy: Optional[EnvPolicy] = None
     env: Optional[Dict[str, str]] = None
     timeout_ms: Optional[int] = None

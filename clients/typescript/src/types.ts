@@ -89,6 +89,8 @@ export interface ExecRequest {
   no_default_protect?: boolean;
   network_access?: boolean;
   additional_permissions?: Profile;
+  /** HOST:PORT:ADDR pins for sbx's proxy, as `sbx run --resolve`. */
+  resolve?: string[];
   env_policy?: EnvPolicy;
   env?: Record<string, string>;
   timeout_ms?: number;
