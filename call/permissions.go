@@ -141,8 +141,12 @@ func checkRequest(c escalate.Call, final policy.Policy, applied escalate.Applied
 		return nil
 	}
 	p := applied.Policy
-	survives := asked.NetworkEnabled() && p.Network == policy.NetworkFull ||
-		asked.NetworkMode() == profiles.NetworkDomains && (p.Network == policy.NetworkFull || p.Domains != nil)
+	// A full network behind the proxy (every host but a deny list: the
+	// call's denied_domains or the guard's deny_domains) is the full
+	// network asked for, narrowed, not taken away.
+	full := p.Network == policy.NetworkFull || p.Domains != nil && p.Domains.AllowAll
+	survives := asked.NetworkEnabled() && full ||
+		asked.NetworkMode() == profiles.NetworkDomains && (full || p.Domains != nil)
 	for _, w := range asked.WritePaths() {
 		if p.Unrestricted || profiles.WritableUnder(w, p.WriteRoots, p.CarveOuts) {
 			survives = true

@@ -198,6 +198,17 @@ func TestPrepare(t *testing.T) {
 			r.Escalation.SandboxPermissions, r.Escalation.Justification = profiles.WithAdditionalPermissions, "j"
 			r.Additional = profiles.New(profiles.FullNetwork(), nil, nil)
 		}, outcome: escalate.AllowedOnce, wantIs: errGuardStrips, wantErr: "deny_network in the guard"},
+		// A full network beside a deny list runs behind the proxy: what
+		// was asked survives (every host but the denied ones).
+		{name: "full network with a deny list survives", edit: func(r *Request) {
+			r.Escalation.SandboxPermissions, r.Escalation.Justification = profiles.WithAdditionalPermissions, "j"
+			r.Additional = profiles.BuildNetwork(&profiles.Network{Enabled: true, DeniedDomains: []string{"evil.test"}}, nil, nil)
+		}, outcome: escalate.AllowedOnce, wantAsked: 1, check: func(t *testing.T, p *Prepared, _ *asker) {
+			pol := p.Policy()
+			if d := pol.Domains; pol.Network != policy.NetworkIsolated || d == nil || !d.AllowAll || !slices.Equal(d.Denied, []string{"evil.test"}) {
+				t.Errorf("policy network %v, domains %+v: want every host but evil.test through the proxy", pol.Network, pol.Domains)
+			}
+		}},
 		{name: "guard removes, last", edit: func(r *Request) {
 			r.Escalation.GuardPath = f.guard
 			r.Network, r.Additional, r.Preauthorized = true, write(f.out, f.granted), true
