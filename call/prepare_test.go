@@ -202,7 +202,7 @@ func TestPrepare(t *testing.T) {
 		// was asked survives (every host but the denied ones).
 		{name: "full network with a deny list survives", edit: func(r *Request) {
 			r.Escalation.SandboxPermissions, r.Escalation.Justification = profiles.WithAdditionalPermissions, "j"
-			r.Additional = profiles.BuildNetwork(&profiles.Network{Enabled: true, DeniedDomains: []string{"evil.test"}}, nil, nil)
+			r.Additional = profiles.New(&profiles.Network{Enabled: true, DeniedDomains: []string{"evil.test"}}, nil, nil)
 		}, outcome: escalate.AllowedOnce, wantAsked: 1, check: func(t *testing.T, p *Prepared, _ *asker) {
 			pol := p.Policy()
 			if d := pol.Domains; pol.Network != policy.NetworkIsolated || d == nil || !d.AllowAll || !slices.Equal(d.Denied, []string{"evil.test"}) {

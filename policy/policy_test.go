@@ -47,9 +47,9 @@ func TestBuildFullNetworkDenied(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			add := profiles.BuildNetwork(tt.net, nil, nil)
+			add := profiles.New(tt.net, nil, nil)
 			if tt.net == nil {
-				add = profiles.Merge(profiles.Build(true, nil, nil), profiles.BuildNetwork(&profiles.Network{DeniedDomains: []string{"evil.org"}}, nil, nil))
+				add = profiles.Merge(profiles.New(profiles.FullNetwork(), nil, nil), profiles.New(&profiles.Network{DeniedDomains: []string{"evil.org"}}, nil, nil))
 			}
 			pol, err := Build(Request{Mode: profiles.WorkspaceWrite, Cwd: t.TempDir(), Additional: add, Resolve: []string{"evil.org:443:127.0.0.1"}})
 			if err != nil {
