@@ -64,9 +64,8 @@
 //     naming host, port and reason, SOCKS5 answers 0x02 (connection not
 //     allowed by ruleset). Deduplication is the caller's: Collector does
 //     it with a count.
-//   - Connections are relayed both ways with splice(2) through a pipe per
-//     direction (no copy through user space; a pooled 256 KiB buffer where
-//     splice is refused), a half-close is passed on, both ends are closed when both directions
+//   - Connections are relayed both ways through a pooled 256 KiB buffer, a
+//     half-close is passed on, both ends are closed when both directions
 //     end; Close ends every listener and connection and waits for their
 //     goroutines. Sockets have TCP_NODELAY, as package net's do.
 //   - A plain-HTTP request is forwarded in origin form with "Connection:

@@ -46,17 +46,15 @@ func connPair(t *testing.T) (*conn, *conn) {
 	return a, b
 }
 
-// TestCopyConn moves 5 MiB (more than the pipe and the socket buffers
-// hold) one way with the splice relay and with its user-space fallback,
-// and checks the bytes and the EOF arrive as sent.
+// TestCopyConn moves 5 MiB (more than the buffer and the socket buffers
+// hold) one way through the relay's copy, and checks the bytes and the EOF arrive as sent.
 func TestCopyConn(t *testing.T) {
 	data := pattern(5<<20 + 123)
 	for _, tc := range []struct {
 		name string
 		copy func(dst, src *conn) error
 	}{
-		{"splice", copyConn},
-		{"buffer", bufferCopy},
+		{"buffer", copyConn},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in, src := connPair(t)
