@@ -3,6 +3,6 @@
 // in enforce/<os>; each compiles a policy.Policy into a Plan, launches the
 // Command under it, and fills a report.Report (package report holds the
 // shared vocabulary of outcomes). enforce/host picks the backend of this
-// platform, and enforce/denial decides whether what a supervisor saw is
-// forbidden and keeps the call's denials.
+// platform. Whether what a backend's supervisor saw is forbidden is a
+// policy decision, made in policy/denial.
 package enforce

@@ -10,9 +10,9 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce/denial"
 	"github.com/sbx-sandbox/sbx/fsop"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/policy/denial"
 )
 
 // FSStageCommand is the hidden subcommand `sbx fs` runs inside the

@@ -16,10 +16,10 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce/denial"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/policy/denial"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
 )

@@ -9,8 +9,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce/denial"
 	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/policy/denial"
 	"github.com/sbx-sandbox/sbx/report"
 )
 

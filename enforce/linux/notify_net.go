@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/policy/denial"
 	"github.com/sbx-sandbox/sbx/report"
 )
 

@@ -13,7 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/enforce/denial"
+	"github.com/sbx-sandbox/sbx/policy/denial"
 	"github.com/sbx-sandbox/sbx/report"
 )
 
