@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -61,9 +63,37 @@ type callStartedRecord struct {
 	CallID        string `json:"call_id"`
 	TurnID        string `json:"turn_id"`
 	EnvironmentID string `json:"environment_id"`
-	// Request is the exec params as received: the call's arguments, which
-	// approval records link to by call_id.
+	// Request is the exec params as received, the call's arguments that
+	// approval records link to by call_id, without "env": a runtime passes
+	// tokens there, and the log is on disk for as long as the session.
 	Request json.RawMessage `json:"request"`
+	// EnvNames are the names the request's "env" set, sorted; their values
+	// are never recorded.
+	EnvNames []string `json:"env_names,omitempty"`
+}
+
+// withoutEnv splits the exec params (already decoded strictly: one JSON
+// object, no duplicate keys) into the params without "env" and the names
+// "env" set, so that no value of it reaches the log.
+func withoutEnv(params json.RawMessage) (json.RawMessage, []string, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(params, &fields); err != nil {
+		return nil, nil, err
+	}
+	raw, ok := fields["env"]
+	if !ok {
+		return params, nil, nil
+	}
+	var env map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return nil, nil, err
+	}
+	delete(fields, "env")
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, slices.Sorted(maps.Keys(env)), nil
 }
 
 type callFinishedRecord struct {
@@ -122,7 +152,11 @@ func (c *conn) exec(id, params json.RawMessage) {
 		c.reply(id, nil, e)
 		return
 	}
-	if err := sess.append(RecCallStarted, callStartedRecord{CallID: p.CallID, TurnID: p.TurnID, EnvironmentID: env, Request: params}); err != nil {
+	logged, envNames, err := withoutEnv(params)
+	if err == nil {
+		err = sess.append(RecCallStarted, callStartedRecord{CallID: p.CallID, TurnID: p.TurnID, EnvironmentID: env, Request: logged, EnvNames: envNames})
+	}
+	if err != nil {
 		c.unregister(rc)
 		cancel()
 		c.reply(id, nil, asError(err))
