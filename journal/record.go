@@ -30,6 +30,8 @@ type Record struct {
 //	approval/asked    {"approval_id"}, an id not asked before in the session
 //	approval/decided  {"approval_id", "outcome"} of an asked approval, once;
 //	                  outcome one of allowed-once, rejected, cancelled, unavailable
+//	session/closed    the last record, once nothing is pending: every asked
+//	                  approval decided, every begun turn ended
 const (
 	TypeSessionOpened   = "session/opened"
 	TypePresetIntent    = "preset/intent"
@@ -41,12 +43,13 @@ const (
 	TypeApprovalDecided = "approval/decided"
 	TypeCallStarted     = "call/started"
 	TypeCallFinished    = "call/finished"
+	TypeSessionClosed   = "session/closed"
 )
 
 // Types lists every record type, in the order of the constants.
 var Types = []string{
 	TypeSessionOpened, TypePresetIntent, TypeKnobChanged, TypeTurnBegun, TypeTurnEnded,
-	TypeGrantApplied, TypeApprovalAsked, TypeApprovalDecided, TypeCallStarted, TypeCallFinished,
+	TypeGrantApplied, TypeApprovalAsked, TypeApprovalDecided, TypeCallStarted, TypeCallFinished, TypeSessionClosed,
 }
 
 func knownType(t string) bool {

@@ -39,6 +39,8 @@ func TestReplayRules(t *testing.T) {
 		{"seq-repeat", []Record{open, rec("s", 1, TypeCallStarted, "")}, EffectStopped, "seq 1 where 2"},
 		{"other-session", []Record{open, rec("x", 2, TypeCallStarted, "")}, EffectStopped, `session_id "x"`},
 		{"unknown-type", []Record{open, rec("s", 2, "call/exploded", "")}, EffectStopped, `type "call/exploded"`},
+		{"closed-approval-pending", []Record{open, turn, asked, rec("s", 4, TypeTurnEnded, `{"turn_id":"t1"}`), rec("s", 5, TypeSessionClosed, "")}, EffectRejected, `approvals [a1]`},
+		{"closed-turn-open", []Record{open, turn, rec("s", 3, TypeSessionClosed, "")}, EffectRejected, `turns [t1]`},
 		{"good", []Record{open, turn, asked, rec("s", 4, TypeApprovalDecided, `{"approval_id":"a1","outcome":"cancelled"}`), rec("s", 5, TypeTurnEnded, `{"turn_id":"t1"}`)}, "", ""},
 	}
 	for _, tt := range tests {
@@ -73,6 +75,25 @@ func TestReplayRules(t *testing.T) {
 				t.Errorf("offset %d", ps[0].Offset)
 			}
 		})
+	}
+}
+
+// TestReplayClosed: session/closed is the last record; one after it is
+// rejected, and Settle has nothing to add to a closed session.
+func TestReplayClosed(t *testing.T) {
+	dir := t.TempDir()
+	writeLog(t, dir, "s", rec("s", 1, TypeSessionOpened, ""), rec("s", 2, TypeTurnBegun, `{"turn_id":"t1"}`),
+		rec("s", 3, TypeTurnEnded, `{"turn_id":"t1"}`), rec("s", 4, TypeSessionClosed, ""),
+		rec("s", 5, TypeTurnBegun, `{"turn_id":"t2"}`))
+	s, ps := replayOne(t, dir)
+	if len(s.Records) != 4 || s.Records[3].Type != TypeSessionClosed {
+		t.Fatalf("records %v", s.Records)
+	}
+	if len(ps) != 1 || ps[0].Effect != EffectRejected || !strings.Contains(ps[0].Reason, "turn/begun after session/closed") {
+		t.Errorf("problems %v", ps)
+	}
+	if got := Settle(s); len(got) != 0 {
+		t.Errorf("Settle of a closed session: %v", got)
 	}
 }
 

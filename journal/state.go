@@ -20,6 +20,8 @@ type state struct {
 	// open maps each begun turn id to whether it is still open.
 	open  map[string]bool
 	turns []string // turn ids in the order begun
+	// closed: session/closed was accepted; no record may follow it.
+	closed bool
 }
 
 func newState(id string) *state {
@@ -76,7 +78,18 @@ func (s *state) check(rec Record) (recordKeys, *ruleError) {
 			return k, rejectf("%s: data: %v", rec.Type, err)
 		}
 	}
+	if s.closed {
+		// A closed session is not served again: nothing it did after
+		// its close can be trusted to mean anything.
+		return k, rejectf("%s after %s", rec.Type, TypeSessionClosed)
+	}
 	switch rec.Type {
+	case TypeSessionClosed:
+		// The server settles what is open before it closes a session: a
+		// close that leaves something open would hide it from Settle.
+		if approvals, turns := s.pending(); len(approvals) > 0 || len(turns) > 0 {
+			return k, rejectf("%s while approvals %v and turns %v are open", rec.Type, approvals, turns)
+		}
 	case TypeSessionOpened:
 		if s.next != 1 {
 			return k, rejectf("%s again, at seq %d", rec.Type, rec.Seq)
@@ -137,6 +150,8 @@ func (s *state) apply(rec Record, k recordKeys) {
 		s.asked = append(s.asked, k.ApprovalID)
 	case TypeApprovalDecided:
 		s.decided[k.ApprovalID] = true
+	case TypeSessionClosed:
+		s.closed = true
 	}
 }
 
