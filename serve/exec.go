@@ -42,7 +42,11 @@ type execFSResult struct {
 type runningCall struct {
 	id     string // the call id
 	reqID  string // the JSON-RPC id, as sent
+	sess   *session
 	cancel context.CancelFunc
+	// done is closed when the call is unregistered: its records are
+	// written (session/close waits for it).
+	done chan struct{}
 }
 
 // sessionFields are the exec request fields the session owns: a call of
@@ -146,7 +150,7 @@ func (c *conn) exec(id, params json.RawMessage) {
 	}
 	sess.mu.Unlock()
 	ctx, cancel := context.WithCancel(c.ctx)
-	rc := &runningCall{id: p.CallID, reqID: string(id), cancel: cancel}
+	rc := &runningCall{id: p.CallID, reqID: string(id), sess: sess, cancel: cancel, done: make(chan struct{})}
 	if e := c.register(rc); e != nil {
 		cancel()
 		c.reply(id, nil, e)
@@ -176,6 +180,10 @@ func (c *conn) exec(id, params json.RawMessage) {
 func (c *conn) register(rc *runningCall) *Error {
 	c.srv.mu.Lock()
 	defer c.srv.mu.Unlock()
+	if rc.sess.closing {
+		// Closed since exec looked it up.
+		return unknownSession(rc.sess.id)
+	}
 	if c.srv.calls[rc.id] != nil {
 		e := newError(CodeConflict, KindConflict, "call %q is already running", rc.id)
 		e.Data.CallID = rc.id
@@ -199,6 +207,7 @@ func (c *conn) unregister(rc *runningCall) {
 		delete(c.requests, rc.reqID)
 	}
 	c.mu.Unlock()
+	close(rc.done)
 }
 
 // errCancelled stops a cancelled call at one of its checks: before policy,

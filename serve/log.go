@@ -33,6 +33,7 @@ const (
 	RecApprovalDecided = "approval/decided"
 	RecCallStarted     = "call/started"
 	RecCallFinished    = "call/finished"
+	RecSessionClosed   = "session/closed"
 )
 
 // MemLog keeps records in memory: for tests, and for a server run without

@@ -24,6 +24,7 @@ func init() {
 		"session/open":        simple((*Server).openSession),
 		"session/set_preset":  simple((*Server).setPreset),
 		"session/permissions": simple((*Server).permissions),
+		"session/close":       (*conn).closeSession,
 		"turn/begin":          simple((*Server).beginTurn),
 		"turn/end":            simple((*Server).endTurn),
 		"grants/apply":        simple((*Server).applyGrant),
@@ -45,7 +46,7 @@ func simple(f func(s *Server, params json.RawMessage) (any, *Error)) handler {
 
 // Methods are the method names, for initialize's capabilities.
 func Methods() []string {
-	return []string{"initialize", "session/open", "session/set_preset", "session/permissions", "turn/begin", "turn/end",
+	return []string{"initialize", "session/open", "session/set_preset", "session/permissions", "session/close", "turn/begin", "turn/end",
 		"grants/apply", "exec", "exec/cancel", "$/cancelRequest", "shutdown", "exit"}
 }
 
@@ -223,6 +224,11 @@ func (s *Server) openSession(params json.RawMessage) (any, *Error) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closed[rec.SessionID] {
+		e := newError(CodeConflict, KindConflict, "session %q was closed: a session id is not used again", rec.SessionID)
+		e.Data.SessionID = rec.SessionID
+		return nil, e
+	}
 	if s.sessions[rec.SessionID] != nil {
 		e := newError(CodeConflict, KindConflict, "session %q is already open", rec.SessionID)
 		e.Data.SessionID = rec.SessionID
@@ -311,6 +317,9 @@ func (s *Server) setPreset(params json.RawMessage) (any, *Error) {
 	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
+	if e := sess.goneLocked(); e != nil {
+		return nil, e
+	}
 	if sess.child() && pr.ApprovalPolicy != profiles.ApprovalNever {
 		return nil, paramError("key", fmt.Errorf("preset %s has approval policy %s: a child session's is pinned to never", pr.Key, pr.ApprovalPolicy))
 	}
@@ -387,6 +396,9 @@ func (s *Server) beginTurn(params json.RawMessage) (any, *Error) {
 	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
+	if e := sess.goneLocked(); e != nil {
+		return nil, e
+	}
 	if sess.turn != nil {
 		e := newError(CodeConflict, KindConflict, "session %s already has turn %s open (turn/end first)", sess.id, sess.turn.id)
 		e.Data.SessionID, e.Data.TurnID = sess.id, sess.turn.id
@@ -423,6 +435,9 @@ func (s *Server) endTurn(params json.RawMessage) (any, *Error) {
 	}
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
+	if e := sess.goneLocked(); e != nil {
+		return nil, e
+	}
 	if sess.turn != t {
 		// Ended meanwhile by another request.
 		e := newError(CodeNoOpenTurn, KindNoOpenTurn, "turn %q is not the open turn of session %s", p.TurnID, sess.id)
@@ -504,6 +519,9 @@ func (s *Server) applyGrant(params json.RawMessage) (any, *Error) {
 func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeResult) (any, *Error) {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
+	if e := sess.goneLocked(); e != nil {
+		return nil, e
+	}
 	rec := grantRecord{EnvironmentID: env, NormalizeResult: res}
 	if res.Scope == profiles.ScopeTurn {
 		if sess.turn == nil {

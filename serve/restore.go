@@ -22,12 +22,19 @@ type RestoreProblem struct {
 // guessed at. What the dead server left open is settled, each on the
 // log before the session is served: a pending approval is decided
 // cancelled, an open turn is ended, a call without its end is finished
-// "lost" (its tree died with that server). Restore is for a server that
-// serves no connection yet.
+// "lost" (its tree died with that server). A session whose log ends with
+// session/closed is not rebuilt: it stays closed, and its id is not
+// opened again. Restore is for a server that serves no connection yet.
 func (s *Server) Restore(sessions []journal.Session) []RestoreProblem {
 	var problems []RestoreProblem
 	for _, js := range sessions {
 		sess, err := s.replay(js)
+		if err == nil && sess.replay.closed {
+			s.mu.Lock()
+			s.closed[sess.id] = true
+			s.mu.Unlock()
+			continue
+		}
 		if err == nil {
 			err = s.settle(sess)
 		}
@@ -47,6 +54,8 @@ type replayState struct {
 	pending map[string]bool // approval ids asked, not decided
 	decided map[string]bool
 	calls   map[string]bool // call ids started, not finished
+	// closed: the log ends with session/closed.
+	closed bool
 }
 
 func (s *Server) replay(js journal.Session) (*session, error) {
@@ -63,6 +72,11 @@ func (s *Server) replay(js journal.Session) (*session, error) {
 	if sess.id != js.ID {
 		return nil, fmt.Errorf("the log of %s opened session %s", js.ID, sess.id)
 	}
+	if st.closed {
+		// Nothing to serve, nothing to append to.
+		sess.replay = &st
+		return sess, nil
+	}
 	log, err := s.opt.OpenLog(sess.id)
 	if err != nil {
 		return nil, fmt.Errorf("open the log: %w", err)
@@ -76,6 +90,9 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 	sess := *sessp
 	if sess == nil && rec.Type != RecSessionOpened {
 		return errors.New("before session/opened")
+	}
+	if st.closed {
+		return errors.New("after session/closed")
 	}
 	switch rec.Type {
 	case RecSessionOpened:
@@ -177,6 +194,12 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 			return err
 		}
 		delete(st.calls, r.CallID)
+	case RecSessionClosed:
+		if len(st.pending) > 0 || len(st.calls) > 0 || sess.turn != nil {
+			// The server closes a session only once nothing is open.
+			return errors.New("while approvals, calls or a turn are open")
+		}
+		st.closed = true
 	default:
 		return fmt.Errorf("unknown record type %q", rec.Type)
 	}

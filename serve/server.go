@@ -81,7 +81,11 @@ type Server struct {
 	mu       sync.Mutex
 	sessions map[string]*session
 	// calls are the calls in flight, by call id, across connections.
-	calls    map[string]*runningCall
+	calls map[string]*runningCall
+	// closed are the ids of the sessions closed (session/close, and the
+	// closed logs Restore found): an id is not opened again, for its log
+	// ends with session/closed.
+	closed   map[string]bool
 	shutdown bool
 	// changed fires when a session opens or its preset changes (the
 	// browser panel's event stream).
@@ -109,7 +113,7 @@ func New(opt Options) *Server {
 	if opt.Logf == nil {
 		opt.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "sbx serve: "+format+"\n", args...) }
 	}
-	return &Server{opt: opt, table: profiles.Builtin(), sessions: map[string]*session{}, calls: map[string]*runningCall{}}
+	return &Server{opt: opt, table: profiles.Builtin(), sessions: map[string]*session{}, calls: map[string]*runningCall{}, closed: map[string]bool{}}
 }
 
 // Logf logs through the server's Options.Logf.
@@ -341,7 +345,8 @@ func (s *Server) decodeSession(params json.RawMessage, p any, id *string) (*sess
 // required is the invalid_params error of a missing parameter.
 func required(field string) *Error { return paramError(field, errors.New("required")) }
 
-// lookup returns the open session id.
+// lookup returns the open session id. A session being closed is unknown
+// already: nothing new starts in it.
 func (s *Server) lookup(id string) (*session, *Error) {
 	if id == "" {
 		return nil, required("session_id")
@@ -349,12 +354,16 @@ func (s *Server) lookup(id string) (*session, *Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	sess := s.sessions[id]
-	if sess == nil {
-		e := newError(CodeUnknownSession, KindUnknownSession, "unknown session %q", id)
-		e.Data.SessionID = id
-		return nil, e
+	if sess == nil || sess.closing {
+		return nil, unknownSession(id)
 	}
 	return sess, nil
+}
+
+func unknownSession(id string) *Error {
+	e := newError(CodeUnknownSession, KindUnknownSession, "unknown session %q", id)
+	e.Data.SessionID = id
+	return e
 }
 
 // running reports whether a call of that id is in flight.

@@ -45,6 +45,22 @@ type session struct {
 	grants map[string]*envGrants
 	// replay is what Restore left to settle (nil once served).
 	replay *replayState
+	// closed is set (under mu) once session/closed is durable: a request
+	// that looked the session up before it may not act on it any more.
+	closed bool
+	// closing is set (under the server's mu) when session/close begins:
+	// lookup and exec's register refuse the session from then on.
+	closing bool
+}
+
+// goneLocked is unknown_session once the session is closed; sess.mu is
+// held. Every method that looked the session up and then acts on it under
+// sess.mu asks, so that nothing follows session/closed in the log.
+func (s *session) goneLocked() *Error {
+	if s.closed {
+		return unknownSession(s.id)
+	}
+	return nil
 }
 
 // envGrants are one environment's stored grants: the session's outlive
@@ -117,6 +133,9 @@ func (s *session) grantsFor(env, turnID string) profiles.Grants {
 func (s *session) openTurn(turnID string) (*turn, *Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if e := s.goneLocked(); e != nil {
+		return nil, e
+	}
 	if s.turn == nil || s.turn.id != turnID {
 		e := newError(CodeNoOpenTurn, KindNoOpenTurn, "turn %q is not the open turn of session %s", turnID, s.id)
 		if s.turn == nil {

@@ -30,7 +30,7 @@ Serves the sbx protocol (docs/serve.md): JSON-RPC 2.0, one JSON object per
 line, on stdin/stdout, or with --listen on a unix socket made with mode 0600
 whose every client must be sbx serve's own user or root (SO_PEERCRED; others
 are closed and logged on stderr). Methods: initialize, session/open,
-session/set_preset, session/permissions, turn/begin, turn/end, grants/apply,
+session/set_preset, session/permissions, session/close, turn/begin, turn/end, grants/apply,
 exec (an sbx exec request plus session_id, turn_id and call_id),
 exec/cancel, $/cancelRequest, shutdown, exit.
 

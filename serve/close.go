@@ -1,0 +1,107 @@
+package serve
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// closeSession is session/close {session_id}: the session ends for good.
+// From the request on, the session is unknown to every method (lookup
+// refuses a session being closed), its running calls are cancelled as a
+// client disconnect cancels them (their pending approvals settle
+// cancelled, each recorded, and the clients asked get $/cancelRequest),
+// and once they have finished and their records are written, its open
+// turn is ended and session/closed is recorded. The result, null, comes
+// after that: the log holds the close when the client reads it.
+//
+// The wait runs off the connection's reader, as an exec does, so that
+// the connection's other messages are still read meanwhile.
+func (c *conn) closeSession(id, params json.RawMessage) {
+	var p sessionParams
+	if e := decodeParams(params, &p); e != nil {
+		c.replyIf(id, nil, e)
+		return
+	}
+	sess, calls, e := c.srv.beginClose(p.SessionID)
+	if e != nil {
+		c.replyIf(id, nil, e)
+		return
+	}
+	for _, rc := range calls {
+		rc.cancel()
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		for _, rc := range calls {
+			<-rc.done
+		}
+		c.replyIf(id, nil, c.srv.finishClose(sess))
+	}()
+}
+
+func (c *conn) replyIf(id json.RawMessage, result any, e *Error) {
+	if id != nil {
+		c.reply(id, result, e)
+	}
+}
+
+// beginClose marks the session closing and returns its running calls.
+// Under s.mu, as exec's register: a call registers before (and is
+// returned here) or is refused.
+func (s *Server) beginClose(id string) (*session, []*runningCall, *Error) {
+	sess, e := s.lookup(id)
+	if e != nil {
+		return nil, nil, e
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if sess.closing {
+		// Another session/close took it meanwhile.
+		return nil, nil, unknownSession(id)
+	}
+	sess.closing = true
+	var calls []*runningCall
+	for _, rc := range s.calls {
+		if rc.sess == sess {
+			calls = append(calls, rc)
+		}
+	}
+	return sess, calls, nil
+}
+
+// finishClose records the end of the open turn and session/closed, then
+// forgets the session. Should a record fail, the session stays open
+// (closing is undone: what is recorded is what happened, a turn ended at
+// most) and the error says so.
+func (s *Server) finishClose(sess *session) *Error {
+	sess.mu.Lock()
+	err := sess.closeLocked()
+	sess.mu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		sess.closing = false
+		return asError(fmt.Errorf("session/close %s: %w", sess.id, err))
+	}
+	delete(s.sessions, sess.id)
+	s.closed[sess.id] = true
+	s.changed.fire()
+	return nil
+}
+
+// closeLocked ends the open turn and records session/closed; sess.mu is
+// held.
+func (sess *session) closeLocked() error {
+	if sess.turn != nil {
+		if err := sess.append(RecTurnEnded, turnRecord{TurnID: sess.turn.id}); err != nil {
+			return err
+		}
+		sess.endTurnLocked()
+	}
+	if err := sess.append(RecSessionClosed, struct{}{}); err != nil {
+		return err
+	}
+	sess.closed = true
+	return nil
+}
