@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sort"
 	"sync"
 
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -32,11 +33,19 @@ const (
 // malformed response or a lost connection is unavailable. Nothing it
 // reads becomes a lasting grant. A question cancelled on sbx's side (or
 // timed out) is withdrawn with $/cancel_request, and what the client says
-// later is dropped.
+// later is dropped; Close withdraws every pending one the same way before
+// the connection closes.
 type ACPAnswerer struct {
 	conn io.ReadWriteCloser
 	out  *wire
 	logf func(format string, args ...any)
+
+	// sendMu orders what is written about a request: it is held from a
+	// request's registration through its send, and from its withdrawal
+	// through its $/cancel_request, and Close takes it before it closes
+	// the connection; so a withdrawal is never cut off by the close nor
+	// written before the request it withdraws.
+	sendMu sync.Mutex
 
 	mu      sync.Mutex
 	pending map[string]chan acpReply // by request id
@@ -70,11 +79,44 @@ func NewACPAnswerer(conn io.ReadWriteCloser, max int, logf func(format string, a
 	return a
 }
 
-// Close closes the connection; pending questions end unavailable.
+// errACPClosed: the server closed the connection (its shutdown).
+var errACPClosed = errors.New("acp: the server closed the connection to the ACP client")
+
+// Close withdraws every pending question with $/cancel_request (each
+// ends cancelled), then closes the connection: the client learns that
+// its open permission dialogs are moot before the connection ends, not
+// from the end itself. Nothing is claimed after it.
 func (a *ACPAnswerer) Close() error {
+	a.sendMu.Lock()
+	a.mu.Lock()
+	var ids []string
+	for id, ch := range a.pending {
+		// Cancelled, not a failure: the server is going away, and its
+		// approvals settle cancelled as every other of its answerers'.
+		ch <- acpReply{outcome: escalate.Cancelled}
+		delete(a.pending, id)
+		ids = append(ids, id)
+	}
+	if a.down == nil {
+		a.down = errACPClosed
+	}
+	a.mu.Unlock()
+	sort.Strings(ids)
+	for _, id := range ids {
+		a.cancelRequest(id)
+	}
+	a.sendMu.Unlock()
 	err := a.conn.Close()
 	<-a.done
 	return err
+}
+
+// cancelRequest writes ACP's $/cancel_request for request id; a.sendMu
+// is held.
+func (a *ACPAnswerer) cancelRequest(id string) {
+	if err := a.out.send(notification{JSONRPC: "2.0", Method: "$/cancel_request", Params: map[string]string{"requestId": id}}); err != nil {
+		a.logf("acp: $/cancel_request %s: %v", id, err)
+	}
 }
 
 func (a *ACPAnswerer) Claim(q Question) bool {
@@ -149,29 +191,46 @@ func (a *ACPAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome,
 	}
 	id := ACPRequestID(q.ApprovalID)
 	ch := make(chan acpReply, 1)
+	a.sendMu.Lock()
 	a.mu.Lock()
 	switch {
 	case a.down != nil:
 		a.mu.Unlock()
+		a.sendMu.Unlock()
 		return escalate.Unavailable, a.down
 	case a.pending[id] != nil:
 		a.mu.Unlock()
+		a.sendMu.Unlock()
 		return escalate.Unavailable, fmt.Errorf("acp: approval %s: asked twice", q.ApprovalID)
 	}
 	a.pending[id] = ch
 	a.mu.Unlock()
 	defer a.forget(id)
-	if err := a.out.send(request{JSONRPC: "2.0", ID: id, Method: "session/request_permission", Params: acpParams(q)}); err != nil {
+	err := a.out.send(request{JSONRPC: "2.0", ID: id, Method: "session/request_permission", Params: acpParams(q)})
+	a.sendMu.Unlock()
+	if err != nil {
 		return escalate.Unavailable, fmt.Errorf("acp: session/request_permission: %w", err)
 	}
 	select {
 	case r := <-ch:
 		return r.outcome, r.err
 	case <-ctx.Done():
-		if err := a.out.send(notification{JSONRPC: "2.0", Method: "$/cancel_request", Params: map[string]string{"requestId": id}}); err != nil {
-			a.logf("acp: $/cancel_request %s: %v", id, err)
-		}
+		a.withdraw(id)
 		return escalate.Cancelled, ctx.Err()
+	}
+}
+
+// withdraw sends $/cancel_request for id unless it is no longer pending
+// (answered meanwhile, or withdrawn by Close already).
+func (a *ACPAnswerer) withdraw(id string) {
+	a.sendMu.Lock()
+	defer a.sendMu.Unlock()
+	a.mu.Lock()
+	_, pending := a.pending[id]
+	delete(a.pending, id)
+	a.mu.Unlock()
+	if pending {
+		a.cancelRequest(id)
 	}
 }
 

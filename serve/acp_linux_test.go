@@ -366,3 +366,35 @@ func TestACPFile(t *testing.T) {
 		t.Error("DialACP of no socket: connected")
 	}
 }
+
+// TestACPShutdown: the server's shutdown, and closing the ACP answerer
+// (sbx serve's last step), withdraw a pending session/request_permission
+// with $/cancel_request before the connection ends; the approval settles
+// cancelled.
+func TestACPShutdown(t *testing.T) {
+	for _, how := range []string{"shutdown", "close"} {
+		t.Run(how, func(t *testing.T) {
+			f, a := newFakeACP(t)
+			c := newClient(t, Options{Answerer: Waterfall{a}})
+			ws, turn := c.openTurn("s", map[string]any{"preset": "auto", "acp_session_id": "acp-1"})
+			out := t.TempDir()
+			pending := c.start("exec", escalating("s", turn, "c1", ws, out))
+			req := f.next("session/request_permission")
+			if how == "shutdown" {
+				c.ok("shutdown", nil)
+			} else {
+				a.Close()
+			}
+			if w := f.next("$/cancel_request"); w["params"].(map[string]any)["requestId"] != req["id"] {
+				t.Errorf("$/cancel_request %v", w)
+			}
+			if code, data := errorOf(t, "exec", c.wait(pending)); code != CodeDenied || data["outcome"] != "cancelled" || ran(out) {
+				t.Errorf("%d %v ran=%v", code, data, ran(out))
+			}
+			a.Close()
+			if m, ok := <-f.lines; ok {
+				t.Errorf("after the withdrawal: %v", m)
+			}
+		})
+	}
+}

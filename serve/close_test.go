@@ -125,3 +125,27 @@ func TestRestoreClosed(t *testing.T) {
 	}
 	c2.ok("session/permissions", map[string]any{"session_id": "kept"})
 }
+
+// TestShutdownSettlesApprovals: shutdown settles a pending approval
+// cancelled (recorded, withdrawn with $/cancelRequest): the call is
+// denied, nothing waits for the answer timeout, and a later answer is
+// expired.
+func TestShutdownSettlesApprovals(t *testing.T) {
+	c, _ := clientServer(t, Options{})
+	ws, turn := c.openTurn("s", map[string]any{"preset": "auto"})
+	out := t.TempDir()
+	pending := c.start("exec", escalating("s", turn, "c1", ws, out))
+	req := c.note("approval/requested")
+	c.ok("shutdown", nil)
+	if w := c.note("$/cancelRequest")["params"].(map[string]any); w["id"] != req["id"] {
+		t.Errorf("$/cancelRequest %v", w)
+	}
+	if code, data := errorOf(t, "exec", c.wait(pending)); code != CodeDenied || data["outcome"] != "cancelled" || ran(out) {
+		t.Errorf("%d %v ran=%v", code, data, ran(out))
+	}
+	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" {
+		t.Errorf("decided %v", d)
+	}
+	c.answer(req["id"], allowed("s", req["params"].(map[string]any)["approval_id"].(string)))
+	c.refused(RefusedExpired)
+}

@@ -215,13 +215,16 @@ func (c *conn) unregister(rc *runningCall) {
 var errCancelled = errors.New("cancelled")
 
 // run runs one exec call and finishes its record. ctx ends when the call
-// is cancelled or its client goes away; approvals also end with the turn.
+// is cancelled or its client goes away; approvals also end with the turn
+// and at the server's shutdown.
 func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *execParams, raw json.RawMessage) (any, *Error) {
 	hooks := c.srv.opt.Hooks
 	askCtx, stopAsk := context.WithCancel(ctx)
 	defer stopAsk()
 	stopTurn := context.AfterFunc(t.ctx, stopAsk)
 	defer stopTurn()
+	stopServer := context.AfterFunc(c.srv.asking, stopAsk)
+	defer stopServer()
 	ap := &approval{sess: sess, turnID: p.TurnID, callID: p.CallID, command: shownCommand(&p.Request), answerer: c.srv.opt.Answerer,
 		timeout: c.srv.opt.AnswerTimeout, ctx: askCtx, hooks: hooks}
 	var approver escalate.Approver = ap

@@ -116,7 +116,8 @@ func clientApprovals(raw json.RawMessage) (bool, *Error) {
 }
 
 // shutdownMethod: the connection takes no more requests but exit, and the
-// server no more connections; calls in flight finish.
+// server no more connections; calls in flight finish, and their pending
+// approvals settle cancelled (Server.Shutdown).
 func (c *conn) shutdownMethod(id, params json.RawMessage) {
 	var p struct{}
 	if e := decodeParams(params, &p); e != nil {
@@ -126,9 +127,7 @@ func (c *conn) shutdownMethod(id, params json.RawMessage) {
 	c.mu.Lock()
 	c.shutdown = true
 	c.mu.Unlock()
-	c.srv.mu.Lock()
-	c.srv.shutdown = true
-	c.srv.mu.Unlock()
+	c.srv.Shutdown()
 	if id != nil {
 		c.reply(id, nil, nil)
 	}

@@ -87,6 +87,10 @@ type Server struct {
 	// ends with session/closed.
 	closed   map[string]bool
 	shutdown bool
+	// asking ends at shutdown (stopAsking): every approval still pending
+	// then settles cancelled, and none is asked after it.
+	asking     context.Context
+	stopAsking context.CancelFunc
 	// changed fires when a session opens or its preset changes (the
 	// browser panel's event stream).
 	changed broadcast
@@ -113,7 +117,23 @@ func New(opt Options) *Server {
 	if opt.Logf == nil {
 		opt.Logf = func(format string, args ...any) { fmt.Fprintf(os.Stderr, "sbx serve: "+format+"\n", args...) }
 	}
-	return &Server{opt: opt, table: profiles.Builtin(), sessions: map[string]*session{}, calls: map[string]*runningCall{}, closed: map[string]bool{}}
+	s := &Server{opt: opt, table: profiles.Builtin(), sessions: map[string]*session{}, calls: map[string]*runningCall{}, closed: map[string]bool{}}
+	s.asking, s.stopAsking = context.WithCancel(context.Background())
+	return s
+}
+
+// Shutdown shuts the server down as the shutdown method does: it takes no
+// more connections (ServeListener ends once the last one has) and every
+// pending approval settles cancelled, each recorded by its call, and its
+// request withdrawn ($/cancelRequest, ACP's $/cancel_request). Calls in
+// flight go on, without approvals. sbx serve calls it on SIGTERM, SIGINT
+// and SIGHUP before the connections end, so that the settling is on the
+// log and the withdrawals on the wire first.
+func (s *Server) Shutdown() {
+	s.mu.Lock()
+	s.shutdown = true
+	s.mu.Unlock()
+	s.stopAsking()
 }
 
 // Logf logs through the server's Options.Logf.

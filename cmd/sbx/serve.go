@@ -204,10 +204,23 @@ func serveCmd(args []string, stdio Stdio) int {
 	for _, p := range srv.Restore(sessions) {
 		opt.Logf("state: session %s not restored: %v", p.SessionID, p.Err)
 	}
-	// SIGTERM, SIGINT and SIGHUP end the server: every connection ends, and
-	// with it every running call's tree.
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	defer stop()
+	// SIGTERM, SIGINT and SIGHUP end the server: first its pending
+	// approvals settle cancelled (recorded, withdrawn from the clients
+	// asked while their connections are up), then every connection ends,
+	// and with it every running call's tree.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	go func() {
+		select {
+		case <-sigs:
+			srv.Shutdown()
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if web != nil {
 		panel, err := web.ListenWeb(srv, webAt)
 		if err != nil {
