@@ -230,8 +230,8 @@ func (p *sockPeer) ok(method string, params any) map[string]any {
 }
 
 // TestServeClientReconnect: over the socket, a pending approval survives
-// the disconnect of the client asked; the client that connects again is
-// sent it with the same rpc id, and its allowed-once runs the call, which
+// the disconnect of the client asked; the client that connects again and
+// names the session is sent it with the same rpc id, and its allowed-once runs the call, which
 // another connection is waiting for.
 func TestServeClientReconnect(t *testing.T) {
 	dir, err := os.MkdirTemp("", "sbx-serve-answer-")
@@ -257,6 +257,8 @@ func TestServeClientReconnect(t *testing.T) {
 	ws := workspace(t)
 	runner.ok("session/open", map[string]any{"session_id": "s", "cwd": ws, "preset": "auto"})
 	turn := runner.ok("turn/begin", map[string]any{"session_id": "s"})["turn_id"].(string)
+	// The answering client is the session's once it names it.
+	asked.ok("session/permissions", map[string]any{"session_id": "s"})
 	out := approvalTarget(t)
 	runner.start("exec", escalatingExec("s", turn, "c1", ws, out))
 	first := nextNote(t, asked.notes, "approval/requested")
@@ -268,6 +270,7 @@ func TestServeClientReconnect(t *testing.T) {
 	}
 	again := dialServe(t, sock)
 	again.ok("initialize", approvalsInit)
+	again.ok("session/permissions", map[string]any{"session_id": "s"})
 	second := nextNote(t, again.notes, "approval/requested")
 	if second["id"] != first["id"] || fmt.Sprint(second["params"]) != fmt.Sprint(first["params"]) {
 		t.Fatalf("resent %v, first %v", second, first)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -46,13 +47,16 @@ const maxSettled = 4096
 // {"capabilities": {"approvals": true}} at initialize, with a JSON-RPC
 // request approval/requested, and takes the first valid response.
 //
-// It claims a question only while such a client is connected. Once asked,
-// an approval waits until it is answered, cancelled or timed out, whether
-// or not a client stays connected: a client that (re)connects and
-// initializes with approvals is sent every pending approval again, with
-// the same rpc id. The sessions of a server are not bound to connections
-// (any connection may name any session, and only the server's uid may
-// connect), so every approval goes to every such client.
+// A session's approvals go only to the connections bound to it: the one
+// that opened it, and every one that has since sent a request whose
+// session_id names it (conn.bindNamed). It claims a question only while
+// such a client, one that declared approvals, is connected: else the
+// waterfall passes on. Once asked, an approval waits until it is
+// answered, cancelled or timed out, whether or not a client stays
+// connected: a client that (re)connects, initializes with approvals and
+// names the session is sent its pending approvals again, with the same
+// rpc id. (Only the server's uid may connect, so binding is about which
+// client is the session's user, not about trust.)
 type ClientAnswerer struct {
 	mu      sync.Mutex
 	conns   map[*conn]struct{}
@@ -129,14 +133,15 @@ type clientAsk struct {
 // resends, unique as approval ids are.
 func RPCID(approvalID string) string { return "approval-" + approvalID }
 
-func (a *ClientAnswerer) Claim(Question) bool {
+func (a *ClientAnswerer) Claim(q Question) bool {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return len(a.conns) > 0
+	return len(a.connsLocked(q.SessionID)) > 0
 }
 
-// Answer sends approval/requested to every attached client and waits for
-// the first valid response, or for ctx (cancellation, the answer timeout).
+// Answer sends approval/requested to every attached client bound to the
+// session and waits for the first valid response, or for ctx
+// (cancellation, the answer timeout).
 func (a *ClientAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
 	tool := q.Tool
 	if tool == "" {
@@ -154,7 +159,7 @@ func (a *ClientAnswerer) Answer(ctx context.Context, q Question) (escalate.Outco
 	a.seq++
 	ask.seq = a.seq
 	a.pending[ask.rpcID] = ask
-	conns := a.connsLocked()
+	conns := a.connsLocked(ask.sessionID)
 	a.mu.Unlock()
 	a.changed.fire()
 	for _, c := range conns {
@@ -175,7 +180,8 @@ func (a *ClientAnswerer) Answer(ctx context.Context, q Question) (escalate.Outco
 
 // settle takes ask out of pending (false when it was no longer there),
 // remembers how a later response to it is refused, and tells the other
-// attached clients that the request is withdrawn ($/cancelRequest).
+// attached clients of its session that the request is withdrawn
+// ($/cancelRequest).
 func (a *ClientAnswerer) settle(ask *clientAsk, later string, by *conn, outcome escalate.Outcome) bool {
 	a.mu.Lock()
 	if a.pending[ask.rpcID] != ask {
@@ -191,7 +197,7 @@ func (a *ClientAnswerer) settle(ask *clientAsk, later string, by *conn, outcome 
 	if outcome != "" {
 		ask.done <- outcome
 	}
-	conns := a.connsLocked()
+	conns := a.connsLocked(ask.sessionID)
 	a.mu.Unlock()
 	a.changed.fire()
 	id, _ := json.Marshal(ask.rpcID)
@@ -203,26 +209,50 @@ func (a *ClientAnswerer) settle(ask *clientAsk, later string, by *conn, outcome 
 	return true
 }
 
-func (a *ClientAnswerer) connsLocked() []*conn {
-	out := make([]*conn, 0, len(a.conns))
+// connsLocked are the attached clients bound to the session; a.mu is held.
+func (a *ClientAnswerer) connsLocked(sessionID string) []*conn {
+	var out []*conn
 	for c := range a.conns {
-		out = append(out, c)
+		if c.boundTo(sessionID) {
+			out = append(out, c)
+		}
 	}
 	return out
 }
 
-// attach makes c an answering client, and sends it every pending
-// approval, with its rpc id.
+// attach makes c an answering client, and sends it the pending approvals
+// of the sessions it is bound to, with their rpc ids.
 func (a *ClientAnswerer) attach(c *conn) {
 	a.mu.Lock()
 	a.conns[c] = struct{}{}
-	var again []request
+	a.mu.Unlock()
+	a.resend(c, c.boundTo)
+}
+
+// bind: c was bound to the session; if it answers approvals, it is sent
+// the session's pending ones.
+func (a *ClientAnswerer) bind(c *conn, sessionID string) {
+	a.resend(c, func(id string) bool { return id == sessionID })
+}
+
+// resend sends attached c the pending approvals of the sessions of, oldest
+// first, each with its rpc id (the same every time).
+func (a *ClientAnswerer) resend(c *conn, of func(sessionID string) bool) {
+	a.mu.Lock()
+	if _, attached := a.conns[c]; !attached {
+		a.mu.Unlock()
+		return
+	}
+	var again []*clientAsk
 	for _, ask := range a.pending {
-		again = append(again, ask.req)
+		if of(ask.sessionID) {
+			again = append(again, ask)
+		}
 	}
 	a.mu.Unlock()
-	for _, r := range again {
-		c.sendRequest(r)
+	slices.SortFunc(again, func(x, y *clientAsk) int { return int(x.seq - y.seq) })
+	for _, ask := range again {
+		c.sendRequest(ask.req)
 	}
 }
 
@@ -255,6 +285,9 @@ func (a *ClientAnswerer) respond(c *conn, m message) (kind, why string) {
 		return later, "approval request " + rpcID + " is already settled"
 	case ask == nil:
 		return RefusedUnknown, "no approval/requested has the id " + rpcID
+	case !c.boundTo(ask.sessionID):
+		// It was never sent here: the connection is not the session's.
+		return RefusedUnknown, "this connection was sent no approval/requested of session " + ask.sessionID + " (name the session in a request first)"
 	}
 	outcome, kind, why := ask.read(m)
 	if kind != "" {

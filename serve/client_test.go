@@ -223,6 +223,7 @@ func TestClientRace(t *testing.T) {
 	a, _ := clientServer(t, Options{})
 	b := a.another(true)
 	ws, turn := a.openTurn("s", map[string]any{"preset": "auto"})
+	b.ok("session/permissions", map[string]any{"session_id": "s"}) // b is the session's too
 	out := t.TempDir()
 	pending := a.start("exec", escalating("s", turn, "c1", ws, out))
 	ra, rb := a.note("approval/requested"), b.note("approval/requested")
@@ -330,13 +331,15 @@ func TestAnswererTimeout(t *testing.T) {
 }
 
 // TestClientReconnect: a pending approval survives its answering client's
-// disconnect; a client that connects and initializes with approvals is
-// sent it again with the same rpc id, and its answer runs the call.
+// disconnect; a client that connects, initializes with approvals and
+// names the session is sent it again with the same rpc id, and its
+// answer runs the call.
 func TestClientReconnect(t *testing.T) {
 	cl := NewClientAnswerer()
 	runner := newClient(t, Options{Client: cl, Answerer: Waterfall{cl}})
 	answering := runner.another(true)
 	ws, turn := runner.openTurn("s", map[string]any{"preset": "auto"})
+	answering.ok("session/permissions", map[string]any{"session_id": "s"})
 	out := t.TempDir()
 	pending := runner.start("exec", escalating("s", turn, "c1", ws, out))
 	first := answering.note("approval/requested")
@@ -344,6 +347,8 @@ func TestClientReconnect(t *testing.T) {
 	answering.w.Close()
 	<-answering.done
 	again := runner.another(true)
+	again.noNote("approval/requested", 50*time.Millisecond) // not the session's yet
+	again.ok("session/permissions", map[string]any{"session_id": "s"})
 	second := again.note("approval/requested")
 	if second["id"] != first["id"] || fmt.Sprint(second["params"]) != fmt.Sprint(first["params"]) {
 		t.Fatalf("resent %v, first %v", second, first)
@@ -431,4 +436,42 @@ func TestShownCommand(t *testing.T) {
 			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
 		}
 	}
+}
+
+// TestClientBinding: a session's approvals go only to the approval
+// clients bound to it (it opened the session, or named it since); a
+// response from another connection is refused as unknown and changes
+// nothing; with no such client bound, the client answerer does not claim
+// and the waterfall passes on.
+func TestClientBinding(t *testing.T) {
+	var passed []string
+	next := Always{AnswererFunc(func(_ context.Context, q Question) (escalate.Outcome, error) {
+		passed = append(passed, q.SessionID)
+		return escalate.Rejected, nil
+	})}
+	a, _ := clientServer(t, Options{}, next)
+	b := a.another(true)
+	runner := a.another(false)
+	ws, turnA := a.openTurn("a", map[string]any{"preset": "auto"})
+	b.openTurn("b", map[string]any{"preset": "auto"})
+	out := t.TempDir()
+	pending := a.start("exec", escalating("a", turnA, "c1", ws, out))
+	req := a.note("approval/requested")
+	b.noNote("approval/requested", 100*time.Millisecond)
+	approval := req["params"].(map[string]any)["approval_id"].(string)
+	b.answer(req["id"], map[string]any{"session_id": "a", "approval_id": approval, "outcome": "rejected"})
+	b.refused(RefusedUnknown)
+	a.answer(req["id"], allowed("a", approval))
+	if m := a.wait(pending); m["error"] != nil || !ran(out) {
+		t.Fatalf("the bound client's answer: %v ran=%v", m, ran(out))
+	}
+	b.noNote("$/cancelRequest", 50*time.Millisecond)
+
+	// Session x is bound to runner only, which answers no approvals.
+	wsX, turnX := runner.openTurn("x", map[string]any{"preset": "auto"})
+	code, data := runner.fail("exec", escalating("x", turnX, "cx", wsX, t.TempDir()))
+	if code != CodeDenied || data["outcome"] != "rejected" || !slices.Equal(passed, []string{"x"}) {
+		t.Errorf("unbound: %d %v, passed to %v", code, data, passed)
+	}
+	a.noNote("approval/requested", 50*time.Millisecond)
 }

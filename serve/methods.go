@@ -21,7 +21,7 @@ func init() {
 	methods = map[string]handler{
 		"initialize":          (*conn).initialize,
 		"shutdown":            (*conn).shutdownMethod,
-		"session/open":        simple((*Server).openSession),
+		"session/open":        (*conn).openSession,
 		"session/set_preset":  simple((*Server).setPreset),
 		"session/permissions": simple((*Server).permissions),
 		"session/close":       (*conn).closeSession,
@@ -162,7 +162,18 @@ type openedRecord struct {
 	ACPSessionID string `json:"acp_session_id,omitempty"`
 }
 
-func (s *Server) openSession(params json.RawMessage) (any, *Error) {
+// openSession is session/open: the session opened is bound to the
+// connection that opened it (its approvals are sent there), before the
+// result tells the client its id.
+func (c *conn) openSession(id, params json.RawMessage) {
+	res, e := c.srv.openSession(params)
+	if e == nil {
+		c.bind(res.SessionID)
+	}
+	c.replyIf(id, res, e)
+}
+
+func (s *Server) openSession(params json.RawMessage) (*facts, *Error) {
 	var p openParams
 	if e := decodeParams(params, &p); e != nil {
 		return nil, e
@@ -245,7 +256,8 @@ func (s *Server) openSession(params json.RawMessage) (any, *Error) {
 	}
 	s.sessions[sess.id] = sess
 	s.changed.fire()
-	return sess.factsLocked(s.table), nil
+	f := sess.factsLocked(s.table)
+	return &f, nil
 }
 
 // childFacts pins a child session's facts: only the parent's explicit

@@ -200,6 +200,9 @@ type conn struct {
 	shutdown    bool
 	// requests are the exec requests in flight, by their JSON-RPC id.
 	requests map[string]*runningCall
+	// bound are the sessions the connection opened or named: only their
+	// approvals are sent to it (ClientAnswerer).
+	bound map[string]bool
 }
 
 // reply sends the response to a request (id nil: the id could not be
@@ -287,8 +290,52 @@ func (c *conn) handle(line []byte) (done bool, err error) {
 	if len(params) == 0 || string(params) == "null" {
 		params = json.RawMessage("{}")
 	}
+	// Before the method runs: an exec's approval may be asked before its
+	// handler returns, and must find the connection bound.
+	c.bindNamed(params)
 	h(c, m.ID, params)
 	return false, nil
+}
+
+// bindNamed binds the connection to the open session its request's
+// params name in session_id, if any (any method: a client that
+// reconnects names its session with its next request, say
+// session/permissions).
+func (c *conn) bindNamed(params json.RawMessage) {
+	var p struct {
+		SessionID string `json:"session_id"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.SessionID == "" {
+		return
+	}
+	c.srv.mu.Lock()
+	sess := c.srv.sessions[p.SessionID]
+	c.srv.mu.Unlock()
+	if sess != nil {
+		c.bind(p.SessionID)
+	}
+}
+
+// bind makes the connection one of the session's: the client answerer
+// sends it the session's approvals, the pending ones at once.
+func (c *conn) bind(sessionID string) {
+	c.mu.Lock()
+	if c.bound == nil {
+		c.bound = map[string]bool{}
+	}
+	fresh := !c.bound[sessionID]
+	c.bound[sessionID] = true
+	c.mu.Unlock()
+	if cl := c.srv.opt.Client; fresh && cl != nil {
+		cl.bind(c, sessionID)
+	}
+}
+
+// boundTo reports whether the connection is one of the session's.
+func (c *conn) boundTo(sessionID string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.bound[sessionID]
 }
 
 // admit refuses methods before initialize and after shutdown.
