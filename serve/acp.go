@@ -237,10 +237,7 @@ func (a *ACPAnswerer) withdraw(id string) {
 // acpParams is the question as ACP asks it: the call (toolCallId is its
 // call_id, the title its reason) and the two options.
 func acpParams(q Question) acpPermissionRequest {
-	tool := q.Tool
-	if tool == "" {
-		tool = "shell"
-	}
+	tool := q.toolName()
 	title := q.Justification
 	if title == "" {
 		title = tool + " call " + q.CallID + " asks for more than its sandbox allows"

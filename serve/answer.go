@@ -27,6 +27,15 @@ type Question struct {
 	escalate.ApprovalRequest
 }
 
+// toolName is the question's tool as the records and the answerers name
+// it: an exec call without one is a shell call.
+func (q Question) toolName() string {
+	if q.Tool == "" {
+		return "shell"
+	}
+	return q.Tool
+}
+
 // Answerer answers approval questions for the server. The outcome
 // vocabulary is closed: only escalate.AllowedOnce lets the call proceed,
 // and anything else (rejected, cancelled, unavailable, an unknown word, an
@@ -123,18 +132,17 @@ func (a *approval) Approve(_ context.Context, req escalate.ApprovalRequest) (esc
 		// without asking (and nothing to record: nothing was asked).
 		return escalate.Cancelled, nil
 	}
-	asked := askedRecord{ApprovalID: req.ApprovalID, SessionID: a.sess.id, TurnID: a.turnID, ToolName: req.Tool,
+	asked := askedRecord{ApprovalID: req.ApprovalID, SessionID: a.sess.id, TurnID: a.turnID, ToolName: Question{ApprovalRequest: req}.toolName(),
 		CallID: a.callID, Reason: req.Justification}
-	if asked.ToolName == "" {
-		asked.ToolName = "shell"
-	}
 	if err := a.sess.append(RecApprovalAsked, asked); err != nil {
 		return escalate.Unavailable, fmt.Errorf("%w: %v", errLog, err)
 	}
 	a.mu.Lock()
 	a.asked = true
 	a.mu.Unlock()
+	a.sess.noteAsked(asked)
 	outcome := a.answer(ctx, req)
+	a.sess.noteDecided(req.ApprovalID)
 	if err := a.sess.append(RecApprovalDecided, decidedRecord{ApprovalID: req.ApprovalID, Outcome: string(outcome)}); err != nil {
 		// The call proceeds only once the decided record is durable.
 		return escalate.Unavailable, fmt.Errorf("%w: %v", errLog, err)

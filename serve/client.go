@@ -143,10 +143,7 @@ func (a *ClientAnswerer) Claim(q Question) bool {
 // session and waits for the first valid response, or for ctx
 // (cancellation, the answer timeout).
 func (a *ClientAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
-	tool := q.Tool
-	if tool == "" {
-		tool = "shell"
-	}
+	tool := q.toolName()
 	ask := &clientAsk{rpcID: RPCID(q.ApprovalID), ctx: ctx, sessionID: q.SessionID, approvalID: q.ApprovalID,
 		done: make(chan escalate.Outcome, 1)}
 	ask.req = request{JSONRPC: "2.0", ID: ask.rpcID, Method: "approval/requested", Params: approvalRequested{

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -45,6 +46,10 @@ type session struct {
 	grants map[string]*envGrants
 	// replay is what Restore left to settle (nil once served).
 	replay *replayState
+	// undecided are the session's approval/asked records not yet
+	// decided, oldest first: the audit facts the browser panel claims by
+	// (WebAnswerer.Claim).
+	undecided []askedRecord
 	// closed is set (under mu) once session/closed is durable: a request
 	// that looked the session up before it may not act on it any more.
 	closed bool
@@ -155,4 +160,32 @@ func newID(prefix string) string {
 		return fmt.Sprintf("%st%x", prefix, time.Now().UnixNano())
 	}
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// noteAsked: r is durable in the log, and undecided.
+func (s *session) noteAsked(r askedRecord) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.undecided = append(s.undecided, r)
+}
+
+// noteDecided: the approval is settled (its decided record written, or
+// failed: it is not answered any more either way).
+func (s *session) noteDecided(approvalID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.undecided = slices.DeleteFunc(s.undecided, func(r askedRecord) bool { return r.ApprovalID == approvalID })
+}
+
+// newestUndecided is the newest undecided asked record that match takes,
+// false when there is none.
+func (s *session) newestUndecided(match func(askedRecord) bool) (askedRecord, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for i := len(s.undecided) - 1; i >= 0; i-- {
+		if match(s.undecided[i]) {
+			return s.undecided[i], true
+		}
+	}
+	return askedRecord{}, false
 }

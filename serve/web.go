@@ -46,9 +46,18 @@ const TokenHeader = "X-Sbx-Token"
 
 // WebAnswerer is the browser panel (sbx serve --web 127.0.0.1:PORT): a
 // page on a loopback port that shows the pending approvals as cards and
-// the sessions' presets, and answers them. It claims an approval while at
-// least one panel is connected (an event stream is open), and never
-// otherwise: then the waterfall passes on.
+// the sessions' presets, and answers them.
+//
+// It claims a question only while at least one panel is connected (an
+// event stream is open), and then by the audit fact, as the seed's proxy
+// answerer does: it looks for the newest approval/asked record of the
+// question's session, tool and call that is undecided and not claimed by
+// another pending item (on the board already), and claims the question
+// only when that record is the question's own. A question without such a
+// record (none was made durable, it is decided already, a newer ask of
+// the same call is undecided, it is pending already) is not claimed:
+// the waterfall passes on, and the panel never makes up an approval to
+// answer.
 //
 // Its approvals are the client answerer's (board): one set of pending
 // approvals, settled by one path, whoever answers. A click and a client's
@@ -59,6 +68,8 @@ type WebAnswerer struct {
 	mu    sync.Mutex
 	// panels counts the open event streams.
 	panels int
+	// srv is the server whose sessions the panel shows (ListenWeb's).
+	srv *Server
 }
 
 // NewWebAnswerer makes the panel's answerer on board, the server's client
@@ -66,11 +77,24 @@ type WebAnswerer struct {
 // client answerer (then no client is asked).
 func NewWebAnswerer(board *ClientAnswerer) *WebAnswerer { return &WebAnswerer{board: board} }
 
-// Claim: a panel is connected.
-func (w *WebAnswerer) Claim(Question) bool {
+// Claim: a panel is connected, and q's approval/asked record is the
+// newest matching, undecided one no pending item claimed.
+func (w *WebAnswerer) Claim(q Question) bool {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.panels > 0
+	panels, srv := w.panels, w.srv
+	w.mu.Unlock()
+	if panels == 0 || srv == nil {
+		return false
+	}
+	sess, e := srv.lookup(q.SessionID)
+	if e != nil {
+		return false
+	}
+	tool := q.toolName()
+	rec, ok := sess.newestUndecided(func(r askedRecord) bool {
+		return r.SessionID == q.SessionID && r.ToolName == tool && r.CallID == q.CallID && !w.board.isPending(RPCID(r.ApprovalID))
+	})
+	return ok && rec.ApprovalID == q.ApprovalID
 }
 
 // Answer puts q on the board (the panels see it, and so do the clients
@@ -116,6 +140,9 @@ func (w *WebAnswerer) ListenWeb(srv *Server, addr netip.AddrPort) (*WebPanel, er
 	if err != nil {
 		return nil, err
 	}
+	w.mu.Lock()
+	w.srv = srv
+	w.mu.Unlock()
 	return &WebPanel{w: w, srv: srv, l: l, auth: l.Addr().String(), token: hex.EncodeToString(b[:])}, nil
 }
 
@@ -415,6 +442,13 @@ func decodeBody(body []byte, v any) *httpError {
 		return badRequest("body: %v", err)
 	}
 	return nil
+}
+
+// isPending reports whether the approval request of rpcID is pending.
+func (a *ClientAnswerer) isPending(rpcID string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.pending[rpcID] != nil
 }
 
 // pendingParams are the pending approvals' approval/requested params,

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/escalate"
 )
 
 // panelServer is a server whose waterfall is (the client answerer, when
@@ -655,5 +657,74 @@ func TestWebConnectionCap(t *testing.T) {
 			t.Fatalf("the panel did not recover: %v", err)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestWebClaimsTheAuditFact: with a panel open, the panel claims a
+// question only when its approval/asked record is the newest of its
+// session, tool and call that is undecided and not claimed by another
+// pending item; a question without such a record (never recorded,
+// decided, superseded, pending already, another call's) is not claimed,
+// and goes down the waterfall: the panel invents no approval.
+func TestWebClaimsTheAuditFact(t *testing.T) {
+	p := newPanelServer(t, false)
+	p.c.openTurn("s", map[string]any{"preset": "auto"})
+	w := p.panel.w
+	q := func(approval, call string) Question {
+		return Question{SessionID: "s", ApprovalRequest: escalate.ApprovalRequest{ApprovalID: approval, CallID: call}}
+	}
+	if w.Claim(q("a1", "c1")) {
+		t.Fatal("claimed with no panel open")
+	}
+	p.stream()
+	waitFor(t, func() bool { return p.panelCount() > 0 })
+	sess, _ := p.c.srv.lookup("s")
+	asked := func(approval, call string) askedRecord {
+		return askedRecord{ApprovalID: approval, SessionID: "s", ToolName: "shell", CallID: call}
+	}
+	if w.Claim(q("ghost", "c1")) {
+		t.Error("claimed an approval that was never recorded as asked")
+	}
+	sess.noteAsked(asked("a1", "c1"))
+	sess.noteAsked(asked("a2", "c1"))
+	sess.noteAsked(asked("b1", "c2"))
+	for _, tt := range []struct {
+		name string
+		q    Question
+		want bool
+	}{
+		{"the newest of its call", q("a2", "c1"), true},
+		{"superseded by a newer ask of its call", q("a1", "c1"), false},
+		{"another call's", q("a2", "c2"), false},
+		{"its own call's", q("b1", "c2"), true},
+		{"another session's", Question{SessionID: "other", ApprovalRequest: escalate.ApprovalRequest{ApprovalID: "b1", CallID: "c2"}}, false},
+		{"another tool's", Question{SessionID: "s", ApprovalRequest: escalate.ApprovalRequest{ApprovalID: "b1", CallID: "c2", Tool: "fs"}}, false},
+	} {
+		if got := w.Claim(tt.q); got != tt.want {
+			t.Errorf("%s: claimed %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	// a2 claimed by a pending item: a1 is then the newest unclaimed one.
+	w.board.mu.Lock()
+	w.board.pending[RPCID("a2")] = &clientAsk{rpcID: RPCID("a2"), sessionID: "s", approvalID: "a2",
+		req: request{Params: approvalRequested{SessionID: "s", ApprovalID: "a2", ToolName: "shell", CallID: "c1"}}}
+	w.board.mu.Unlock()
+	if w.Claim(q("a2", "c1")) || !w.Claim(q("a1", "c1")) {
+		t.Error("a pending item's approval is claimed again, or the one before it is not")
+	}
+	sess.noteDecided("a1")
+	if w.Claim(q("a1", "c1")) {
+		t.Error("claimed a decided approval")
+	}
+	// Down the waterfall: the next answerer is asked instead.
+	var passed []string
+	next := Always{AnswererFunc(func(_ context.Context, q Question) (escalate.Outcome, error) {
+		passed = append(passed, q.ApprovalID)
+		return escalate.Rejected, nil
+	})}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if o, _ := (Waterfall{w, next}).Answer(ctx, q("ghost", "c1")); o != escalate.Rejected || len(passed) != 1 {
+		t.Errorf("a question without its record: %s, passed %v", o, passed)
 	}
 }

@@ -51,10 +51,13 @@ in order): the first that claims an approval answers it; when none claims,
 the approval is unavailable and the call denied. The answerers:
   client    the connected clients that initialize with
             {"capabilities": {"approvals": true}}, asked with the JSON-RPC
-            request approval/requested; claims while one is connected
+            request approval/requested; claims while one bound to the
+            approval's session (it opened or named the session) is connected
   terminal  the prompt of sbx run on the controlling terminal (/dev/tty);
             claims when the terminal can be opened
-  web       the browser panel of --web; claims while a panel is open
+  web       the browser panel of --web; claims while a panel is open, an
+            approval whose approval/asked record is the newest undecided,
+            unclaimed one of its call (it never invents one)
   approver  the --approver CMD program (as sbx run --approver); claims all
   acp       an Agent Client Protocol client (an editor), asked with
             session/request_permission over --acp-socket PATH (a unix
