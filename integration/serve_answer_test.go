@@ -301,3 +301,74 @@ func TestServeAnswerersRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestServeCloseSession: over the socket, session/close from the
+// answering connection settles the approval another connection's call
+// waits for cancelled (withdrawn with $/cancelRequest), the call is
+// aborted before dispatch, and the session is unknown afterwards; a
+// server restarted on the same state directory does not rebuild it, and
+// sbx log verify accepts the log that ends with session/closed.
+func TestServeCloseSession(t *testing.T) {
+	dir, err := os.MkdirTemp("", "sbx-serve-close-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	state := filepath.Join(dir, "state")
+	serveOn := func(sock string) *exec.Cmd {
+		cmd := exec.Command(sbxBin, "serve", "--listen", sock, "--state-dir", state, "--answerers", "client")
+		cmd.Env = baseEnv()
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+		waitForPath(t, sock)
+		return cmd
+	}
+	first := serveOn(filepath.Join(dir, "a.sock"))
+	runner := dialServe(t, filepath.Join(dir, "a.sock"))
+	runner.ok("initialize", nil)
+	asked := dialServe(t, filepath.Join(dir, "a.sock"))
+	asked.ok("initialize", approvalsInit)
+	ws := workspace(t)
+	runner.ok("session/open", map[string]any{"session_id": "s", "cwd": ws, "preset": "auto"})
+	turn := runner.ok("turn/begin", map[string]any{"session_id": "s"})["turn_id"].(string)
+	asked.ok("session/permissions", map[string]any{"session_id": "s"})
+	out := approvalTarget(t)
+	runner.start("exec", escalatingExec("s", turn, "c1", ws, out))
+	req := nextNote(t, asked.notes, "approval/requested")
+	asked.start("session/close", map[string]any{"session_id": "s"})
+	if m := asked.get(); m["error"] != nil || m["result"] != nil {
+		t.Fatalf("session/close: %v", m)
+	}
+	if w := nextNote(t, asked.notes, "$/cancelRequest")["params"].(map[string]any); w["id"] != req["id"] {
+		t.Errorf("$/cancelRequest %v, want %v", w, req["id"])
+	}
+	m := runner.get()
+	if e, _ := m["error"].(map[string]any); e == nil || e["data"].(map[string]any)["outcome"] != "aborted_before_dispatch" || markerWritten(out) {
+		t.Fatalf("the call: %v ran=%v", m, markerWritten(out))
+	}
+	runner.start("session/permissions", map[string]any{"session_id": "s"})
+	if e, _ := runner.get()["error"].(map[string]any); e == nil || e["data"].(map[string]any)["kind"] != "unknown_session" {
+		t.Errorf("after the close: %v", e)
+	}
+	first.Process.Signal(syscall.SIGTERM)
+	first.Wait()
+
+	serveOn(filepath.Join(dir, "b.sock"))
+	again := dialServe(t, filepath.Join(dir, "b.sock"))
+	again.ok("initialize", nil)
+	again.start("session/permissions", map[string]any{"session_id": "s"})
+	if e, _ := again.get()["error"].(map[string]any); e == nil || e["data"].(map[string]any)["kind"] != "unknown_session" {
+		t.Errorf("a restarted server rebuilt the closed session: %v", e)
+	}
+	if v := sbx(t, opts{args: []string{"log", "verify", state}}); v.code != 0 {
+		t.Errorf("sbx log verify: exit %d\nstdout: %s\nstderr: %s", v.code, v.stdout, v.stderr)
+	}
+	show := sbx(t, opts{args: []string{"log", "show", "--json", state}})
+	for _, typ := range []string{`"approval/decided"`, `"cancelled"`, `"turn/ended"`, `"session/closed"`} {
+		if !strings.Contains(show.stdout, typ) {
+			t.Errorf("sbx log show has no %s:\n%s", typ, show.stdout)
+		}
+	}
+}
