@@ -176,6 +176,11 @@ class Server:
     def permissions(self, session_id: str) -> Dict[str, Any]:
         return self.request("session/permissions", {"session_id": session_id})
 
+    def close_session(self, session_id: str) -> None:
+        """Closes the session for good: its running calls are killed, its pending approvals settle
+        cancelled, its turn ends; afterwards its id is unknown_session (docs/serve.md, "Closing a session")."""
+        self.request("session/close", {"session_id": session_id})
+
     def begin_turn(self, session_id: str) -> str:
         return self.request("turn/begin", {"session_id": session_id})["turn_id"]
 

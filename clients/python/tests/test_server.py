@@ -98,6 +98,18 @@ class ServerTest(_Dirs):
                                           "justification": "test", "additional_permissions": {"network": {"enabled": True}}})
         self.assertEqual((e.exception.kind, e.exception.outcome), ("denied", "unavailable"))
 
+    def test_close_session(self):
+        s = self.srv.open_session(self.ws, preset="auto")
+        self.srv.begin_turn(s)
+        self.assertIsNone(self.srv.close_session(s))
+        for call in (lambda: self.srv.permissions(s), lambda: self.srv.close_session(s)):
+            with self.assertRaises(sbx.ServerError) as e:
+                call()
+            self.assertEqual(e.exception.kind, "unknown_session")
+        with self.assertRaises(sbx.ServerError) as e:
+            self.srv.close_session("")
+        self.assertEqual(e.exception.kind, "invalid_params")
+
     def test_concurrent_calls_from_threads(self):
         s = self.srv.open_session(self.ws, preset="auto")
         turn = self.srv.begin_turn(s)
