@@ -162,6 +162,15 @@ export class Server {
     return this.request("session/set_preset", { session_id: sessionId, key });
   }
 
+  /**
+   * closeSession closes the session for good: its running calls are killed, its pending approvals
+   * settle cancelled, its turn ends; afterwards its id is unknown_session (docs/serve.md, "Closing a
+   * session").
+   */
+  async closeSession(sessionId: string): Promise<void> {
+    await this.request("session/close", { session_id: sessionId });
+  }
+
   async beginTurn(sessionId: string): Promise<string> {
     return ((await this.request("turn/begin", { session_id: sessionId })) as { turn_id: string }).turn_id;
   }

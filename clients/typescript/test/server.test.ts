@@ -85,6 +85,21 @@ describe("Server", () => {
     await assert.rejects(srv.openSession(ws), (e: unknown) => e instanceof sbx.ProtocolError);
   });
 
+  it("closes a session", async () => {
+    const ws = tempDir("sbx-tsserve-");
+    const srv = await sbx.Server.start({ sbx: bin, args: ["--ephemeral"] });
+    try {
+      const s = await srv.openSession(ws, { preset: "auto" });
+      await srv.beginTurn(s);
+      assert.equal(await srv.closeSession(s), undefined);
+      await assert.rejects(srv.setPreset(s, "auto"), (e: unknown) => e instanceof sbx.ServerError && e.kind === "unknown_session");
+      await assert.rejects(srv.closeSession(s), (e: unknown) => e instanceof sbx.ServerError && e.kind === "unknown_session");
+      await assert.rejects(srv.closeSession(""), (e: unknown) => e instanceof sbx.ServerError && e.kind === "invalid_params");
+    } finally {
+      await srv.close();
+    }
+  });
+
   for (const [answer, runs] of [["allowed-once", true], ["rejected", false], ["yes", false]] as const) {
     it(`answers approvals with onApproval: ${answer}`, async () => {
       const ws = tempDir("sbx-tsserve-");
