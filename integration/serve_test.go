@@ -70,9 +70,15 @@ func startServerFiles(t *testing.T, files []*os.File, args ...string) *server {
 		args = append([]string{"--state-dir", t.TempDir()}, args...)
 	}
 	cmd := exec.Command(sbxBin, append([]string{"serve"}, args...)...)
+	cmd.ExtraFiles = files
+	return startServerCmd(t, cmd)
+}
+
+// startServerCmd is startServer with the command that runs sbx serve.
+func startServerCmd(t *testing.T, cmd *exec.Cmd) *server {
+	t.Helper()
 	cmd.Env = baseEnv()
 	cmd.Dir = t.TempDir()
-	cmd.ExtraFiles = files
 	in, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)

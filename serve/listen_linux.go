@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -90,7 +91,24 @@ func allowedPeer(p PeerCred) error {
 	if p.UID == os.Getuid() || p.UID == 0 {
 		return nil
 	}
-	return fmt.Errorf("uid %d (pid %d) is neither the server's uid %d nor root", p.UID, p.PID, os.Getuid())
+	err := fmt.Errorf("uid %d (pid %d) is neither the server's uid %d nor root", p.UID, p.PID, os.Getuid())
+	if p.UID == overflowUID && !identityUIDMap() {
+		// The unprivileged server serves from a user namespace of its own
+		// that maps only its uid: every other uid, root's included, reads
+		// as the overflow uid, and is refused.
+		err = fmt.Errorf("%w: the server runs in a user namespace, where uids it does not map (root's among them) show as the overflow uid", err)
+	}
+	return err
+}
+
+// overflowUID is the kernel's default /proc/sys/kernel/overflowuid.
+const overflowUID = 65534
+
+// identityUIDMap reports whether the server's uids are the host's (the
+// initial user namespace's uid map).
+func identityUIDMap() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	return err == nil && strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
 }
 
 // ServeListener accepts connections on l until ctx ends, or a client

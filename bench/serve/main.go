@@ -9,7 +9,8 @@
 //
 // Run it as the user whose path is to be measured: as root the server
 // launches from a locked thread; unprivileged (runuser -u sbxtest -- ...)
-// through a user namespace and a stage, per call.
+// from a locked thread too, inside the one user namespace the server makes
+// at start-up.
 package main
 
 import (

@@ -29,8 +29,10 @@ const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --epheme
 Serves the sbx protocol (docs/serve.md): JSON-RPC 2.0, one JSON object per
 line, on stdin/stdout, or with --listen on a unix socket made with mode 0600
 whose every client must be sbx serve's own user or root (SO_PEERCRED; others
-are closed and logged on stderr). Methods: initialize, session/open,
-session/set_preset, session/permissions, session/close, turn/begin, turn/end, grants/apply,
+are closed and logged on stderr; an unprivileged server, which serves from a
+user namespace of its own, sees root as the overflow uid and refuses it too).
+Methods: initialize, session/open, session/set_preset, session/permissions,
+session/close, turn/begin, turn/end, grants/apply,
 exec (an sbx exec request plus session_id, turn_id and call_id),
 exec/cancel, $/cancelRequest, shutdown, exit.
 
@@ -148,6 +150,9 @@ func serveCmd(args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "sbx serve: --answerers: %v\n", err)
 		return ExitRefused
 	}
+	if code, served := serveInUserNS(args, *acpFD, stdio, func(format string, a ...any) { fmt.Fprintf(stdio.Err, "sbx serve: "+format+"\n", a...) }); served {
+		return code
+	}
 	var acp *serve.ACPAnswerer
 	if acpGiven {
 		conn, err := acpConn(*acpSocket, *acpFD)
@@ -167,7 +172,7 @@ func serveCmd(args []string, stdio Stdio) int {
 		Answerer: waterfall, Client: client, AnswerTimeout: *answerTimeout,
 		MaxMessage: int(limit), Version: version.Get().Version,
 		Executable:   func() (string, error) { return selfExecutable() },
-		Capabilities: map[string]any{"doctor": host.Doctor()},
+		Capabilities: map[string]any{"doctor": host.Doctor(), "server_user_namespace": serverUserNS},
 		Logf:         func(format string, a ...any) { fmt.Fprintf(stdio.Err, "sbx serve: "+format+"\n", a...) },
 	}
 	if *ephemeral && *stateDir != "" {

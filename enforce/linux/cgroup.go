@@ -118,6 +118,13 @@ func findCgroups() cgroupHost {
 // even without limits, for the whole-tree kill the namespace would give.
 func (p *Plan) setLimits(l report.Limits) {
 	p.Limits = l
+	if !l.IsZero() && p.ServerUserNS && p.Launch == LaunchThread {
+		// Inside the unprivileged server's user namespace the cgroups are
+		// the caller's as for sbx run, where rlimits in a stage stand in
+		// for the controllers it cannot write: a call with limits takes
+		// the stage launch sbx run takes (see stageInUserNS).
+		p.stageInUserNS()
+	}
 	if l.IsZero() && p.NewPIDNS {
 		return
 	}

@@ -43,9 +43,13 @@ func Doctor() []report.Check {
 	out = append(out, report.Check{Feature: "denial-reports", Available: sys.UserNotif,
 		Detail:   strings.TrimSpace("seccomp user notification (Linux 5.0): the supervisor reports what the policy forbids " + sys.UserNotifReason),
 		Fallback: "denials are not reported; reported as degraded \"denial-reports\""})
-	out = append(out, report.Check{Feature: "privileged", Available: sys.Privileged,
+	priv := report.Check{Feature: "privileged", Available: sys.Privileged,
 		Detail:   fmt.Sprintf("euid %d, CAP_SYS_ADMIN %t: namespaces made by the launcher thread", os.Geteuid(), sys.Privileged),
-		Fallback: "user namespace + re-executed stage (about 2 ms more per call)"})
+		Fallback: "user namespace + re-executed stage (about 2 ms more per call)"}
+	if sys.ServerUserNS {
+		priv.Detail = fmt.Sprintf("euid %d, CAP_SYS_ADMIN only in the user namespace sbx serve made at start-up: namespaces made by the launcher thread inside it; no capability can be kept (--cap-add)", os.Geteuid())
+	}
+	out = append(out, priv)
 	out = append(out, userNSCheck(sys))
 	out = append(out, cgroupCheck())
 	return out
@@ -98,7 +102,7 @@ func cgroupCheck() report.Check {
 	if !c.Available {
 		c.Detail = "no cgroup file system found"
 	}
-	if !hasCapSysAdmin() && os.Getenv(cgroupEnv) == "" {
+	if (!hasCapSysAdmin() || inServerUserNS) && os.Getenv(cgroupEnv) == "" {
 		c.Detail += "; not root and no " + cgroupEnv + ": limits fall back to rlimits"
 	}
 	return c

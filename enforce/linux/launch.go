@@ -55,8 +55,10 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 		// owned by root and needs CAP_SYS_PTRACE to be read. (Not for a
 		// stage launch: the uid map of a stage, still sbx's clone, must
 		// stay writable by the caller; its command sees a PID namespace
-		// of its own anyway.)
-		if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		// of its own anyway. Nor inside the unprivileged server's user
+		// namespace, where the stages of calls with limits are spawned
+		// too: see serverDumpable.)
+		if err := serverDumpable(p); err != nil {
 			pre.end()
 			return nil, fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 		}
@@ -98,6 +100,8 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 		pr, err = st.run(p, spec, sup)
 	case p.Launch == LaunchStage:
 		pr, err = startStage(p, spec, sup, cg)
+	case launchesOutside(p):
+		pr, err = startOutside(spec)
 	default:
 		pr, err = startThread(p, spec, sup, cg, pre)
 	}

@@ -44,6 +44,11 @@ type System struct {
 	// ProcFullyVisible: no mount hides part of the host's /proc (see
 	// procFullyVisible), so a user namespace may mount a new procfs.
 	ProcFullyVisible bool
+	// ServerUserNS: sbx is the unprivileged sbx serve inside the user
+	// namespace it made at start-up (EnterServerUserNS). Privileged is
+	// then true, but only there: no capability can be kept for a command
+	// (--cap-add), and the plans say the call runs in a user namespace.
+	ServerUserNS bool
 }
 
 // Probe inspects the running kernel and user. It makes no namespaces: the
@@ -55,6 +60,7 @@ func Probe() System {
 	s.UserNotif, s.UserNotifReason = userNotifAvailable()
 	s.InitUserNS = inInitUserNS()
 	s.ProcFullyVisible = procFullyVisible()
+	s.ServerUserNS = inServerUserNS
 	return s
 }
 
@@ -180,6 +186,10 @@ type Plan struct {
 	// NewUserNS: the namespaces are created inside a new user namespace
 	// (unprivileged caller); this needs the stage launch.
 	NewUserNS bool
+	// ServerUserNS: the call's namespaces are made inside the user
+	// namespace the unprivileged sbx serve made at start-up, one for all
+	// its calls (System.ServerUserNS), by a thread launch.
+	ServerUserNS bool `json:",omitempty"`
 	// NewUTSNS and NewIPCNS: the command's hostname and System V IPC
 	// objects are its own.
 	NewUTSNS bool `json:",omitempty"`
@@ -338,7 +348,7 @@ func Compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
 
 // compile is Compile for the policy alone.
 func compile(pol policy.Policy, sys System) (*Plan, error) {
-	p := &Plan{Policy: pol, Launch: LaunchThread}
+	p := &Plan{Policy: pol, Launch: LaunchThread, ServerUserNS: sys.ServerUserNS}
 	if pol.Unrestricted {
 		p.Launch = LaunchDirect
 		return p, nil
@@ -348,7 +358,7 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 		if err != nil {
 			return nil, err
 		}
-		if !sys.Privileged {
+		if !sys.Privileged || sys.ServerUserNS {
 			// The stage's capabilities would be its user namespace's, and
 			// it gets only those it needs: keeping one is for root alone.
 			// The CLI let root through (cap_add, --cap-add); root in a
@@ -669,13 +679,20 @@ func (p *Plan) Enforcement() report.Enforcement {
 	e := report.Enforcement{Platform: "linux", Launch: p.Launch, NoNewPrivs: true, NewSession: true,
 		ParentDeathKill: true, ClosedFDs: true}
 	if p.Launch == LaunchDirect {
+		// The unprivileged server has the outer sbx serve launch it, in
+		// the user's own namespace (serveuserns_direct.go). IMPORTANT:
+		// except with a call cgroup (delegated cgroups), which the outer
+		// cannot join: then it runs in the server's user namespace, where
+		// root's files show as the overflow uid, and setuid-root programs
+		// and file capabilities do not take effect (they do under sbx run).
+		e.UserNamespace = p.ServerUserNS && !launchesOutside(p)
 		return e
 	}
 	e.NetworkNamespace = p.NewNetNS
 	e.NetworkDomains = p.Proxy
 	e.MountNamespace = p.needsMountNS()
 	e.MaskedPaths = p.MaskedMounts
-	e.UserNamespace = p.NewUserNS
+	e.UserNamespace = p.NewUserNS || p.ServerUserNS
 	e.PIDNamespace = p.NewPIDNS
 	e.UTSNamespace, e.IPCNamespace = p.NewUTSNS, p.NewIPCNS
 	e.ReadOnlyRoot = p.ReadOnlyRoot
@@ -725,7 +742,7 @@ func (p *Plan) String() string {
 		b.WriteString("no restrictions (danger-full-access)\n")
 		return b.String()
 	}
-	fmt.Fprintf(&b, "namespaces: user=%t pid=%t net=%t mount=%t uts=%t ipc=%t\n", p.NewUserNS, p.NewPIDNS, p.NewNetNS, p.needsMountNS(), p.NewUTSNS, p.NewIPCNS)
+	fmt.Fprintf(&b, "namespaces: user=%t pid=%t net=%t mount=%t uts=%t ipc=%t\n", p.NewUserNS || p.ServerUserNS, p.NewPIDNS, p.NewNetNS, p.needsMountNS(), p.NewUTSNS, p.NewIPCNS)
 	if d := p.Policy.Domains; p.Proxy {
 		allowed := strings.Join(d.Allowed, ",")
 		if d.AllowAll {

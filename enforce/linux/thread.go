@@ -171,6 +171,9 @@ func startInit(cg *callCgroup) (pid int, lifeline, answers *os.File, err error) 
 	if err != nil {
 		return 0, nil, nil, err
 	}
+	if err := raiseLaunchAmbient(); err != nil {
+		return 0, nil, nil, fmt.Errorf("pid namespace init: %w", err)
+	}
 	null, err := os.Open(os.DevNull)
 	if err != nil {
 		return 0, nil, nil, fmt.Errorf("pid namespace init: %w", err)
