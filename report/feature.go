@@ -56,6 +56,10 @@ const (
 const (
 	FeatureSandbox Feature = "sandbox"
 	FeaturePTY     Feature = "pty"
+	// FeatureServerUserNS: the user namespace an unprivileged sbx serve
+	// makes at start-up to launch its calls from a thread (without it,
+	// each call has a stage, as sbx run's).
+	FeatureServerUserNS Feature = "server-user-namespace"
 )
 
 // Features are the names --require accepts, in the order --help lists them.

@@ -60,7 +60,7 @@ type ServerUserNSChild struct {
 // namespaces; a failure to make the namespace wraps ErrUserNS.
 func SpawnServerUserNS(argv []string, files []int, readyFD int) (*ServerUserNSChild, error) {
 	if runtime.GOARCH != "amd64" {
-		return nil, &report.UnsupportedFeatureError{Feature: "server-user-namespace", Reason: "the thread launch's PID namespace init is x86-64 code"}
+		return nil, &report.UnsupportedFeatureError{Feature: report.FeatureServerUserNS, Reason: "the thread launch's PID namespace init is x86-64 code"}
 	}
 	exe, err := os.Executable()
 	if err != nil {
@@ -171,7 +171,7 @@ func raiseLaunchAmbient() error {
 // namespace and privileged cases differ only in the launch.
 func (p *Plan) stageInUserNS() {
 	p.Launch, p.NewUserNS, p.NewPIDNS = LaunchStage, true, true
-	p.Downgrades = slices.DeleteFunc(p.Downgrades, func(d report.Downgrade) bool { return d.Feature == "pidns" })
+	p.Downgrades = slices.DeleteFunc(p.Downgrades, func(d report.Downgrade) bool { return d.Feature == report.FeaturePIDNS })
 }
 
 // serverDumpable makes sbx not dumpable before a thread launch (see Start),
