@@ -28,7 +28,7 @@ const (
 )
 
 // MountOp is one step of a call's mount set-up: what the plan prints and
-// what setupNamespaces carries out, from the same list (as bubblewrap
+// what setupMounts carries out, from the same list (as bubblewrap
 // walks its ordered setup ops).
 type MountOp struct {
 	Kind MountKind

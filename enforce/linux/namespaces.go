@@ -52,16 +52,10 @@ func privateMounts(p *Plan) error {
 	return nil
 }
 
-// setupNamespaces brings loopback up in a new network namespace (unless
-// loopback says it is already) and makes the call's mounts, the plan's
-// MountOps in their order (privateMounts has run). It runs in the thread or
-// stage that is already inside those namespaces.
-func setupNamespaces(p *Plan, loopback bool, mountProc func() error) error {
-	if p.NewNetNS && !loopback {
-		if err := loopbackUp(); err != nil {
-			return err
-		}
-	}
+// setupMounts makes the call's mounts, the plan's MountOps in their order
+// (privateMounts has run). It runs in the thread or stage that is already
+// inside the call's mount namespace.
+func setupMounts(p *Plan, mountProc func() error) error {
 	for _, op := range p.MountOps() {
 		if err := runMountOp(op, mountProc); err != nil {
 			return err

@@ -112,7 +112,7 @@ func prestartStage(netns bool, stdio [3]*os.File) {
 		if ok, _ := userNSAllowed(); ok {
 			// An error here is met again, and reported, by the call's own
 			// spawn.
-			st, _ = spawnStage(netns, true, stdio, nil)
+			st, _ = spawnStage(stageNamespaces{net: netns, pid: true}, stdio, nil)
 		}
 		t.stage <- st
 		if st != nil {
@@ -161,7 +161,7 @@ func (t *prestarted) forStage(p *Plan, spec enforce.Command) *stageProc {
 	if st == nil {
 		return nil
 	}
-	if p.Launch != LaunchStage || !p.NewPIDNS || p.NewNetNS != st.netns || p.Cgroup != nil ||
+	if p.Launch != LaunchStage || !p.NewPIDNS || p.NewNetNS != st.ns.net || p.Cgroup != nil ||
 		st.stdio != [3]*os.File{spec.Stdin, spec.Stdout, spec.Stderr} {
 		st.kill()
 		return nil

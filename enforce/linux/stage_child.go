@@ -67,8 +67,11 @@ func StageMain() int {
 			return 125
 		}
 	}
+	if err == nil && plan.NewNetNS {
+		err = loopbackUp()
+	}
 	if err == nil {
-		err = setupNamespaces(plan, false, mountProcHere)
+		err = setupMounts(plan, mountProcHere)
 	}
 	if err == nil && pl.ProxySocket > 0 {
 		var addr string

@@ -18,7 +18,7 @@ import (
 // (as planned) network namespaces, and sends it the plan: see spawnStage
 // and stageProc.run.
 func startStage(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup) (*Process, error) {
-	st, err := spawnStage(p.NewNetNS, p.NewPIDNS, [3]*os.File{spec.Stdin, spec.Stdout, spec.Stderr}, cg)
+	st, err := spawnStage(stageNamespaces{net: p.NewNetNS, pid: p.NewPIDNS}, [3]*os.File{spec.Stdin, spec.Stdout, spec.Stderr}, cg)
 	if err != nil {
 		return nil, err
 	}
@@ -28,22 +28,26 @@ func startStage(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup) 
 // stageProc is a started stage waiting for its plan on its fd 3.
 type stageProc struct {
 	pid          int
-	netns, pidns bool
+	ns           stageNamespaces
 	stdio        [3]*os.File
 	plan         *os.File // fd 3's write end: the plan, then the stage's lifeline
-	status       *os.File // the command's wait status (pidns), or nil
+	status       *os.File // the command's wait status (ns.pid), or nil
 	listenerSock int      // where the stage's fd 4 sends the seccomp listener
 	// reaped is closed once the stage is reaped: until then the thread
 	// that forked it must not end, or its parent-death signal fires.
 	reaped chan struct{}
 }
 
+// stageNamespaces are the namespaces a stage is cloned into besides its
+// user, UTS and IPC ones.
+type stageNamespaces struct{ net, pid bool }
+
 // spawnStage re-executes sbx as a hidden stage, with stdio as its fds 0-2,
-// in new user and PID (pidns) and network (netns) namespaces. The parent,
+// in new user, UTS and IPC namespaces and those of ns. The parent,
 // unrestricted, writes the uid/gid maps. The stage then waits for its plan
 // (stageProc.run); a mount namespace, when the plan needs one, it makes
 // itself.
-func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stageProc, error) {
+func spawnStage(ns stageNamespaces, stdio [3]*os.File, cg *callCgroup) (*stageProc, error) {
 	r, w, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("stage pipe: %w", err)
@@ -58,11 +62,11 @@ func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stagePro
 		return nil, fmt.Errorf("stage: listener socketpair: %w", err)
 	}
 	defer unix.Close(pair[1])
-	st := &stageProc{netns: netns, pidns: pidns, stdio: stdio, plan: w, listenerSock: pair[0], reaped: make(chan struct{})}
+	st := &stageProc{ns: ns, stdio: stdio, plan: w, listenerSock: pair[0], reaped: make(chan struct{})}
 	files := []uintptr{stdio[0].Fd(), stdio[1].Fd(), stdio[2].Fd(), r.Fd(), uintptr(pair[1])}
 	// A stage that is PID 1 reports the command's raw wait status on a pipe:
 	// as init it cannot die of the command's signal itself.
-	if pidns {
+	if ns.pid {
 		sr, sw, err := os.Pipe()
 		if err != nil {
 			st.close()
@@ -73,10 +77,10 @@ func spawnStage(netns, pidns bool, stdio [3]*os.File, cg *callCgroup) (*stagePro
 		files = append(files, sw.Fd())
 	}
 	flags := uintptr(unix.CLONE_NEWUSER | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC)
-	if netns {
+	if ns.net {
 		flags |= unix.CLONE_NEWNET
 	}
-	if pidns {
+	if ns.pid {
 		flags |= unix.CLONE_NEWPID
 	}
 	uid, gid := os.Getuid(), os.Getgid()
@@ -116,7 +120,7 @@ func (st *stageProc) run(p *Plan, spec enforce.Command, sup *supervisor) (*Proce
 	if p.Proxy {
 		pl.ProxySocket = stageListenerFD
 	}
-	if st.pidns {
+	if st.ns.pid {
 		pl.StatusFD = stageStatusFD
 	}
 	payload, err := json.Marshal(pl)
@@ -124,8 +128,8 @@ func (st *stageProc) run(p *Plan, spec enforce.Command, sup *supervisor) (*Proce
 		st.kill()
 		return nil, fmt.Errorf("stage payload: %w", err)
 	}
-	pr := &Process{Pid: st.pid, done: make(chan exitResult, 1), stageInit: st.pidns}
-	if st.pidns {
+	pr := &Process{Pid: st.pid, done: make(chan exitResult, 1), stageInit: st.ns.pid}
+	if st.ns.pid {
 		// Keep the plan pipe open as the stage's lifeline (see StageMain).
 		dup, err := unix.FcntlInt(st.plan.Fd(), unix.F_DUPFD_CLOEXEC, 3)
 		if err != nil {

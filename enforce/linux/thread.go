@@ -78,8 +78,12 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 				// Before the restrictions: init is exec'd from a memfd.
 				st.initPid, st.lifeline, answers, err = startInit(cg)
 			}
+			if err == nil && p.NewNetNS && !pre.loopback {
+				// A prestarted thread brought it up already.
+				err = loopbackUp()
+			}
 			if err == nil {
-				err = setupNamespaces(p, pre.loopback, func() error { return mountProcByInit(st.lifeline, answers) })
+				err = setupMounts(p, func() error { return mountProcByInit(st.lifeline, answers) })
 			}
 			if answers != nil {
 				answers.Close()
