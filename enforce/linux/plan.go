@@ -353,21 +353,8 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 		p.Launch = LaunchDirect
 		return p, nil
 	}
-	for _, name := range pol.Capabilities {
-		c, err := enforce.ParseCapability(name)
-		if err != nil {
-			return nil, err
-		}
-		if !sys.Privileged || sys.ServerUserNS {
-			// The stage's capabilities would be its user namespace's, and
-			// it gets only those it needs: keeping one is for root alone.
-			// The CLI let root through (cap_add, --cap-add); root in a
-			// container's default capability set lacks CAP_SYS_ADMIN.
-			return nil, fmt.Errorf("--cap-add/cap_add %s: keeping a capability needs sbx run as root with CAP_SYS_ADMIN (root without it, as in a container, gets a user namespace, whose capabilities are not the host's)", name)
-		}
-		if !slices.Contains(p.Capabilities, c) {
-			p.Capabilities = append(p.Capabilities, c)
-		}
+	if err := p.compileCapabilities(sys); err != nil {
+		return nil, err
 	}
 	sup := NotifyNone
 	if sys.UserNotif {
@@ -376,14 +363,62 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureDenialReports,
 			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported"})
 	}
+	// Every sandboxed call gets a PID namespace, so that the whole tree dies
+	// with sbx; hence namespaces are always needed.
+	needNS := sys.Privileged || sys.UserNS
+	masked := p.compileCarveOuts(needNS)
+	p.compileNamespaces(sys)
+	p.compileMaskLinks(masked)
+	p.compileNetwork(sys, needNS)
+	p.NewUTSNS, p.NewIPCNS = needNS, needNS
+	p.compileProc(sys, needNS)
+	p.compileDenyGlobs(pol)
+	if err := p.compileSeccomp(sup); err != nil {
+		return nil, err
+	}
+	ttys := ttyPaths()
+	if pol.Terminal != "" {
+		ttys = []string{pol.Terminal}
+	}
+	p.Devices = resolveAll(append(slices.Clone(pol.Devices), ttys...))
+	p.compileLandlock(sys.LandlockABI, needNS)
+	p.compileAttributes(needNS)
+	return p, nil
+}
+
+// compileCapabilities takes the capabilities the command keeps
+// (--cap-add), which only root's thread launch can give.
+func (p *Plan) compileCapabilities(sys System) error {
+	for _, name := range p.Policy.Capabilities {
+		c, err := enforce.ParseCapability(name)
+		if err != nil {
+			return err
+		}
+		if !sys.Privileged || sys.ServerUserNS {
+			// The stage's capabilities would be its user namespace's, and
+			// it gets only those it needs: keeping one is for root alone.
+			// The CLI let root through (cap_add, --cap-add); root in a
+			// container's default capability set lacks CAP_SYS_ADMIN.
+			return fmt.Errorf("--cap-add/cap_add %s: keeping a capability needs sbx run as root with CAP_SYS_ADMIN (root without it, as in a container, gets a user namespace, whose capabilities are not the host's)", name)
+		}
+		if !slices.Contains(p.Capabilities, c) {
+			p.Capabilities = append(p.Capabilities, c)
+		}
+	}
+	return nil
+}
+
+// compileCarveOuts mounts the existing carve-outs and masks read-only (a
+// carve-out that is missing gets a placeholder where a mount namespace can
+// be had, else a downgrade) and returns the masked paths as the policy has
+// them, before compileNamespaces may drop the mounts.
+func (p *Plan) compileCarveOuts(needNS bool) (masked []string) {
+	pol := p.Policy
 	// A carve-out that exists only as another call's placeholder is
 	// missing: that call removes it when it ends (existingCarveOuts).
 	p.ReadOnlyMounts = existingCarveOuts(pol.CarveOuts)
 	p.MaskedMounts = existing(pol.Masked)
-	masked := p.MaskedMounts
-	// Every sandboxed call gets a PID namespace, so that the whole tree dies
-	// with sbx; hence namespaces are always needed.
-	needNS := sys.Privileged || sys.UserNS
+	masked = p.MaskedMounts
 	var missing []string
 	for _, ro := range pol.CarveOuts {
 		if slices.Contains(p.ReadOnlyMounts, ro) {
@@ -419,6 +454,14 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 			p.Downgrades = append(p.Downgrades, plain)
 		}
 	}
+	return masked
+}
+
+// compileNamespaces picks the launch and its PID and user namespaces for
+// sys; without user namespaces, what the mounts would have given is
+// downgraded.
+func (p *Plan) compileNamespaces(sys System) {
+	pol := p.Policy
 	switch {
 	case sys.Privileged:
 		p.NewPIDNS = runtime.GOARCH == "amd64" // the thread launch's init is x86-64 code
@@ -452,7 +495,12 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 				Reason: "no user namespaces (" + sys.UserNSReason + "): network isolated by seccomp (AF_UNIX only) and Landlock TCP rules instead"})
 		}
 	}
-	p.compileMaskLinks(masked)
+}
+
+// compileNetwork gives an isolated call its network namespace, network by
+// domain its proxy, and picks the seccomp socket rules.
+func (p *Plan) compileNetwork(sys System, needNS bool) {
+	pol := p.Policy
 	p.NewNetNS = needNS && pol.Network == policy.NetworkIsolated
 	if pol.Domains != nil {
 		// Without a namespace of its own the command would share the
@@ -464,8 +512,6 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 				Reason: "no network namespace (no user namespaces: " + sys.UserNSReason + "): network by domain needs one for the proxy; the command runs without network"})
 		}
 	}
-	p.NewUTSNS, p.NewIPCNS = needNS, needNS
-	p.compileProc(sys, needNS)
 	switch {
 	case pol.Network == policy.NetworkFull:
 		p.Sockets = SocketsAny
@@ -474,8 +520,14 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 	default:
 		p.Sockets = SocketsUnixOnly
 	}
-	p.compileDenyGlobs(pol)
-	if sup == NotifyWrites && (len(p.MaskedMounts) > 0 || hasReadGlobs(pol)) {
+}
+
+// compileSeccomp builds the filter: sup says which calls go to the
+// supervisor (reads too where a read can be a denial), and the plain
+// program is the same table without the supervisor, for a launch that
+// cannot have one.
+func (p *Plan) compileSeccomp(sup NotifyScope) error {
+	if sup == NotifyWrites && (len(p.MaskedMounts) > 0 || hasReadGlobs(p.Policy)) {
 		// Reads are supervised only where a read can be a denial: a path
 		// the mount namespace hides (without one, the mask downgrade says
 		// it stays readable, so its reads are no denials).
@@ -484,20 +536,21 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 	p.Seccomp = SeccompTable(p.Sockets, sup)
 	prog, err := CompileSeccomp(p.Seccomp)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	p.SeccompProg = prog
 	if sup != NotifyNone {
 		if p.SeccompPlainProg, err = CompileSeccomp(SeccompRules(p.Sockets)); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	ttys := ttyPaths()
-	if pol.Terminal != "" {
-		ttys = []string{pol.Terminal}
-	}
-	p.Devices = resolveAll(append(slices.Clone(pol.Devices), ttys...))
-	p.compileLandlock(sys.LandlockABI, needNS)
+	return nil
+}
+
+// compileAttributes: with a mount namespace every mount outside the
+// writable roots is read-only, which also covers what Landlock has no right
+// for; without one, that is a downgrade.
+func (p *Plan) compileAttributes(needNS bool) {
 	// Read-only mounts are the second wall beside Landlock: Landlock has
 	// no access right for a file's attributes (chmod, chown, utimes,
 	// extended attributes: ACLs and file capabilities are xattrs, inode
@@ -511,7 +564,6 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 			"Landlock has no right for file attributes: chmod, chown, utimes and extended attributes outside the writable roots are not restricted",
 			"Landlock has no right for file attributes: chmod and chown outside the writable roots are refused only by the seccomp supervisor, best effort; utimes and extended attributes are not restricted")
 	}
-	return p, nil
 }
 
 // compileProc decides the command's /proc: a procfs of the call's own PID
