@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
@@ -106,7 +105,7 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			switch {
 			case in.Guard.DenyNetwork:
 				unresolved(d, "forbidden by guard: deny_network")
-			case d.Reason == netproxy.ReasonDenied && in.Guard.deniesDomain(d.Domain, d.Port):
+			case d.Reason == report.ProxyReasonDenied && in.Guard.deniesDomain(d.Domain, d.Port):
 				unresolved(d, "forbidden by guard: deny_domains")
 			default:
 				if reason := domains.add(d); reason != "" {

@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
 )
@@ -24,16 +23,16 @@ type proxyRetry struct {
 // "".
 func (p *proxyRetry) add(d report.Denial) string {
 	switch d.Reason {
-	case netproxy.ReasonNotAllowed, netproxy.ReasonPort:
+	case report.ProxyReasonNotAllowed, report.ProxyReasonPort:
 		p.allowed = append(p.allowed, domainPattern(d.Domain, d.Port))
-	case netproxy.ReasonPrivate:
+	case report.ProxyReasonPrivate:
 		// The host is allowed already (the name was checked first);
 		// naming it again keeps the retry a domain grant.
 		p.allowed = append(p.allowed, domainPattern(d.Domain, d.Port))
 		p.private = true
-	case netproxy.ReasonDenied:
+	case report.ProxyReasonDenied:
 		return "denied by denied_domains: deny beats allow, no grant lifts it"
-	case netproxy.ReasonMetadata:
+	case report.ProxyReasonMetadata:
 		return "the cloud metadata address is refused unless an IP-literal pattern names it"
 	default:
 		return d.Reason

@@ -5,7 +5,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
@@ -32,20 +31,20 @@ func TestSmallestRetryDomains(t *testing.T) {
 		want       *profiles.Profile
 		unresolved []string
 	}{
-		{name: "host not listed", denials: []report.Denial{proxyDenial("b.test", 443, netproxy.ReasonNotAllowed)},
+		{name: "host not listed", denials: []report.Denial{proxyDenial("b.test", 443, report.ProxyReasonNotAllowed)},
 			want: ptr(domainProfile([]string{"a.test", "b.test"}, false))},
-		{name: "other port", denials: []report.Denial{proxyDenial("a.test", 8443, netproxy.ReasonPort)},
+		{name: "other port", denials: []report.Denial{proxyDenial("a.test", 8443, report.ProxyReasonPort)},
 			want: ptr(domainProfile([]string{"a.test", "a.test:8443"}, false))},
-		{name: "IPv6 literal", denials: []report.Denial{proxyDenial("2001:db8::1", 8443, netproxy.ReasonNotAllowed)},
+		{name: "IPv6 literal", denials: []report.Denial{proxyDenial("2001:db8::1", 8443, report.ProxyReasonNotAllowed)},
 			want: ptr(domainProfile([]string{"a.test", "[2001:db8::1]:8443"}, false))},
-		{name: "private address", denials: []report.Denial{proxyDenial("a.test", 443, netproxy.ReasonPrivate)},
+		{name: "private address", denials: []report.Denial{proxyDenial("a.test", 443, report.ProxyReasonPrivate)},
 			want: ptr(domainProfile([]string{"a.test"}, true))},
-		{name: "denied", denials: []report.Denial{proxyDenial("a.test", 443, netproxy.ReasonDenied)}, unresolved: []string{"a.test"}},
-		{name: "metadata", denials: []report.Denial{proxyDenial("a.test", 80, netproxy.ReasonMetadata)}, unresolved: []string{"a.test"}},
+		{name: "denied", denials: []report.Denial{proxyDenial("a.test", 443, report.ProxyReasonDenied)}, unresolved: []string{"a.test"}},
+		{name: "metadata", denials: []report.Denial{proxyDenial("a.test", 80, report.ProxyReasonMetadata)}, unresolved: []string{"a.test"}},
 		{name: "guard denies the network", guard: Guard{DenyNetwork: true},
-			denials: []report.Denial{proxyDenial("b.test", 443, netproxy.ReasonNotAllowed)}, unresolved: []string{"b.test"}},
+			denials: []report.Denial{proxyDenial("b.test", 443, report.ProxyReasonNotAllowed)}, unresolved: []string{"b.test"}},
 		{name: "a direct connect still asks for the network", denials: []report.Denial{
-			proxyDenial("b.test", 443, netproxy.ReasonNotAllowed),
+			proxyDenial("b.test", 443, report.ProxyReasonNotAllowed),
 			{Operation: "connect", Address: &report.Address{Family: "inet", Address: "192.0.2.1", Port: 443}, Source: "seccomp"},
 		}, want: ptr(profiles.Merge(own, profiles.New(profiles.FullNetwork(), nil, nil)))},
 	}
@@ -138,7 +137,7 @@ func TestGuardDenyDomains(t *testing.T) {
 	if out := g.Apply(policy.Policy{Mode: profiles.ReadOnly}).Policy; out.Domains != nil || out.Network != policy.NetworkIsolated {
 		t.Errorf("no network: %+v", out)
 	}
-	r, _ := SmallestRetry(RetryInput{Policy: out, Guard: g, Denials: []report.Denial{proxyDenial("evil.test", 443, netproxy.ReasonDenied)}})
+	r, _ := SmallestRetry(RetryInput{Policy: out, Guard: g, Denials: []report.Denial{proxyDenial("evil.test", 443, report.ProxyReasonDenied)}})
 	if r.SandboxPermissions != nil || len(r.Unresolved) != 1 || r.Unresolved[0].Reason != "forbidden by guard: deny_domains" {
 		t.Errorf("retry %+v: want unresolved, forbidden by guard", r)
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Policy is what the proxy lets through. The zero value refuses everything.
@@ -71,17 +72,6 @@ func ParseResolve(s string) (ResolveRule, error) {
 	return r, nil
 }
 
-// Reasons a connection is refused, as Denial.Reason.
-const (
-	ReasonNotAllowed  = "not in allowed_domains"
-	ReasonDenied      = "denied by denied_domains"
-	ReasonPrivate     = "resolves to a private address (allow_private_addresses)"
-	ReasonMetadata    = "resolves to the cloud metadata address"
-	ReasonPort        = "port not allowed"
-	ReasonInvalidHost = "not a valid host name"
-	ReasonUnsupported = "request not supported by the proxy"
-)
-
 // Denial is one refused proxy request, in the vocabulary of sbx's other
 // denials: {operation: "connect", domain, port, source: "proxy",
 // confidence: "observed", reason}.
@@ -92,7 +82,7 @@ type Denial struct {
 	Source     string `json:"source"`
 	Confidence string `json:"confidence"`
 	Reason     string `json:"reason"`
-	// Address is the refused address for ReasonPrivate and ReasonMetadata
+	// Address is the refused address for report.ProxyReasonPrivate and report.ProxyReasonMetadata
 	// (the first one refused), empty otherwise.
 	Address string `json:"address,omitempty"`
 }
@@ -115,11 +105,11 @@ func refuse(host string, port int, reason, addr string) *RefusedError {
 func (p *Policy) Check(host string, port int) (string, *RefusedError) {
 	canon, isIP, err := canonicalDest(host)
 	if err != nil {
-		return host, refuse(host, port, ReasonInvalidHost, "")
+		return host, refuse(host, port, report.ProxyReasonInvalidHost, "")
 	}
 	for _, d := range p.Denied {
 		if d.IP == isIP && d.Matches(canon, port) {
-			return canon, refuse(canon, port, ReasonDenied, "")
+			return canon, refuse(canon, port, report.ProxyReasonDenied, "")
 		}
 	}
 	if p.AllowAll {
@@ -136,9 +126,9 @@ func (p *Policy) Check(host string, port int) (string, *RefusedError) {
 		hostMatched = true
 	}
 	if hostMatched {
-		return canon, refuse(canon, port, ReasonPort, "")
+		return canon, refuse(canon, port, report.ProxyReasonPort, "")
 	}
-	return canon, refuse(canon, port, ReasonNotAllowed, "")
+	return canon, refuse(canon, port, report.ProxyReasonNotAllowed, "")
 }
 
 // canonicalDest canonicalises a destination host: an IP literal (brackets
@@ -216,10 +206,10 @@ func (p *Policy) addrRefusal(host string, port int, a netip.Addr) *RefusedError 
 				return nil
 			}
 		}
-		return refuse(host, port, ReasonMetadata, a.String())
+		return refuse(host, port, report.ProxyReasonMetadata, a.String())
 	}
 	if p.AllowPrivateAddresses {
 		return nil
 	}
-	return refuse(host, port, ReasonPrivate, a.String())
+	return refuse(host, port, report.ProxyReasonPrivate, a.String())
 }

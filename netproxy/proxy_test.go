@@ -19,6 +19,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // origins are an HTTPS and an HTTP server on loopback standing in for the
@@ -246,20 +247,20 @@ func TestRefused(t *testing.T) {
 		port   int
 		want   []CountedDenial
 	}{
-		{"denied host", true, "connect", "bad.test", tp, want("bad.test", tp, ReasonDenied, "")},
-		{"host not listed", true, "connect", "other.test", tp, want("other.test", tp, ReasonNotAllowed, "")},
-		{"wildcard not the apex", true, "connect", "sub.test", tp, want("sub.test", tp, ReasonNotAllowed, "")},
-		{"IP literal", true, "connect", "127.0.0.1", tp, want("127.0.0.1", tp, ReasonNotAllowed, "")},
-		{"resolves to loopback", false, "connect", "good.test", tp, want("good.test", tp, ReasonPrivate, "127.0.0.1")},
-		{"metadata address", true, "connect", "meta.test", tp, want("meta.test", tp, ReasonMetadata, "169.254.169.254")},
-		{"non-default port", true, "connect", "dflt.test", tp, want("dflt.test", tp, ReasonPort, "")},
-		{"upper case and trailing dot are the same host", true, "connect", "BAD.test.", tp, want("bad.test", tp, ReasonDenied, "")},
-		{"decimal IPv4 spelling", true, "connect", "2130706433", tp, want("2130706433", tp, ReasonInvalidHost, "")},
-		{"plain HTTP to a denied host", true, "http", "bad.test", hp, want("bad.test", hp, ReasonDenied, "")},
-		{"plain HTTP resolving to loopback", false, "http", "good.test", hp, want("good.test", hp, ReasonPrivate, "127.0.0.1")},
-		{"SOCKS5 with a domain", true, "socks", "bad.test", hp, want("bad.test", hp, ReasonDenied, "")},
-		{"SOCKS5 with an IP", true, "socks", "127.0.0.1", hp, want("127.0.0.1", hp, ReasonNotAllowed, "")},
-		{"SOCKS5 resolving to loopback", false, "socks", "good.test", hp, want("good.test", hp, ReasonPrivate, "127.0.0.1")},
+		{"denied host", true, "connect", "bad.test", tp, want("bad.test", tp, report.ProxyReasonDenied, "")},
+		{"host not listed", true, "connect", "other.test", tp, want("other.test", tp, report.ProxyReasonNotAllowed, "")},
+		{"wildcard not the apex", true, "connect", "sub.test", tp, want("sub.test", tp, report.ProxyReasonNotAllowed, "")},
+		{"IP literal", true, "connect", "127.0.0.1", tp, want("127.0.0.1", tp, report.ProxyReasonNotAllowed, "")},
+		{"resolves to loopback", false, "connect", "good.test", tp, want("good.test", tp, report.ProxyReasonPrivate, "127.0.0.1")},
+		{"metadata address", true, "connect", "meta.test", tp, want("meta.test", tp, report.ProxyReasonMetadata, "169.254.169.254")},
+		{"non-default port", true, "connect", "dflt.test", tp, want("dflt.test", tp, report.ProxyReasonPort, "")},
+		{"upper case and trailing dot are the same host", true, "connect", "BAD.test.", tp, want("bad.test", tp, report.ProxyReasonDenied, "")},
+		{"decimal IPv4 spelling", true, "connect", "2130706433", tp, want("2130706433", tp, report.ProxyReasonInvalidHost, "")},
+		{"plain HTTP to a denied host", true, "http", "bad.test", hp, want("bad.test", hp, report.ProxyReasonDenied, "")},
+		{"plain HTTP resolving to loopback", false, "http", "good.test", hp, want("good.test", hp, report.ProxyReasonPrivate, "127.0.0.1")},
+		{"SOCKS5 with a domain", true, "socks", "bad.test", hp, want("bad.test", hp, report.ProxyReasonDenied, "")},
+		{"SOCKS5 with an IP", true, "socks", "127.0.0.1", hp, want("127.0.0.1", hp, report.ProxyReasonNotAllowed, "")},
+		{"SOCKS5 resolving to loopback", false, "socks", "good.test", hp, want("good.test", hp, report.ProxyReasonPrivate, "127.0.0.1")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

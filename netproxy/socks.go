@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"syscall"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // SOCKS5 (RFC 1928) constants used here.
@@ -72,7 +74,7 @@ func (s *Server) serveSOCKS(c *conn, br *bufio.Reader) {
 	port := int(binary.BigEndian.Uint16(pb[:]))
 	if req[1] != socksCmdConnect {
 		// BIND and UDP ASSOCIATE would open paths the policy does not see.
-		s.report(refuse(host, port, ReasonUnsupported, ""))
+		s.report(refuse(host, port, report.ProxyReasonUnsupported, ""))
 		socksReply(c, socksCmdNotSupported)
 		return
 	}

@@ -121,6 +121,19 @@ const (
 	ConfidenceInferred = "inferred"
 )
 
+// The reasons of a Denial from sbx's proxy (Source "proxy"): why it refused
+// a connection. The retry is chosen by them (escalate), so they are the
+// vocabulary's, not the proxy's.
+const (
+	ProxyReasonNotAllowed  = "not in allowed_domains"
+	ProxyReasonDenied      = "denied by denied_domains"
+	ProxyReasonPrivate     = "resolves to a private address (allow_private_addresses)"
+	ProxyReasonMetadata    = "resolves to the cloud metadata address"
+	ProxyReasonPort        = "port not allowed"
+	ProxyReasonInvalidHost = "not a valid host name"
+	ProxyReasonUnsupported = "request not supported by the proxy"
+)
+
 // Address is the network part of a Denial.
 type Address struct {
 	Family  string `json:"family"`
