@@ -59,8 +59,12 @@ func TestServeUserNSFastPath(t *testing.T) {
 	if enf["launch"] != "thread" || enf["user_namespace"] != true || enf["pid_namespace"] != true || enf["network_namespace"] != true {
 		t.Errorf("enforcement: %v", enf)
 	}
-	if d, _ := r1["degraded"].([]any); len(d) != 0 {
-		t.Errorf("degraded: %v", d)
+	// The kernel's own gaps (an older Landlock ABI) are reported as by
+	// sbx run; none may be of the namespaces the fast path gives.
+	for _, d := range r1["degraded"].([]any) {
+		if f := d.(map[string]any)["feature"]; f == "pidns" || f == "netns" || f == "mountns" || f == "mask" || f == "procfs" {
+			t.Errorf("degraded: %v", d)
+		}
 	}
 	// CapInh, CapPrm, CapEff, CapBnd, CapAmb: name and value each.
 	if len(out1) != 16 || len(out2) != 16 {

@@ -122,6 +122,9 @@ func EnterServerUserNS(ctl *os.File) error {
 			return fmt.Errorf("server user namespace: %s not held", CapabilityName(int(c)))
 		}
 	}
+	if err := probeThreadLaunch(); err != nil {
+		return fmt.Errorf("server user namespace: a launcher thread cannot make a call's namespaces in it: %w", err)
+	}
 	if _, _, errno := syscall.AllThreadsSyscall(unix.SYS_PRCTL, unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0); errno != 0 {
 		return fmt.Errorf("server user namespace: clear ambient capabilities on every thread: %w", errno)
 	}
@@ -133,6 +136,31 @@ func EnterServerUserNS(ctl *os.File) error {
 	}
 	inServerUserNS, directCtl = true, ctl
 	return nil
+}
+
+// probeThreadLaunch does on a throwaway locked thread what a thread launch
+// does first: unshare the call's namespaces and make its mounts private.
+// The namespace can be had where that cannot (sbx serve inside sbx run on
+// a kernel without Landlock: the outer seccomp filter refuses mount), and
+// the server must then serve as before, one stage per call, which falls
+// back without namespaces, rather than fail every call.
+func probeThreadLaunch() error {
+	errc := make(chan error, 1)
+	go func() {
+		// Never unlocked: the thread leaves sbx's namespaces and is ended
+		// when this goroutine returns.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC); err != nil {
+			errc <- fmt.Errorf("unshare: %w", err)
+			return
+		}
+		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
+			errc <- fmt.Errorf("mount --make-rslave /: %w", err)
+			return
+		}
+		errc <- nil
+	}()
+	return <-errc
 }
 
 // raiseLaunchAmbient raises serverUserNSCaps in the inheritable and ambient sets of the
