@@ -109,6 +109,10 @@ func serveInUserNS(args []string, acpFD string, stdio Stdio, logf func(string, .
 	}()
 	st, err := proc.Wait()
 	close(done)
+	// The inner server is gone: so are its calls (their PID namespaces'
+	// init die with its threads), and the ones this process launched for
+	// it must be too, before it exits.
+	host.EndDirect()
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "sbx serve: wait for the server in its user namespace: %v\n", err)
 		return 1, true

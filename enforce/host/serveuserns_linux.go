@@ -40,3 +40,6 @@ func EnterServerUserNS(ctl *os.File) error { return linux.EnterServerUserNS(ctl)
 // ServeDirect launches the inner server's danger-full-access calls outside
 // its user namespace (linux.ServeDirect), until ctl ends.
 func ServeDirect(ctl *os.File) { linux.ServeDirect(ctl) }
+
+// EndDirect kills the direct calls ServeDirect launched that still run.
+func EndDirect() { linux.EndDirect() }

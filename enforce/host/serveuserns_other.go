@@ -28,3 +28,6 @@ func EnterServerUserNS(ctl *os.File) error { return errNoUserNS }
 
 // ServeDirect does nothing here (see ServerUserNSWanted).
 func ServeDirect(ctl *os.File) {}
+
+// EndDirect: no direct calls here.
+func EndDirect() {}

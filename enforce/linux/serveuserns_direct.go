@@ -150,6 +150,66 @@ func receivedFDs(oob []byte) []int {
 	return fds
 }
 
+// directCalls are the commands the outer sbx serve launched and has not
+// reaped: each leads a session of its own, whose group is killed when the
+// inner server lets go of the call (its socket ends) or the outer ends
+// (EndDirect). Their pids stay theirs until reaped, so a kill never hits
+// another process.
+type directCalls struct {
+	mu    sync.Mutex
+	pids  map[int]bool
+	ended bool
+}
+
+var running = directCalls{pids: map[int]bool{}}
+
+// add registers a started command; after EndDirect it is killed at once.
+func (d *directCalls) add(pid int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.pids[pid] = true
+	if d.ended {
+		killGroup(pid)
+	}
+}
+
+// kill kills pid's group, unless it exited already.
+func (d *directCalls) kill(pid int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.pids[pid] {
+		killGroup(pid)
+	}
+}
+
+// exited: pid has ended (not reaped yet); no kill may reach its pid now.
+func (d *directCalls) exited(pid int) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.pids, pid)
+}
+
+// killGroup kills pid and its process group (it leads a session): what the
+// inner server would have killed when its call ended.
+func killGroup(pid int) {
+	unix.Kill(-pid, unix.SIGKILL)
+	unix.Kill(pid, unix.SIGKILL)
+}
+
+// EndDirect kills every direct call still running: the outer sbx serve is
+// about to exit because the inner server is gone. The watchers of the
+// calls' sockets would kill them too, but may not run before the process
+// exits, and a command's parent-death signal reaches only the command, not
+// what it started.
+func EndDirect() {
+	running.mu.Lock()
+	defer running.mu.Unlock()
+	running.ended = true
+	for pid := range running.pids {
+		killGroup(pid)
+	}
+}
+
 // launchDirect runs one direct call: fds are the command's stdin, stdout
 // and stderr and the call's socket. It forks from a locked thread that
 // lives until the command is reaped (its parent-death signal), and kills
@@ -185,8 +245,7 @@ func launchDirect(fds []int) {
 		enc.Encode(directReply{Errno: errno})
 		return
 	}
-	var mu sync.Mutex
-	exited := false
+	running.add(pid)
 	go func() {
 		// The call's socket ends: the inner server is gone, or done with
 		// the call. Until the command is marked exited it is not reaped,
@@ -197,14 +256,7 @@ func launchDirect(fds []int) {
 				break
 			}
 		}
-		mu.Lock()
-		if !exited {
-			// Its process group too (it leads a session): what the
-			// inner server would have killed when its call ended.
-			unix.Kill(-pid, unix.SIGKILL)
-			unix.Kill(pid, unix.SIGKILL)
-		}
-		mu.Unlock()
+		running.kill(pid)
 	}()
 	enc.Encode(directReply{Pid: pid})
 	var info unix.Siginfo
@@ -214,9 +266,7 @@ func launchDirect(fds []int) {
 			break
 		}
 	}
-	mu.Lock()
-	exited = true
-	mu.Unlock()
+	running.exited(pid)
 	r := wait(pid)
 	enc.Encode(directReply{Exited: true, Status: uint32(r.status), Rusage: r.rusage})
 }
