@@ -64,6 +64,22 @@ func testMain(m *testing.M) int {
 		}
 		*p = abs
 	}
+	switch via := os.Getenv("SBX_IT_VIA"); via {
+	case "", "run":
+	case "serve":
+		viaServe = true
+		stop, err := startServe()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "integration: SBX_IT_VIA=serve:", err)
+			return 1
+		}
+		code := m.Run()
+		stop(code != 0)
+		return code
+	default:
+		fmt.Fprintf(os.Stderr, "integration: SBX_IT_VIA=%q: want run or serve\n", via)
+		return 1
+	}
 	return m.Run()
 }
 
@@ -153,8 +169,13 @@ func sbx(t *testing.T, o opts) outcome {
 
 // run is `sbx run ARGS... -- CMD...` in dir, with a report written to a
 // temp file; it returns the outcome and the parsed report (nil if none).
+// With SBX_IT_VIA=serve the call goes to the suite's server instead
+// (runViaServe), or the test skips saying why it cannot.
 func run(t *testing.T, dir string, args []string, cmd ...string) (outcome, *report) {
 	t.Helper()
+	if viaServe {
+		return runViaServe(t, dir, args, cmd)
+	}
 	rp := filepath.Join(t.TempDir(), "report.json")
 	all := append([]string{"run", "--cwd", dir, "--report", rp}, args...)
 	out := sbx(t, opts{args: append(append(all, "--"), cmd...), dir: dir})

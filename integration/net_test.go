@@ -397,6 +397,12 @@ func wantNoDenial(t *testing.T, rep *report) {
 // the network with --network.
 func retryOutcome(t *testing.T, dir string, rep *report) outcome {
 	t.Helper()
+	if viaServe {
+		return serveRetry(t, dir, rep, func(add map[string]any) bool {
+			n, _ := add["network"].(map[string]any)
+			return n["enabled"] == true && n["allowed_domains"] == nil
+		})
+	}
 	var retry struct {
 		Argv []string `json:"argv"`
 	}
