@@ -443,7 +443,9 @@ type serveRPCError struct {
 	Data    json.RawMessage `json:"data"`
 }
 
-func (e *serveRPCError) String() string { return fmt.Sprintf("%s (code %d, data %s)", e.Message, e.Code, e.Data) }
+func (e *serveRPCError) String() string {
+	return fmt.Sprintf("%s (code %d, data %s)", e.Message, e.Code, e.Data)
+}
 
 // call sends one request and reads up to its response, collecting the
 // exec/output notifications on the way.
@@ -467,7 +469,7 @@ func (rc *rpcConn) call(method string, params any) (json.RawMessage, *serveRPCEr
 			Method string          `json:"method"`
 			Params json.RawMessage `json:"params"`
 			Result json.RawMessage `json:"result"`
-			Error  *serveRPCError       `json:"error"`
+			Error  *serveRPCError  `json:"error"`
 		}
 		if err := json.Unmarshal(line, &m); err != nil {
 			rc.t.Fatalf("via serve: %s: bad line: %v\n%s", method, err, line)
