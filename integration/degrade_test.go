@@ -159,9 +159,7 @@ func wantRequire(t *testing.T, s callShape, required []string, refused bool) {
 		flags = append(flags, "--require", f)
 	}
 	marker := filepath.Join(ws, "marker")
-	rp := filepath.Join(t.TempDir(), "report.json")
-	args := append(append([]string{"run", "--cwd", ws, "--report", rp}, flags...), "--", probeBin, "create", marker)
-	out := sbx(t, opts{args: args, dir: ws})
+	out, rep := run(t, ws, flags, probeBin, "create", marker)
 	if !refused {
 		if out.code != 0 {
 			t.Fatalf("--require %q: exit %d, want 0 (enforced here)\nstdout: %s\nstderr: %s", required, out.code, out.stdout, out.stderr)
@@ -193,7 +191,7 @@ func wantRequire(t *testing.T, s callShape, required []string, refused bool) {
 		t.Errorf("the command ran: stdout %q", out.stdout)
 	}
 	wantAbsent(marker)(t)
-	if _, err := os.Stat(rp); err == nil {
+	if rep != nil {
 		t.Errorf("a refused call wrote a report")
 	}
 }

@@ -623,9 +623,7 @@ func TestCarveOutCreate(t *testing.T) {
 	}
 
 	marker := filepath.Join(ws, "marker")
-	rp := filepath.Join(t.TempDir(), "report.json")
-	out := sbx(t, opts{dir: ws, args: []string{"run", "--mode", "workspace-write", "--require", "carve-out-create",
-		"--report", rp, "--", probeBin, "create", marker}})
+	out, _ := run(t, ws, []string{"--mode", "workspace-write", "--require", "carve-out-create"}, probeBin, "create", marker)
 	if c.namespaces {
 		if out.code != 0 {
 			t.Errorf("--require carve-out-create: exit %d, want 0 (enforced by the placeholder)\nstderr: %s", out.code, out.stderr)

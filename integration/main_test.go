@@ -75,6 +75,7 @@ func testMain(m *testing.M) int {
 		}
 		code := m.Run()
 		stop(code != 0)
+		fmt.Println(serveSummary())
 		return code
 	default:
 		fmt.Fprintf(os.Stderr, "integration: SBX_IT_VIA=%q: want run or serve\n", via)

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,7 +31,17 @@ var (
 	viaServe    bool
 	serveSocket string
 	serveCalls  atomic.Int64
+	// serveTests are the tests (top-level names) that made a call
+	// through the server, for the count TestMain prints.
+	serveTests sync.Map
 )
+
+// serveSummary is the line TestMain prints at the end of a serve pass.
+func serveSummary() string {
+	n := 0
+	serveTests.Range(func(any, any) bool { n++; return true })
+	return fmt.Sprintf("integration: via serve: %d calls from %d top-level tests went through sbx serve", serveCalls.Load(), n)
+}
 
 // startServe starts the suite's server, as the user running the tests;
 // stop kills it and prints its stderr when the suite failed.
@@ -366,6 +377,8 @@ func serveExec(t *testing.T, sc serveCall) (outcome, *report) {
 	}
 	sc.req["session_id"], sc.req["turn_id"] = open.SessionID, turn.TurnID
 	sc.req["call_id"] = fmt.Sprintf("it-%d", serveCalls.Add(1))
+	top, _, _ := strings.Cut(t.Name(), "/")
+	serveTests.Store(top, true)
 	res, e := rc.call("exec", sc.req)
 	if e != nil {
 		return refused(e), nil
