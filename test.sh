@@ -64,6 +64,25 @@ if [ $rc -ne 0 ]; then
   echo "unprivileged integration tests FAILED (exit $rc)"
   grep -B2 -A25 -- '--- FAIL' "$dir/unpriv.log" | head -150 || tail -60 "$dir/unpriv.log"
 fi
+# The same integration binary again with every sandbox case of run() sent
+# through one `sbx serve --listen` (SBX_IT_VIA=serve, integration/doc.go),
+# as root and as $user: under a minute each.
+serve_pass() { # serve_pass NAME LOG COMMAND...: the serve pass of one user
+  local name=$1 log=$2; shift 2
+  echo "== integration tests through sbx serve as $name"
+  local prc=0
+  (cd "$dir" && "$@" env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$(getent passwd "$name" | cut -d: -f6)" \
+    SBX_IT_VIA=serve SBX_BIN="$dir/sbx" SBX_PROBE="$dir/probe" ./integration.test -test.count=1 -test.v) >"$log" 2>&1 || prc=$?
+  grep -E '^(--- FAIL|PASS|FAIL|integration: via serve)|^ +--- FAIL' "$log" || true
+  echo "skipped via serve: $(grep -c 'SKIP: via serve' "$log" || true)"
+  if [ $prc -ne 0 ]; then
+    echo "integration tests through sbx serve as $name FAILED (exit $prc)"
+    grep -B2 -A25 -- '--- FAIL' "$log" | head -150 || tail -60 "$log"
+  fi
+  return $prc
+}
+serve_pass "$(id -un)" "$dir/serve-root.log" || first=$?
+serve_pass "$user" "$dir/serve-unpriv.log" runuser -u "$user" -- || rc=$?
 echo "== package sandbox (the Go API) as $user"
 (cd "$dir" && runuser -u "$user" -- env -i PATH=/usr/local/bin:/usr/bin:/bin HOME="$home" \
   ./sandbox.test -test.count=1) || rc=$?

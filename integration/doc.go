@@ -21,6 +21,24 @@
 // the working directory must be this package's); with them, the test binary
 // runs from any directory.
 //
+// With SBX_IT_VIA=serve the same tests run their sandbox cases through the
+// server instead: TestMain starts one `sbx serve --listen SOCKET
+// --ephemeral` for the whole test binary, as the user running the tests,
+// and run() (so probe()) sends each call as an exec request in a session
+// of its own (the mode of --mode, approval policy never), streamed, and
+// writes the result less the output where `sbx run --report` writes its
+// report. viaserve_test.go translates run()'s flags into the request; a
+// flag with no exec field (--no-denial-reports, --approver, --grants,
+// --strict-review, --preset), a CLI flag error, and a check of what only
+// the CLI has (the retry hint as an sbx run argv) skip with "SKIP: via
+// serve: REASON". A retry hint is applied as its exec request, the
+// escalation the caller's own. Tests that start sbx themselves (other
+// subcommands, sbx's own environment, stdin, a terminal, inherited fds,
+// signals to sbx) run as they do without it. The pass prints how many
+// calls and tests went through the server:
+//
+//	SBX_IT_VIA=serve go test ./integration/ -count=1
+//
 // Every expectation follows from what this kernel and user offer (caps in
 // caps_test.go: the Landlock ABI, whether sbx gets its namespaces, whether
 // the seccomp supervisor runs): where a feature exists the test asserts it is
