@@ -125,7 +125,11 @@ type proxyDenial struct {
 }
 
 type retryHint struct {
-	Argv       []string `json:"argv"`
+	Argv []string `json:"argv"`
+	// Request is the hint of a call made through sbx serve
+	// (SBX_IT_VIA=serve): the exec request, where sbx run gives an argv.
+	Request    map[string]any `json:"request"`
+	mode       string
 	Unresolved []struct {
 		Domain string `json:"domain"`
 		Reason string `json:"reason"`
@@ -155,12 +159,20 @@ func retryOf(t *testing.T, rep *report) retryHint {
 			t.Fatal(err)
 		}
 	}
+	h.mode = rep.Mode
 	return h
 }
+
+// escalates reports whether the hint asks for more: an argv, or a request
+// through the server.
+func (h retryHint) escalates() bool { return len(h.Argv) != 0 || h.Request != nil }
 
 // applyRetry runs the retry's argv (its "sbx" the binary under test).
 func applyRetry(t *testing.T, dir string, h retryHint) outcome {
 	t.Helper()
+	if viaServe {
+		return serveRetryRequest(t, dir, h.mode, h.Request)
+	}
 	if len(h.Argv) < 2 || h.Argv[0] != "sbx" {
 		t.Fatalf("retry argv %q", h.Argv)
 	}
@@ -277,7 +289,7 @@ func TestNetworkDomains(t *testing.T) {
 			checkProxyDenial(t, rep, tt.domain, tt.port, tt.reason, tt.address)
 			h := retryOf(t, rep)
 			if tt.noRetry {
-				if len(h.Argv) != 0 || len(h.Unresolved) != 1 || h.Unresolved[0].Domain != tt.domain {
+				if h.escalates() || len(h.Unresolved) != 1 || h.Unresolved[0].Domain != tt.domain {
 					t.Fatalf("retry %+v: want none, %s unresolved", h, tt.domain)
 				}
 				return
@@ -341,7 +353,7 @@ func TestNetworkDomainsFullDenied(t *testing.T) {
 		t.Fatalf("denied host: exit %d, stdout %q: want refused", out.code, out.stdout)
 	}
 	checkProxyDenial(t, rep, "bad.test", o.tlsPort, "denied by denied_domains", "")
-	if h := retryOf(t, rep); len(h.Argv) != 0 || len(h.Unresolved) != 1 || h.Unresolved[0].Domain != "bad.test" {
+	if h := retryOf(t, rep); h.escalates() || len(h.Unresolved) != 1 || h.Unresolved[0].Domain != "bad.test" {
 		t.Fatalf("retry %+v: want none, bad.test unresolved", h)
 	}
 }
@@ -370,7 +382,8 @@ func checkProxyDenial(t *testing.T, rep *report, domain string, port int, reason
 func checkRetryArgs(t *testing.T, h retryHint, want []string) {
 	t.Helper()
 	if viaServe {
-		skipVia(t, "the retry hint of exec is a request, not the sbx run argv checked here (the denial was checked)")
+		checkRetryRequest(t, h, want)
+		return
 	}
 	if slices.Contains(h.Argv, "--network") {
 		t.Fatalf("retry %q asks for the whole network", h.Argv)
@@ -378,6 +391,33 @@ func checkRetryArgs(t *testing.T, h retryHint, want []string) {
 	i := slices.Index(h.Argv, "--")
 	if i < len(want) || !slices.Equal(h.Argv[i-len(want):i], want) {
 		t.Fatalf("retry %q: want %q before the command", h.Argv, want)
+	}
+}
+
+// checkRetryRequest is checkRetryArgs for a hint through the server: its
+// request's network asks for what the flags want, never the whole network.
+func checkRetryRequest(t *testing.T, h retryHint, want []string) {
+	t.Helper()
+	add, _ := h.Request["additional_permissions"].(map[string]any)
+	n, _ := add["network"].(map[string]any)
+	if n == nil || n["enabled"] != true || n["allowed_domains"] == nil {
+		t.Fatalf("retry request %v: want allowed_domains, not the whole network or nothing", h.Request)
+	}
+	domains, _ := n["allowed_domains"].([]any)
+	for i := 0; i < len(want); i++ {
+		switch want[i] {
+		case "--allow-domain":
+			i++
+			if !slices.Contains(domains, any(want[i])) {
+				t.Fatalf("retry request %v: want allowed_domains with %s", h.Request, want[i])
+			}
+		case "--allow-private-addresses":
+			if n["allow_private_addresses"] != true {
+				t.Fatalf("retry request %v: want allow_private_addresses", h.Request)
+			}
+		default:
+			t.Fatalf("checkRetryRequest: no translation of %s", want[i])
+		}
 	}
 }
 
@@ -540,7 +580,7 @@ func TestGuardDenyDomains(t *testing.T) {
 		t.Fatalf("denied host: exit %d, stdout %q", out.code, out.stdout)
 	}
 	checkProxyDenial(t, rep, "127.0.0.1", o.httpPort, "denied by denied_domains", "")
-	if h := retryOf(t, rep); len(h.Argv) != 0 || len(h.Unresolved) != 1 || h.Unresolved[0].Reason != "forbidden by guard: deny_domains" {
+	if h := retryOf(t, rep); h.escalates() || len(h.Unresolved) != 1 || h.Unresolved[0].Reason != "forbidden by guard: deny_domains" {
 		t.Fatalf("retry %+v: want none, forbidden by guard", h)
 	}
 }

@@ -422,17 +422,22 @@ func serveRetry(t *testing.T, dir string, rep *report, want func(add map[string]
 	if err := json.Unmarshal(rep.raw["retry"], &retry); err != nil || retry.Request == nil {
 		t.Fatalf("retry %s (%v), want an exec request", rep.raw["retry"], err)
 	}
-	req := retry.Request
-	add, _ := req["additional_permissions"].(map[string]any)
+	add, _ := retry.Request["additional_permissions"].(map[string]any)
 	if !want(add) {
-		t.Fatalf("retry request %v: not the additional permissions wanted", req)
+		t.Fatalf("retry request %v: not the additional permissions wanted", retry.Request)
 	}
+	return serveRetryRequest(t, dir, rep.Mode, retry.Request)
+}
+
+// serveRetryRequest runs the request of a retry hint in a session of mode.
+func serveRetryRequest(t *testing.T, dir, mode string, req map[string]any) outcome {
+	t.Helper()
 	for _, k := range []string{"session_id", "turn_id", "call_id", "sandbox_permissions", "justification"} {
 		delete(req, k)
 	}
 	req["preauthorized"] = true
 	t.Logf("retry via serve: %v", req)
-	out, _ := serveExec(t, serveCall{session: map[string]any{"cwd": dir, "sandbox_mode": rep.Mode, "approval_policy": "never"}, req: req})
+	out, _ := serveExec(t, serveCall{session: map[string]any{"cwd": dir, "sandbox_mode": mode, "approval_policy": "never"}, req: req})
 	return out
 }
 
