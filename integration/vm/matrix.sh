@@ -14,7 +14,10 @@
 #   SBX_VM_KERNELS  space-separated kernel versions or prefixes to boot, e.g.
 #                   "5.10 6.1" (default: every kernel in the cache)
 #   SBX_VM_PASSES   passes to run, a subset of "root nobody root-nouserns
-#                   nobody-nouserns" (default: all four, in that order)
+#                   nobody-nouserns root-serve nobody-serve" (default: the
+#                   first four, in that order); a -serve pass is root's or
+#                   nobody's with SBX_IT_VIA=serve: run()'s calls go through
+#                   one sbx serve (integration/doc.go)
 #   SBX_VM_RUN      a -test.run pattern for the suite (default: everything)
 #   SBX_VM_LOGDIR   keep each kernel's full console log in this directory
 #   SBX_VM_TIMEOUT  per-kernel wall-clock limit in seconds (default 900)
@@ -28,7 +31,7 @@ cache=${1:-/var/cache/sbx-kernels}
 suites=${SBX_VM_SUITES:-"bullseye-security bookworm-security bookworm-security:linux-image-6.12-amd64 sid trixie-backports"}
 passes=${SBX_VM_PASSES:-"root nobody root-nouserns nobody-nouserns"}
 for p in $passes; do
-  case $p in root|nobody|root-nouserns|nobody-nouserns) ;; *) echo "SBX_VM_PASSES: unknown pass $p" >&2; exit 2 ;; esac
+  case $p in root|nobody|root-nouserns|nobody-nouserns|root-serve|nobody-serve) ;; *) echo "SBX_VM_PASSES: unknown pass $p" >&2; exit 2 ;; esac
 done
 
 mkdir -p "$cache"
@@ -69,7 +72,7 @@ pass() {
   echo "@@PASS START $label"
   "$@" </dev/null > /tmp/pass.log 2>&1; r=$?
   if [ $r -eq 0 ]; then
-    grep -E '^(--- |ok|PASS|FAIL)|^ +--- (FAIL|SKIP)|SKIP|@@CAPS' /tmp/pass.log
+    grep -E '^(--- |ok|PASS|FAIL|integration: via serve)|^ +--- (FAIL|SKIP)|SKIP|@@CAPS' /tmp/pass.log
   else
     cat /tmp/pass.log; rc=1
   fi
@@ -77,9 +80,13 @@ pass() {
 }
 for p in $PASSES; do
   case $p in *-nouserns) echo 0 ;; *) echo "$userns" ;; esac > /proc/sys/user/max_user_namespaces
+  # A -serve pass leaves out the TestServe tests: they start servers of
+  # their own whatever SBX_IT_VIA says, and ran in the other passes.
+  via= skip=
+  case $p in *-serve) via="SBX_IT_VIA=serve " skip=" -test.skip=^TestServe" ;; esac
   case $p in
-    root*) pass "$p" sh -c "exec $t" ;;
-    nobody*) pass "$p" su -s /bin/sh nobody -c "exec $t" ;;
+    root*) pass "$p" sh -c "${via}exec $t$skip" ;;
+    nobody*) pass "$p" su -s /bin/sh nobody -c "${via}exec $t$skip" ;;
   esac
 done
 exit $rc
