@@ -45,8 +45,10 @@ func TestProtectedNames(t *testing.T) {
 		}
 		refused(t, wsOnly, "create", filepath.Join(agents, "AGENTS.md"))
 		if c.namespaces {
-			r, _ := probe(t, ws, kernelOnly, "create", filepath.Join(agents, "AGENTS.md"))
-			want(t, r, "EROFS")
+			t.Run("kernel-only", func(t *testing.T) {
+				r, _ := probe(t, ws, kernelOnly, "create", filepath.Join(agents, "AGENTS.md"))
+				want(t, r, "EROFS")
+			})
 		}
 		wantAbsent(filepath.Join(agents, "AGENTS.md"))(t)
 	})
@@ -56,10 +58,12 @@ func TestProtectedNames(t *testing.T) {
 		}
 		refused(t, wsOnly, "mkdir", codex)
 		if c.namespaces {
-			r, _ := probe(t, ws, kernelOnly, "mkdir", codex)
-			want(t, r, "EEXIST") // the placeholder, bound read-only
-			r, _ = probe(t, ws, kernelOnly, "create", filepath.Join(codex, "config.toml"))
-			want(t, r, "EROFS")
+			t.Run("kernel-only", func(t *testing.T) {
+				r, _ := probe(t, ws, kernelOnly, "mkdir", codex)
+				want(t, r, "EEXIST") // the placeholder, bound read-only
+				r, _ = probe(t, ws, kernelOnly, "create", filepath.Join(codex, "config.toml"))
+				want(t, r, "EROFS")
+			})
 		}
 		wantAbsent(codex)(t)
 		// Its neighbour is an ordinary name.
