@@ -29,12 +29,13 @@
 // writes the result less the output where `sbx run --report` writes its
 // report. viaserve_test.go translates run()'s flags into the request; a
 // flag with no exec field (--no-denial-reports, --approver, --grants,
-// --strict-review, --preset), a CLI flag error, and a check of what only
-// the CLI has (the retry hint as an sbx run argv) skip with "SKIP: via
-// serve: REASON". A retry hint is applied as its exec request, the
-// escalation the caller's own. Tests that start sbx themselves (other
-// subcommands, sbx's own environment, stdin, a terminal, inherited fds,
-// signals to sbx) run as they do without it. The pass prints how many
+// --strict-review, --preset) and a CLI flag error skip with "SKIP: via
+// serve: REASON". A retry hint is checked and applied as its exec request
+// (sbx run's is an argv), the escalation the caller's own. The TestServe
+// tests start servers of their own either way (test.sh and the kernel
+// matrix leave them out of the serve passes). Tests that start sbx
+// themselves (other subcommands, sbx's own environment, stdin, a terminal,
+// inherited fds, signals to sbx) run as they do without it. The pass prints how many
 // calls and tests went through the server:
 //
 //	SBX_IT_VIA=serve go test ./integration/ -count=1
