@@ -241,6 +241,10 @@ func TestServeUserNSFallback(t *testing.T) {
 	if os.Geteuid() == 0 {
 		t.Skip("SKIP: root's sbx serve makes no user namespace (run as an unprivileged user: /work/unpriv.sh)")
 	}
+	// Without user namespaces at all the server never tries one: there
+	// is no failed attempt to fall back from (TestServeUserNSFastPath
+	// skips the same way).
+	Require(t, "userns")
 	ws := workspace(t)
 	s := startServerCmd(t, exec.Command(sbxBin, "run", "--mode", "workspace-write", "--network", "--cwd", ws, "--", sbxBin, "serve", "--ephemeral"))
 	init := s.ok("initialize", nil)
