@@ -26,7 +26,7 @@ import (
 // the calls and the outer sbx.
 func TestServeUserNSFastPath(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("SKIP: root's sbx serve launches from the launcher thread without a user namespace (run as an unprivileged user: /work/unpriv.sh)")
+		t.Skip("SKIP: root's sbx serve launches from the launcher thread without a user namespace (test.sh runs it as the unprivileged user)")
 	}
 	if runtime.GOARCH != "amd64" {
 		t.Skip("SKIP: the fast path needs the thread launch's PID namespace init, x86-64 code")
@@ -239,7 +239,7 @@ func TestServeUserNSPeerRoot(t *testing.T) {
 // call falls back as sbx run's does, its lost layers reported.
 func TestServeUserNSFallback(t *testing.T) {
 	if os.Geteuid() == 0 {
-		t.Skip("SKIP: root's sbx serve makes no user namespace (run as an unprivileged user: /work/unpriv.sh)")
+		t.Skip("SKIP: root's sbx serve makes no user namespace (test.sh runs it as the unprivileged user)")
 	}
 	// Without user namespaces at all the server never tries one: there
 	// is no failed attempt to fall back from (TestServeUserNSFastPath
