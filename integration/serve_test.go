@@ -653,22 +653,7 @@ func TestServePeerCredentials(t *testing.T) {
 	if err != nil || fi.Mode().Perm() != 0o600 {
 		t.Fatalf("socket mode %v (%v), want 0600", fi.Mode(), err)
 	}
-	// The test binary, where the other uid can run it.
-	self, _ := os.Executable()
-	client := filepath.Join(dir, "client")
-	if b, err := os.ReadFile(self); err != nil || os.WriteFile(client, b, 0o755) != nil {
-		t.Fatalf("copy the client: %v", err)
-	}
-	as := func(uid, gid int) string {
-		c := exec.Command(client)
-		c.Env = []string{peerClientEnv + "=" + sock}
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		b, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("client as uid %d: %v\n%s", uid, err, b)
-		}
-		return string(b)
-	}
+	as := peerClientAs(t, dir, sock)
 	if got := as(0, 0); !strings.HasPrefix(got, "answered:") {
 		t.Errorf("root: %s", got)
 	}
@@ -840,5 +825,27 @@ func TestServeStateDirRefused(t *testing.T) {
 		if out.code != 125 || !strings.Contains(out.stderr, "--state-dir") || out.stdout != "" {
 			t.Errorf("%q: exit %d stdout %q stderr %q; want 125 naming --state-dir, nothing served", args, out.code, out.stdout, out.stderr)
 		}
+	}
+}
+
+// peerClientAs copies the test binary into dir, where another uid can run
+// it, and returns a function that runs it as uid and gid: it connects to
+// sock (peerClientEnv) and prints what the server did with it.
+func peerClientAs(t *testing.T, dir, sock string) func(uid, gid int) string {
+	t.Helper()
+	self, _ := os.Executable()
+	client := filepath.Join(dir, "client")
+	if b, err := os.ReadFile(self); err != nil || os.WriteFile(client, b, 0o755) != nil {
+		t.Fatalf("copy the client: %v", err)
+	}
+	return func(uid, gid int) string {
+		c := exec.Command(client)
+		c.Env = []string{peerClientEnv + "=" + sock}
+		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		b, err := c.CombinedOutput()
+		if err != nil {
+			t.Fatalf("client as uid %d: %v\n%s", uid, err, b)
+		}
+		return string(b)
 	}
 }

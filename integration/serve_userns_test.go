@@ -205,21 +205,7 @@ func TestServeUserNSPeerRoot(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
 	waitForPath(t, sock)
-	self, _ := os.Executable()
-	client := filepath.Join(dir, "client")
-	if b, err := os.ReadFile(self); err != nil || os.WriteFile(client, b, 0o755) != nil {
-		t.Fatalf("copy the client: %v", err)
-	}
-	as := func(uid, gid int) string {
-		c := exec.Command(client)
-		c.Env = []string{peerClientEnv + "=" + sock}
-		c.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
-		b, err := c.CombinedOutput()
-		if err != nil {
-			t.Fatalf("client as uid %d: %v\n%s", uid, err, b)
-		}
-		return string(b)
-	}
+	as := peerClientAs(t, dir, sock)
 	got := as(uid, gid)
 	if !strings.HasPrefix(got, "answered:") || !strings.Contains(got, `"server_user_namespace":{"available":true`) {
 		t.Fatalf("the server's own uid: %s (stderr %s)", got, stderr.String())
