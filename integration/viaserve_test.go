@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -31,6 +32,10 @@ var (
 	viaServe    bool
 	serveSocket string
 	serveCalls  atomic.Int64
+	// serveUserNS: the suite's server serves from a user namespace of its
+	// own (an unprivileged server's fast path): its sandboxed calls are
+	// thread launches, and it is the parent of danger-full-access ones.
+	serveUserNS bool
 	// serveTests are the tests (top-level names) that made a call
 	// through the server, for the count TestMain prints.
 	serveTests sync.Map
@@ -79,7 +84,12 @@ func startServe() (stop func(failed bool), err error) {
 	}
 	for deadline := time.Now().Add(30 * time.Second); ; {
 		if c, err := net.Dial("unix", serveSocket); err == nil {
+			serveUserNS, err = serverUserNS(c)
 			c.Close()
+			if err != nil {
+				stop(true)
+				return nil, fmt.Errorf("sbx serve --listen %s: initialize: %w", serveSocket, err)
+			}
 			return stop, nil
 		}
 		if cmd.ProcessState != nil || time.Now().After(deadline) {
@@ -88,6 +98,31 @@ func startServe() (stop func(failed bool), err error) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// serverUserNS asks the server on c whether it serves from a user
+// namespace of its own (initialize's capabilities.server_user_namespace).
+func serverUserNS(c net.Conn) (bool, error) {
+	if _, err := io.WriteString(c, `{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}`+"\n"); err != nil {
+		return false, err
+	}
+	line, err := bufio.NewReader(c).ReadBytes('\n')
+	if err != nil {
+		return false, err
+	}
+	var m struct {
+		Result struct {
+			Capabilities struct {
+				ServerUserNamespace struct {
+					Available bool `json:"available"`
+				} `json:"server_user_namespace"`
+			} `json:"capabilities"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(line, &m); err != nil {
+		return false, fmt.Errorf("%w: %s", err, line)
+	}
+	return m.Result.Capabilities.ServerUserNamespace.Available, nil
 }
 
 // serveCall is what run()'s flags come to: the session's knobs and the
