@@ -2,10 +2,13 @@ package serve
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -25,6 +28,13 @@ type Listener struct {
 // umask is narrowed around the bind: a chmod after it would leave a window
 // in which anyone could connect). An existing path is refused, not
 // replaced: it may be another server's socket, or not a socket at all.
+//
+// The socket is bound under a temporary name beside path and linked to
+// path only once it listens, so that path never names a socket that
+// refuses connections: a client that waits for the file and then
+// connects (the usual way to wait for a server) gets in at once. The link
+// fails on an existing path (EEXIST), so two servers cannot take the same
+// one between the check and the link.
 func Listen(path string) (*Listener, error) {
 	if _, err := os.Lstat(path); err == nil {
 		return nil, fmt.Errorf("listen %s: already exists (another server's socket, or a stale one: remove it)", path)
@@ -33,19 +43,41 @@ func Listen(path string) (*Listener, error) {
 	if err != nil {
 		return nil, fmt.Errorf("socket: %w", err)
 	}
+	tmp := bindName(path)
 	old := syscall.Umask(0o177)
-	err = unix.Bind(fd, &unix.SockaddrUnix{Name: path})
+	err = unix.Bind(fd, &unix.SockaddrUnix{Name: tmp})
 	syscall.Umask(old)
 	if err != nil {
 		unix.Close(fd)
-		return nil, fmt.Errorf("bind %s: %w", path, err)
+		return nil, fmt.Errorf("bind %s: %w", tmp, err)
 	}
 	if err := unix.Listen(fd, 128); err != nil {
 		unix.Close(fd)
-		os.Remove(path)
+		os.Remove(tmp)
 		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
+	if tmp != path {
+		err := os.Link(tmp, path)
+		os.Remove(tmp)
+		if err != nil {
+			unix.Close(fd)
+			return nil, fmt.Errorf("listen %s: %w", path, err)
+		}
+	}
 	return &Listener{fd: fd, path: path}, nil
+}
+
+// bindName is the temporary name Listen binds to, beside path; path itself
+// when that name would not fit a socket address (108 bytes on Linux, the
+// terminating NUL included).
+func bindName(path string) string {
+	var b [6]byte
+	rand.Read(b[:])
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+"."+hex.EncodeToString(b[:]))
+	if len(tmp) >= len(unix.RawSockaddrUnix{}.Path) {
+		return path
+	}
+	return tmp
 }
 
 // Close stops accepting (a blocked accept returns) and removes the socket.
