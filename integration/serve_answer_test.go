@@ -250,18 +250,7 @@ func TestServeClientReconnect(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
 	waitForPath(t, sock)
 
-	runner := dialServe(t, sock)
-	runner.ok("initialize", nil)
-	asked := dialServe(t, sock)
-	asked.ok("initialize", approvalsInit)
-	ws := workspace(t)
-	runner.ok("session/open", map[string]any{"session_id": "s", "cwd": ws, "preset": "auto"})
-	turn := runner.ok("turn/begin", map[string]any{"session_id": "s"})["turn_id"].(string)
-	// The answering client is the session's once it names it.
-	asked.ok("session/permissions", map[string]any{"session_id": "s"})
-	out := approvalTarget(t)
-	runner.start("exec", escalatingExec("s", turn, "c1", ws, out))
-	first := nextNote(t, asked.notes, "approval/requested")
+	runner, asked, first, out := askedApproval(t, sock)
 	asked.c.Close()
 	<-asked.gone
 	time.Sleep(100 * time.Millisecond)
@@ -284,6 +273,26 @@ func TestServeClientReconnect(t *testing.T) {
 		t.Errorf("a connection that did not declare approvals got %v", n)
 	default:
 	}
+}
+
+// askedApproval connects a runner and an approval client to the server on
+// sock, opens session s and a turn on the runner, binds the client to the
+// session (by naming it), and starts call c1, which escalates a write to
+// out: it returns once the client got the approval/requested, with it.
+func askedApproval(t *testing.T, sock string) (runner, asked *sockPeer, req map[string]any, out string) {
+	t.Helper()
+	runner = dialServe(t, sock)
+	runner.ok("initialize", nil)
+	asked = dialServe(t, sock)
+	asked.ok("initialize", approvalsInit)
+	ws := workspace(t)
+	runner.ok("session/open", map[string]any{"session_id": "s", "cwd": ws, "preset": "auto"})
+	turn := runner.ok("turn/begin", map[string]any{"session_id": "s"})["turn_id"].(string)
+	// The answering client is the session's once it names it.
+	asked.ok("session/permissions", map[string]any{"session_id": "s"})
+	out = approvalTarget(t)
+	runner.start("exec", escalatingExec("s", turn, "c1", ws, out))
+	return runner, asked, nextNote(t, asked.notes, "approval/requested"), out
 }
 
 // TestServeAnswerersRefused: a bad --answerers is 125, naming it.
@@ -326,17 +335,7 @@ func TestServeCloseSession(t *testing.T) {
 		return cmd
 	}
 	first := serveOn(filepath.Join(dir, "a.sock"))
-	runner := dialServe(t, filepath.Join(dir, "a.sock"))
-	runner.ok("initialize", nil)
-	asked := dialServe(t, filepath.Join(dir, "a.sock"))
-	asked.ok("initialize", approvalsInit)
-	ws := workspace(t)
-	runner.ok("session/open", map[string]any{"session_id": "s", "cwd": ws, "preset": "auto"})
-	turn := runner.ok("turn/begin", map[string]any{"session_id": "s"})["turn_id"].(string)
-	asked.ok("session/permissions", map[string]any{"session_id": "s"})
-	out := approvalTarget(t)
-	runner.start("exec", escalatingExec("s", turn, "c1", ws, out))
-	req := nextNote(t, asked.notes, "approval/requested")
+	runner, asked, req, out := askedApproval(t, filepath.Join(dir, "a.sock"))
 	asked.start("session/close", map[string]any{"session_id": "s"})
 	if m := asked.get(); m["error"] != nil || m["result"] != nil {
 		t.Fatalf("session/close: %v", m)
