@@ -10,3 +10,6 @@ func Prestart(netns bool, stdio [3]*os.File) {}
 
 // DiscardPrestart does nothing here (see Prestart).
 func DiscardPrestart() {}
+
+// KeepPrestarted does nothing here (see Prestart).
+func KeepPrestarted() {}

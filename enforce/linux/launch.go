@@ -104,6 +104,9 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 		pr, err = startOutside(spec)
 	default:
 		pr, err = startThread(p, spec, sup, cg, pre)
+		if err == nil {
+			prestartAhead(p)
+		}
 	}
 	if err != nil {
 		if sup != nil {

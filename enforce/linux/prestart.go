@@ -6,6 +6,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sbx-sandbox/sbx/enforce"
 	"golang.org/x/sys/unix"
@@ -62,12 +63,18 @@ func Prestart(netns bool, stdio [3]*os.File) {
 	if runtime.GOARCH != "amd64" {
 		return
 	}
+	setPending(prestartThread(netns))
+}
+
+// prestartThread starts a launcher thread that makes a thread launch's
+// namespaces (a network namespace when netns), loopback and init, then
+// waits for its job.
+func prestartThread(netns bool) *prestarted {
 	flags := unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC
 	if netns {
 		flags |= unix.CLONE_NEWNET
 	}
 	t := &prestarted{netns: netns, jobs: make(chan func(nsDone), 1)}
-	setPending(t)
 	go func() {
 		// IMPORTANT: locked for good, as in startThread: the thread leaves
 		// sbx's namespaces and is ended, not reused, when this returns.
@@ -99,6 +106,38 @@ func Prestart(netns bool, stdio [3]*os.File) {
 		}
 		(&Process{initPid: done.initPid, lifeline: done.lifeline}).stopInit()
 	}()
+	return t
+}
+
+// keepAhead: see KeepPrestarted.
+var keepAhead atomic.Bool
+
+// KeepPrestarted makes every thread launch that a prestarted launcher
+// thread could have served start the next one once its command is
+// forked, if none is waiting: a server's next call of the same kind then
+// finds its namespaces and init made, made while the server waited for
+// this one's command and answered it (the two cores' other one). A server
+// calls it once; the thread waiting when the server exits dies with it,
+// and its init with the thread (parent-death signal).
+func KeepPrestarted() { keepAhead.Store(true) }
+
+// prestartAhead starts the launcher thread of a call like p (see
+// KeepPrestarted).
+func prestartAhead(p *Plan) {
+	if !keepAhead.Load() || !threadPrestartable(p) {
+		return
+	}
+	prestartMu.Lock()
+	defer prestartMu.Unlock()
+	if pending == nil {
+		pending = prestartThread(p.NewNetNS)
+	}
+}
+
+// threadPrestartable: a prestarted launcher thread has made everything p
+// needs made before its mounts, but perhaps the network namespace.
+func threadPrestartable(p *Plan) bool {
+	return p.Launch == LaunchThread && p.NewPIDNS && p.Cgroup == nil && p.needsMountNS() && p.NewUTSNS && p.NewIPCNS
 }
 
 func prestartStage(netns bool, stdio [3]*os.File) {
@@ -140,8 +179,7 @@ func takePending() *prestarted {
 // forThread returns the prestarted launcher thread if p can use it, and
 // ends anything else.
 func (t *prestarted) forThread(p *Plan) *prestarted {
-	if t == nil || t.jobs == nil || p.Launch != LaunchThread || !p.NewPIDNS || p.NewNetNS != t.netns || p.Cgroup != nil ||
-		!p.needsMountNS() || !p.NewUTSNS || !p.NewIPCNS {
+	if t == nil || t.jobs == nil || !threadPrestartable(p) || p.NewNetNS != t.netns {
 		t.end()
 		return nil
 	}

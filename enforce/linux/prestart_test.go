@@ -20,6 +20,7 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // TestPrestart: a plan that asks for the prestarted namespaces runs its
@@ -103,6 +104,97 @@ func TestPrestart(t *testing.T) {
 		DiscardPrestart()
 		waitInits(t, false)
 	})
+}
+
+// TestKeepPrestarted: with KeepPrestarted, a thread launch leaves the
+// next call's launcher thread made (its namespaces as the call's), the
+// next call like it runs its command there, in namespaces no other call
+// had, and leaves another; a call nothing prestarted could serve leaves
+// none.
+func TestKeepPrestarted(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
+		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
+	}
+	DiscardPrestart()
+	KeepPrestarted()
+	t.Cleanup(func() {
+		keepAhead.Store(false)
+		DiscardPrestart()
+		waitInits(t, false)
+	})
+	ws := t.TempDir()
+	plan := func(network bool, limits report.Limits) *Plan {
+		pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if network {
+			pol.Network = policy.NetworkFull
+		}
+		p, err := Compile(pol, Probe(), Options{Limits: limits})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// call runs one command under p and returns its PID namespace.
+	call := func(p *Plan) string {
+		r, w, _ := os.Pipe()
+		defer r.Close()
+		proc, err := Start(p, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", "readlink /proc/self/ns/pid"},
+			Dir: ws, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: w, Stderr: w})
+		w.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		out.ReadFrom(r)
+		proc.Wait()
+		proc.EndSupervision()
+		return strings.TrimSpace(out.String())
+	}
+	// prestartedNS waits for the one init left running once the calls
+	// are over, the prestarted thread's, and returns its PID namespace.
+	prestartedNS := func() string {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			if inits := childInits(); len(inits) == 1 {
+				return nsLinks(t, inits[0])[1]
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("init processes %v, want the prestarted one only", childInits())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	off := plan(false, report.Limits{})
+	first := call(off)
+	if pending == nil || !pending.netns {
+		t.Fatalf("after a call with the network off: pending %+v, want a launcher thread with a network namespace", pending)
+	}
+	ahead := prestartedNS()
+	if ahead == first {
+		t.Fatalf("the prestarted thread's PID namespace %s is the first call's", ahead)
+	}
+	if second := call(off); second != ahead {
+		t.Errorf("the second call ran in PID namespace %s, the prestarted thread's is %s", second, ahead)
+	}
+	if next := prestartedNS(); next == ahead {
+		t.Errorf("the next prestarted thread is in the used PID namespace %s", next)
+	}
+	// A call with limits has a cgroup: nothing prestarted serves it,
+	// none is left for the next.
+	DiscardPrestart()
+	waitInits(t, false)
+	limited := plan(false, report.Limits{Pids: 64})
+	if limited.Cgroup == nil {
+		t.Skip("SKIP: no call cgroup here (limits fall back to rlimits), the rest needs one")
+	}
+	call(limited)
+	if pending != nil {
+		t.Errorf("a call with limits left a prestarted thread")
+	}
 }
 
 // testProcessNS are the network and PID namespaces the test process
