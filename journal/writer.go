@@ -176,6 +176,48 @@ func (w *Writer) Append(rec Record) error {
 func (w *Writer) Log(rec Record) (Record, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	back, err := w.enqueue(rec)
+	if err != nil {
+		return Record{}, err
+	}
+	if err := w.awaitLocked(back); err != nil {
+		return Record{}, err
+	}
+	return back, nil
+}
+
+// Queue takes rec's place in the log at once, as Append would, and makes
+// it durable in the background: every record appended after Queue
+// returned comes after it. durable returns once rec is on disk (or with
+// the error Append would have returned); until then its effect must not be
+// acted on. A caller overlaps the fsync with work that only prepares the
+// effect (a server resolves a call while its call/started is written).
+// An error from Queue itself is a record refused, nothing written.
+func (w *Writer) Queue(rec Record) (durable func() error, err error) {
+	w.mu.Lock()
+	back, err := w.enqueue(rec)
+	w.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		done <- w.awaitLocked(back)
+	}()
+	var once sync.Once
+	var result error
+	return func() error {
+		once.Do(func() { result = <-done })
+		return result
+	}, nil
+}
+
+// enqueue checks rec, fills in what it leaves zero, applies it to the
+// state and queues its frame; w.mu is held. The Append doc says what is
+// filled in and refused.
+func (w *Writer) enqueue(rec Record) (Record, error) {
 	switch {
 	case w.closed:
 		return Record{}, fmt.Errorf("journal: append to %s: %w", w.path, ErrClosed)
@@ -213,12 +255,18 @@ func (w *Writer) Log(rec Record) (Record, error) {
 	w.st.apply(back, k)
 	w.queued = append(w.queued, encodeFrame(payload)...)
 	w.queuedSeq = back.Seq
+	return back, nil
+}
+
+// awaitLocked returns once the queued record back is durable, flushing
+// the queue when no flush runs; w.mu is held.
+func (w *Writer) awaitLocked(back Record) error {
 	for {
 		switch {
 		case w.durable >= back.Seq:
-			return back, nil
+			return nil
 		case w.err != nil:
-			return Record{}, fmt.Errorf("journal: append %s to %s: %w", rec.Type, w.path, w.err)
+			return fmt.Errorf("journal: append %s to %s: %w", back.Type, w.path, w.err)
 		case !w.flushing:
 			w.flush()
 		default:

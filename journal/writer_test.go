@@ -503,3 +503,85 @@ func BenchmarkAppendParallel(b *testing.B) {
 		}
 	})
 }
+
+// gatedSync holds each Sync until the test opens the gate.
+type gatedSync struct {
+	*os.File
+	gate chan struct{}
+	err  error
+}
+
+func (f *gatedSync) Sync() error {
+	<-f.gate
+	if f.err != nil {
+		return f.err
+	}
+	return f.File.Sync()
+}
+
+// TestQueue: Queue orders its record at once, before every record
+// appended after it, and durable returns only once that record is on
+// disk, or with the failure that poisoned the writer.
+func TestQueue(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		syncErr error
+	}{{"durable", nil}, {"fsync-fails", errors.New("EIO (test)")}} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			w, err := Open(dir, "s")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer w.Close()
+			if err := w.Append(Record{Type: TypeSessionOpened}); err != nil {
+				t.Fatal(err)
+			}
+			f, err := os.OpenFile(filepath.Join(dir, "s.log"), os.O_WRONLY|os.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gs := &gatedSync{File: f, gate: make(chan struct{}), err: tc.syncErr}
+			w.setFile(gs)
+			durable, err := w.Queue(Record{Type: TypeCallStarted, Data: []byte(`{"call_id":"c1"}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := make(chan error, 1)
+			go func() { got <- durable() }()
+			select {
+			case err := <-got:
+				t.Fatalf("durable returned (%v) before the fsync ended", err)
+			case <-time.After(50 * time.Millisecond):
+			}
+			// Appended after Queue returned: after it in the log, and
+			// durable no sooner.
+			after := make(chan error, 1)
+			go func() { after <- w.Append(Record{Type: TypeCallFinished, Data: []byte(`{"call_id":"c1"}`)}) }()
+			close(gs.gate)
+			err = <-got
+			if aerr := <-after; tc.syncErr == nil && aerr != nil {
+				t.Fatal(aerr)
+			}
+			if durable() != err {
+				t.Errorf("a second durable() returned another answer")
+			}
+			if tc.syncErr != nil {
+				if err == nil || !strings.Contains(err.Error(), "EIO (test)") {
+					t.Fatalf("durable: %v, want the fsync's failure", err)
+				}
+				if _, err := w.Queue(Record{Type: TypeCallStarted}); !errors.Is(err, ErrPoisoned) {
+					t.Fatalf("Queue after the failure: %v, want ErrPoisoned", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, ps := replayOne(t, dir)
+			if len(ps) != 0 || len(s.Records) != 3 || s.Records[1].Type != TypeCallStarted || s.Records[2].Type != TypeCallFinished {
+				t.Fatalf("records %+v, problems %v: want opened, started, finished", s.Records, ps)
+			}
+		})
+	}
+}

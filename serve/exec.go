@@ -156,9 +156,14 @@ func (c *conn) exec(id, params json.RawMessage) {
 		c.reply(id, nil, e)
 		return
 	}
+	// call/started takes its place in the log now and is made durable
+	// while the call is resolved: the command waits for it (Dispatch), and
+	// a call that ends before is answered after call/finished, which comes
+	// later in the log and is durable only after it.
+	var started func() error
 	logged, envNames, err := withoutEnv(params)
 	if err == nil {
-		err = sess.append(RecCallStarted, callStartedRecord{CallID: p.CallID, TurnID: p.TurnID, EnvironmentID: env, Request: logged, EnvNames: envNames})
+		started, err = sess.queue(RecCallStarted, callStartedRecord{CallID: p.CallID, TurnID: p.TurnID, EnvironmentID: env, Request: logged, EnvNames: envNames})
 	}
 	if err != nil {
 		c.unregister(rc)
@@ -171,7 +176,7 @@ func (c *conn) exec(id, params json.RawMessage) {
 		defer c.wg.Done()
 		defer c.unregister(rc)
 		defer cancel()
-		res, e := c.run(ctx, sess, t, env, &p, params)
+		res, e := c.run(ctx, sess, t, env, &p, params, started)
 		c.reply(id, res, e)
 	}()
 }
@@ -216,8 +221,9 @@ var errCancelled = errors.New("cancelled")
 
 // run runs one exec call and finishes its record. ctx ends when the call
 // is cancelled or its client goes away; approvals also end with the turn
-// and at the server's shutdown.
-func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *execParams, raw json.RawMessage) (any, *Error) {
+// and at the server's shutdown. started returns once the call/started
+// record is durable: nothing is dispatched before.
+func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *execParams, raw json.RawMessage, started func() error) (any, *Error) {
 	hooks := c.srv.opt.Hooks
 	askCtx, stopAsk := context.WithCancel(ctx)
 	defer stopAsk()
@@ -251,6 +257,9 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 			return nil
 		},
 		Dispatch: func() error {
+			if err := started(); err != nil {
+				return asError(err)
+			}
 			if hooks != nil && hooks.Dispatching != nil {
 				hooks.Dispatching(p.CallID)
 			}

@@ -2,10 +2,17 @@ package serve
 
 import (
 	"bytes"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
+
+	"github.com/sbx-sandbox/sbx/journal"
 )
 
 // TestCallStartedWithoutEnvValues: the command gets its env, and the
@@ -41,5 +48,65 @@ func TestCallStartedWithoutEnvValues(t *testing.T) {
 	req, _ := started[0]["request"].(map[string]any)
 	if _, ok := req["env"]; ok || req["call_id"] != "c1" || req["cwd"] != ws {
 		t.Errorf("request = %v: want the params without env", req)
+	}
+}
+
+// gatedLog is a QueueLog whose call/started records become durable only
+// when gate is closed, and then with err.
+type gatedLog struct {
+	MemLog
+	gate chan struct{}
+	err  error
+}
+
+func (l *gatedLog) Queue(rec journal.Record) (func() error, error) {
+	if err := l.MemLog.Append(rec); err != nil {
+		return nil, err
+	}
+	if rec.Type != RecCallStarted {
+		return func() error { return nil }, nil
+	}
+	return func() error { <-l.gate; return l.err }, nil
+}
+
+// TestDispatchWaitsForCallStarted: the call is resolved while its
+// call/started record is being made durable, but its command starts only
+// once the record is durable, and not at all when it cannot be made so.
+func TestDispatchWaitsForCallStarted(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+	}{{"durable", nil}, {"fsync-fails", errors.New("EIO (test)")}} {
+		t.Run(tc.name, func(t *testing.T) {
+			log := &gatedLog{gate: make(chan struct{}), err: tc.err}
+			var dispatched atomic.Bool
+			c := newClient(t, Options{OpenLog: func(string) (Log, error) { return log, nil },
+				Hooks: &Hooks{Dispatching: func(string) { dispatched.Store(true) }}})
+			ws := t.TempDir()
+			c.ok("session/open", map[string]any{"session_id": "s", "cwd": ws, "preset": "auto"})
+			turn := c.ok("turn/begin", map[string]any{"session_id": "s"})["turn_id"].(string)
+			marker := filepath.Join(ws, "marker")
+			ch := c.start("exec", map[string]any{"session_id": "s", "turn_id": turn, "call_id": "c1", "cwd": ws,
+				"command": []string{"touch", marker}})
+			time.Sleep(200 * time.Millisecond)
+			if dispatched.Load() || ran(ws) {
+				t.Fatal("the command was dispatched before call/started was durable")
+			}
+			close(log.gate)
+			m := c.wait(ch)
+			if tc.err == nil {
+				if r, _ := m["result"].(map[string]any); r == nil || r["exit_code"] != 0.0 || !ran(ws) {
+					t.Fatalf("after call/started was durable: %v", m)
+				}
+				return
+			}
+			code, data := errorOf(t, "exec", m)
+			if code != CodeInternal || data["kind"] != KindInternal || !strings.Contains(fmt.Sprint(m["error"]), "EIO (test)") {
+				t.Errorf("exec whose call/started failed: %d %v", code, m["error"])
+			}
+			if dispatched.Load() || ran(ws) {
+				t.Error("the command ran though its call/started was not durable")
+			}
+		})
 	}
 }

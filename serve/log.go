@@ -17,6 +17,15 @@ type Log interface {
 	Append(rec journal.Record) error
 }
 
+// QueueLog is a Log that can take a record's place in the order at once
+// and make it durable in the background (journal.Writer.Queue): the
+// server then overlaps the fsync with work that only prepares the
+// record's effect, and waits for durable before it acts.
+type QueueLog interface {
+	Log
+	Queue(rec journal.Record) (durable func() error, err error)
+}
+
 // OpenLog opens the log of one session (journal.Open(dir, id) for the
 // durable one). It is called once per session, at session/open.
 type OpenLog func(sessionID string) (Log, error)

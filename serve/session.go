@@ -103,6 +103,36 @@ func (s *session) append(typ string, data any) error {
 	return nil
 }
 
+// queue orders the record now, before every record appended after it, and
+// returns durable, which returns once it is durable: its effect waits for
+// durable, the work that only prepares it need not. A Log that cannot
+// queue (QueueLog) appends it here, durable at once.
+func (s *session) queue(typ string, data any) (durable func() error, err error) {
+	rec, err := record(typ, s.id, data)
+	if err != nil {
+		return nil, err
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	q, ok := s.log.(QueueLog)
+	if !ok {
+		if err := s.log.Append(rec); err != nil {
+			return nil, fmt.Errorf("log %s: %w", typ, err)
+		}
+		return func() error { return nil }, nil
+	}
+	wait, err := q.Queue(rec)
+	if err != nil {
+		return nil, fmt.Errorf("log %s: %w", typ, err)
+	}
+	return func() error {
+		if err := wait(); err != nil {
+			return fmt.Errorf("log %s: %w", typ, err)
+		}
+		return nil
+	}, nil
+}
+
 // facts is the session's permission state as the protocol shows it.
 type facts struct {
 	SessionID      string                  `json:"session_id"`
