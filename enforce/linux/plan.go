@@ -9,7 +9,9 @@ import (
 	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -54,13 +56,41 @@ type System struct {
 // Probe inspects the running kernel and user. It makes no namespaces: the
 // user-namespace answer comes from sysctls, and a launch that still fails to
 // create one falls back and reports it.
+//
+// What it reads from files (sysctls, seccomp's actions, the uid map, the
+// mounts below /proc) is kept for probeTTL: a server probes once per call,
+// and those reads were ~0.1 ms of each; they change rarely, and a launch
+// that meets a change (a user namespace refused) falls back and reports
+// it all the same. The capability and Landlock answers are asked each time.
 func Probe() System {
-	s := System{LandlockABI: LandlockABI(), Privileged: hasCapSysAdmin()}
+	probed.Lock()
+	if probed.at.IsZero() || time.Since(probed.at) > probeTTL {
+		probed.sys = probeFiles()
+		probed.at = time.Now()
+	}
+	s := probed.sys
+	probed.Unlock()
+	s.LandlockABI, s.Privileged = LandlockABI(), hasCapSysAdmin()
+	s.ServerUserNS = inServerUserNS
+	return s
+}
+
+// probeTTL is how long Probe keeps what it read from files.
+const probeTTL = time.Second
+
+var probed struct {
+	sync.Mutex
+	at  time.Time
+	sys System
+}
+
+// probeFiles is the part of Probe read from files.
+func probeFiles() System {
+	var s System
 	s.UserNS, s.UserNSReason = userNSAllowed()
 	s.UserNotif, s.UserNotifReason = userNotifAvailable()
 	s.InitUserNS = inInitUserNS()
 	s.ProcFullyVisible = procFullyVisible()
-	s.ServerUserNS = inServerUserNS
 	return s
 }
 

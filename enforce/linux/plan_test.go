@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -123,5 +124,34 @@ func TestPlanProxy(t *testing.T) {
 		if err := report.CheckRequired([]report.Feature{report.FeatureNetworkDomains}, plan.Downgrades); (err != nil) == tt.proxy {
 			t.Errorf("%s: --require network-domains: %v", tt.name, err)
 		}
+	}
+}
+
+// TestProbeKeepsFileFacts: what Probe reads from files is kept for
+// probeTTL and read again after it; the capability and Landlock answers
+// are never kept.
+func TestProbeKeepsFileFacts(t *testing.T) {
+	t.Cleanup(func() {
+		probed.Lock()
+		probed.at = time.Time{}
+		probed.Unlock()
+	})
+	fresh := probeFiles()
+	probed.Lock()
+	probed.sys = System{UserNSReason: "kept (test)", LandlockABI: -1, Privileged: !hasCapSysAdmin()}
+	probed.at = time.Now()
+	probed.Unlock()
+	s := Probe()
+	if s.UserNSReason != "kept (test)" {
+		t.Errorf("within the TTL Probe read the files again: UserNSReason %q", s.UserNSReason)
+	}
+	if s.LandlockABI != LandlockABI() || s.Privileged != hasCapSysAdmin() {
+		t.Errorf("Probe kept LandlockABI %d, Privileged %t", s.LandlockABI, s.Privileged)
+	}
+	probed.Lock()
+	probed.at = time.Now().Add(-2 * probeTTL)
+	probed.Unlock()
+	if s := Probe(); s.UserNSReason != fresh.UserNSReason || s.UserNS != fresh.UserNS || s.ProcFullyVisible != fresh.ProcFullyVisible {
+		t.Errorf("after the TTL: %+v, want the files' %+v", s, fresh)
 	}
 }
