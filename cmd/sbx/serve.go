@@ -209,9 +209,9 @@ func serveCmd(args []string, stdio Stdio) int {
 		opt.OpenLog = func(id string) (serve.Log, error) { return journal.Open(dir, id) }
 	}
 	srv := serve.New(opt)
-	// Each sandboxed call's launch prepares the next one's namespaces
+	// Each sandboxed call's launch prepares the next call's namespaces
 	// while its command runs: the next call skips making them.
-	host.KeepPrestarted()
+	host.Resident()
 	for _, p := range srv.Restore(sessions) {
 		opt.Logf("state: session %s not restored: %v", p.SessionID, p.Err)
 	}

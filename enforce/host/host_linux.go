@@ -154,7 +154,7 @@ func Prestart(netns bool, stdio [3]*os.File) { linux.Prestart(netns, stdio) }
 // DiscardPrestart ends what Prestart started when no call used it.
 func DiscardPrestart() { linux.DiscardPrestart() }
 
-// KeepPrestarted makes each thread launch prepare the next call's
-// namespaces once its command is forked (see linux.KeepPrestarted): for a
-// server, whose next call is most often like the last.
-func KeepPrestarted() { linux.KeepPrestarted() }
+// Resident tells the launches that this process is a server that launches
+// call after call: each prepares the next call's namespaces while its
+// command runs (see linux.Resident).
+func Resident() { linux.Resident() }

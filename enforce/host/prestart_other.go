@@ -11,5 +11,5 @@ func Prestart(netns bool, stdio [3]*os.File) {}
 // DiscardPrestart does nothing here (see Prestart).
 func DiscardPrestart() {}
 
-// KeepPrestarted does nothing here (see Prestart).
-func KeepPrestarted() {}
+// Resident does nothing here (see Prestart).
+func Resident() {}

@@ -109,20 +109,25 @@ func prestartThread(netns bool) *prestarted {
 	return t
 }
 
-// keepAhead: see KeepPrestarted.
+// keepAhead: see Resident.
 var keepAhead atomic.Bool
 
-// KeepPrestarted makes every thread launch that a prestarted launcher
-// thread could have served start the next one once its command is
-// forked, if none is waiting: a server's next call of the same kind then
-// finds its namespaces and init made, made while the server waited for
-// this one's command and answered it (the two cores' other one). A server
-// calls it once; the thread waiting when the server exits dies with it,
-// and its init with the thread (parent-death signal).
-func KeepPrestarted() { keepAhead.Store(true) }
+// Resident tells the launches that this process is a server that launches
+// call after call (sbx serve): every thread launch that a prestarted
+// launcher thread could have served starts the next one once its command
+// is forked, if none is waiting. A next call of the same kind then finds
+// its namespaces and init made, made while this one's command ran (on the
+// other core). The thread waiting when the server exits dies with it, and
+// its init with the thread (parent-death signal). A server calls it once,
+// before its first call.
+//
+// (Keeping a carve-out placeholder past its last call, for the next one,
+// was measured too and not kept: the next call, or the user, would find an
+// empty .git or .codex that was not there, where none may be left.)
+func Resident() { keepAhead.Store(true) }
 
 // prestartAhead starts the launcher thread of a call like p (see
-// KeepPrestarted).
+// Resident).
 func prestartAhead(p *Plan) {
 	if !keepAhead.Load() || !threadPrestartable(p) {
 		return

@@ -106,17 +106,17 @@ func TestPrestart(t *testing.T) {
 	})
 }
 
-// TestKeepPrestarted: with KeepPrestarted, a thread launch leaves the
+// TestResidentPrestarts: in a Resident process, a thread launch leaves the
 // next call's launcher thread made (its namespaces as the call's), the
 // next call like it runs its command there, in namespaces no other call
 // had, and leaves another; a call nothing prestarted could serve leaves
 // none.
-func TestKeepPrestarted(t *testing.T) {
+func TestResidentPrestarts(t *testing.T) {
 	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
 		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
 	}
 	DiscardPrestart()
-	KeepPrestarted()
+	keepAhead.Store(true)
 	t.Cleanup(func() {
 		keepAhead.Store(false)
 		DiscardPrestart()
