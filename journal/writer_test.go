@@ -187,6 +187,27 @@ func (f *failingFile) Sync() error {
 
 func (f *failingFile) Close() error { return f.f.Close() }
 
+// openedLog opens a session's log in a new directory (closed with the
+// test), appends its session/opened, and opens the file for appending, for
+// a test to put behind the writer (setFile) a file that fails or waits.
+func openedLog(t *testing.T) (dir string, w *Writer, f *os.File) {
+	t.Helper()
+	dir = t.TempDir()
+	w, err := Open(dir, "s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	if err := w.Append(Record{Type: TypeSessionOpened}); err != nil {
+		t.Fatal(err)
+	}
+	f, err = os.OpenFile(filepath.Join(dir, "s.log"), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir, w, f
+}
+
 // TestPoisoned: after a failed write (half a record on disk) or a failed
 // fsync, every later Append fails and writes nothing; replay sees the
 // records before, and the half record as a torn tail.
@@ -200,19 +221,7 @@ func TestPoisoned(t *testing.T) {
 		{"fsync", 1 << 20, errors.New("EIO (test)")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			w, err := Open(dir, "s")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			if err := w.Append(Record{Type: TypeSessionOpened}); err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.OpenFile(filepath.Join(dir, "s.log"), os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, w, f := openedLog(t)
 			ff := &failingFile{f: f, budget: tc.budget, syncErr: tc.syncErr}
 			w.setFile(ff)
 			if err := w.Append(Record{Type: TypeCallStarted}); err == nil {
@@ -528,19 +537,7 @@ func TestQueue(t *testing.T) {
 		syncErr error
 	}{{"durable", nil}, {"fsync-fails", errors.New("EIO (test)")}} {
 		t.Run(tc.name, func(t *testing.T) {
-			dir := t.TempDir()
-			w, err := Open(dir, "s")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer w.Close()
-			if err := w.Append(Record{Type: TypeSessionOpened}); err != nil {
-				t.Fatal(err)
-			}
-			f, err := os.OpenFile(filepath.Join(dir, "s.log"), os.O_WRONLY|os.O_APPEND, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
+			dir, w, f := openedLog(t)
 			gs := &gatedSync{File: f, gate: make(chan struct{}), err: tc.syncErr}
 			w.setFile(gs)
 			durable, err := w.Queue(Record{Type: TypeCallStarted, Data: []byte(`{"call_id":"c1"}`)})

@@ -54,24 +54,13 @@ func TestPrestart(t *testing.T) {
 		// plan decides whether they are used, not a race.
 		waitInits(t, true)
 		prestartedPid = nsLinks(t, childInits()[0])[1]
-		r, w, _ := os.Pipe()
-		defer r.Close()
-		proc, err := Start(plan, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", "readlink /proc/self/ns/net /proc/self/ns/pid"},
-			Dir: ws, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: w, Stderr: w})
-		w.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+		out := shellOutput(t, plan, ws, "readlink /proc/self/ns/net /proc/self/ns/pid")
 		if pending != nil {
 			t.Error("Start left the prestarted thread pending")
 		}
-		var out bytes.Buffer
-		out.ReadFrom(r)
-		proc.Wait()
-		proc.EndSupervision()
-		f := strings.Fields(out.String())
+		f := strings.Fields(out)
 		if len(f) != 2 {
-			t.Fatalf("command printed %q", out.String())
+			t.Fatalf("command printed %q", out)
 		}
 		return f[0], f[1], prestartedPid
 	}
@@ -139,19 +128,7 @@ func TestResidentPrestarts(t *testing.T) {
 	}
 	// call runs one command under p and returns its PID namespace.
 	call := func(p *Plan) string {
-		r, w, _ := os.Pipe()
-		defer r.Close()
-		proc, err := Start(p, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", "readlink /proc/self/ns/pid"},
-			Dir: ws, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: w, Stderr: w})
-		w.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out bytes.Buffer
-		out.ReadFrom(r)
-		proc.Wait()
-		proc.EndSupervision()
-		return strings.TrimSpace(out.String())
+		return strings.TrimSpace(shellOutput(t, p, ws, "readlink /proc/self/ns/pid"))
 	}
 	// prestartedNS waits for the one init left running once the calls
 	// are over, the prestarted thread's, and returns its PID namespace.
@@ -195,6 +172,28 @@ func TestResidentPrestarts(t *testing.T) {
 	if pending != nil {
 		t.Errorf("a call with limits left a prestarted thread")
 	}
+}
+
+// shellOutput runs sh -c script under plan in dir and returns what it
+// printed (stdout and stderr), once it has ended.
+func shellOutput(t *testing.T, plan *Plan, dir, script string) string {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	proc, err := Start(plan, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", script},
+		Dir: dir, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: w, Stderr: w})
+	w.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	out.ReadFrom(r)
+	proc.Wait()
+	proc.EndSupervision()
+	return out.String()
 }
 
 // testProcessNS are the network and PID namespaces the test process

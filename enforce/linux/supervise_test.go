@@ -547,23 +547,12 @@ func TestSupervisorListenerNotInherited(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, w, _ := os.Pipe()
-			defer r.Close()
-			proc, err := Start(plan, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", "ls -l /proc/self/fd/; grep Seccomp /proc/self/status"},
-				Dir: e.ws, Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: w, Stderr: w})
-			w.Close()
-			if err != nil {
-				t.Fatal(err)
+			out := shellOutput(t, plan, e.ws, "ls -l /proc/self/fd/; grep Seccomp /proc/self/status")
+			if strings.Contains(out, "seccomp notify") || strings.Contains(out, "anon_inode:seccomp") {
+				t.Errorf("the command holds the listener:\n%s", out)
 			}
-			var out bytes.Buffer
-			out.ReadFrom(r)
-			proc.Wait()
-			proc.EndSupervision()
-			if strings.Contains(out.String(), "seccomp notify") || strings.Contains(out.String(), "anon_inode:seccomp") {
-				t.Errorf("the command holds the listener:\n%s", out.String())
-			}
-			if !strings.Contains(out.String(), "Seccomp:\t2") {
-				t.Errorf("the command is not filtered:\n%s", out.String())
+			if !strings.Contains(out, "Seccomp:\t2") {
+				t.Errorf("the command is not filtered:\n%s", out)
 			}
 		})
 	}
