@@ -32,8 +32,8 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 	var preStage *stageProc
 	if p.Launch == LaunchStage {
 		preStage = takePending().forStage(p, spec)
-	} else {
-		pre = takePending().forThread(p)
+	} else if pre = takePending().forThread(p); pre == nil {
+		pre = takeAhead(p)
 	}
 	if preStage != nil {
 		// Whatever fails before it runs, it must not wait for a plan.

@@ -114,29 +114,58 @@ var keepAhead atomic.Bool
 
 // Resident tells the launches that this process is a server that launches
 // call after call (sbx serve): every thread launch that a prestarted
-// launcher thread could have served starts the next one once its command
-// is forked, if none is waiting. A next call of the same kind then finds
-// its namespaces and init made, made while this one's command ran (on the
-// other core). The thread waiting when the server exits dies with it, and
-// its init with the thread (parent-death signal). A server calls it once,
-// before its first call.
+// launcher thread could have served starts the next one of its kind (with
+// a network namespace, or without) once its command is forked, if none of
+// that kind is waiting. A next call of the same kind then finds its
+// namespaces and init made, made while this one's command ran (on the
+// other core); calls of both kinds, interleaved, each find theirs. The
+// threads waiting when the server exits die with it, and their inits with
+// them (parent-death signal). A server calls it once, before its first
+// call.
 //
 // (Keeping a carve-out placeholder past its last call, for the next one,
 // was measured too and not kept: the next call, or the user, would find an
 // empty .git or .codex that was not there, where none may be left.)
 func Resident() { keepAhead.Store(true) }
 
+// ahead are the launcher threads a Resident process keeps ready, one per
+// kind: [0] without a network namespace, [1] with one. (pending is the
+// one-call Prestart's.)
+var ahead [2]*prestarted
+
+// aheadKind is p's index in ahead.
+func aheadKind(p *Plan) int {
+	if p.NewNetNS {
+		return 1
+	}
+	return 0
+}
+
 // prestartAhead starts the launcher thread of a call like p (see
-// Resident).
+// Resident), unless one is waiting.
 func prestartAhead(p *Plan) {
 	if !keepAhead.Load() || !threadPrestartable(p) {
 		return
 	}
 	prestartMu.Lock()
 	defer prestartMu.Unlock()
-	if pending == nil {
-		pending = prestartThread(p.NewNetNS)
+	if k := aheadKind(p); ahead[k] == nil {
+		ahead[k] = prestartThread(p.NewNetNS)
 	}
+}
+
+// takeAhead returns the launcher thread kept ready for a call like p, if
+// there is one and p can use it.
+func takeAhead(p *Plan) *prestarted {
+	if !keepAhead.Load() || !threadPrestartable(p) {
+		return nil
+	}
+	prestartMu.Lock()
+	k := aheadKind(p)
+	t := ahead[k]
+	ahead[k] = nil
+	prestartMu.Unlock()
+	return t.forThread(p)
 }
 
 // threadPrestartable: a prestarted launcher thread has made everything p

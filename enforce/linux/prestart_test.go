@@ -95,20 +95,30 @@ func TestPrestart(t *testing.T) {
 	})
 }
 
-// TestResidentPrestarts: in a Resident process, a thread launch leaves the
-// next call's launcher thread made (its namespaces as the call's), the
-// next call like it runs its command there, in namespaces no other call
-// had, and leaves another; a call nothing prestarted could serve leaves
+// TestResidentPrestarts: in a Resident process, a thread launch leaves
+// the launcher thread of the next call of its kind made (with a network
+// namespace, or without); calls of both kinds, interleaved, each run their
+// command in the thread of their kind, in namespaces no other call had,
+// and each leaves another; a call nothing prestarted could serve leaves
 // none.
 func TestResidentPrestarts(t *testing.T) {
 	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
 		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
 	}
+	own := testProcessNS
+	endAhead := func() {
+		prestartMu.Lock()
+		defer prestartMu.Unlock()
+		for k, th := range ahead {
+			th.end()
+			ahead[k] = nil
+		}
+	}
 	DiscardPrestart()
 	keepAhead.Store(true)
 	t.Cleanup(func() {
 		keepAhead.Store(false)
-		DiscardPrestart()
+		endAhead()
 		waitInits(t, false)
 	})
 	ws := t.TempDir()
@@ -130,47 +140,67 @@ func TestResidentPrestarts(t *testing.T) {
 	call := func(p *Plan) string {
 		return strings.TrimSpace(shellOutput(t, p, ws, "readlink /proc/self/ns/pid"))
 	}
-	// prestartedNS waits for the one init left running once the calls
-	// are over, the prestarted thread's, and returns its PID namespace.
-	prestartedNS := func() string {
+	// waiting waits for the inits left running once the calls are over,
+	// the prestarted threads', and returns their PID namespaces by kind:
+	// [0] in sbx's network namespace, [1] in one of their own.
+	waiting := func(want int) (out [2]string) {
 		t.Helper()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
-			if inits := childInits(); len(inits) == 1 {
-				return nsLinks(t, inits[0])[1]
+			if inits := childInits(); len(inits) == want {
+				for _, pid := range inits {
+					ns := nsLinks(t, pid)
+					k := 1
+					if ns[0] == own[0] {
+						k = 0
+					}
+					if out[k] != "" {
+						t.Fatalf("two prestarted threads of kind %d", k)
+					}
+					out[k] = ns[1]
+				}
+				return out
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("init processes %v, want the prestarted one only", childInits())
+				t.Fatalf("init processes %v, want the %d prestarted ones only", childInits(), want)
 			}
 			time.Sleep(10 * time.Millisecond)
 		}
 	}
-	off := plan(false, report.Limits{})
+	off, on := plan(false, report.Limits{}), plan(true, report.Limits{})
 	first := call(off)
-	if pending == nil || !pending.netns {
-		t.Fatalf("after a call with the network off: pending %+v, want a launcher thread with a network namespace", pending)
+	if ahead[1] == nil || !ahead[1].netns || ahead[0] != nil {
+		t.Fatalf("after a call with the network off: ready %+v, want one launcher thread, with a network namespace", ahead)
 	}
-	ahead := prestartedNS()
-	if ahead == first {
-		t.Fatalf("the prestarted thread's PID namespace %s is the first call's", ahead)
+	if w := waiting(1); w[1] == first {
+		t.Fatalf("the prestarted thread's PID namespace %s is the first call's", first)
 	}
-	if second := call(off); second != ahead {
-		t.Errorf("the second call ran in PID namespace %s, the prestarted thread's is %s", second, ahead)
-	}
-	if next := prestartedNS(); next == ahead {
-		t.Errorf("the next prestarted thread is in the used PID namespace %s", next)
+	call(on)
+	ready := waiting(2)
+	for round := range 2 {
+		if got := call(off); got != ready[1] {
+			t.Errorf("round %d: the network-off call ran in PID namespace %s, its prestarted thread's is %s", round, got, ready[1])
+		}
+		if got := call(on); got != ready[0] {
+			t.Errorf("round %d: the network-on call ran in PID namespace %s, its prestarted thread's is %s", round, got, ready[0])
+		}
+		next := waiting(2)
+		if next[0] == ready[0] || next[1] == ready[1] {
+			t.Errorf("round %d: a next prestarted thread is in a used PID namespace: %v, used %v", round, next, ready)
+		}
+		ready = next
 	}
 	// A call with limits has a cgroup: nothing prestarted serves it,
 	// none is left for the next.
-	DiscardPrestart()
+	endAhead()
 	waitInits(t, false)
 	limited := plan(false, report.Limits{Pids: 64})
 	if limited.Cgroup == nil {
 		t.Skip("SKIP: no call cgroup here (limits fall back to rlimits), the rest needs one")
 	}
 	call(limited)
-	if pending != nil {
-		t.Errorf("a call with limits left a prestarted thread")
+	if ahead != [2]*prestarted{} {
+		t.Errorf("a call with limits left a prestarted thread: %+v", ahead)
 	}
 }
 
