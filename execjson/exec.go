@@ -44,6 +44,10 @@ type Options struct {
 	// Executable is the sbx binary whose FSStageCommand makes an fs
 	// change (default os.Executable).
 	Executable func() (string, error)
+	// Cleanup, when set, counts the clean-up Exec may leave running when
+	// it returns (host.Call.Cleanup): the caller waits for it before it
+	// answers. Nil: Exec returns once everything is done.
+	Cleanup *sync.WaitGroup
 }
 
 // Response is what one request came to: exactly one of Result (a
@@ -110,7 +114,7 @@ func Exec(ctx context.Context, req *Request, opt Options) (Response, error) {
 	}
 	res := Result{CallReport: PreparedReport(p)}
 	c := p.Call
-	c.ForwardSignals = opt.RelaySignals
+	c.ForwardSignals, c.Cleanup = opt.RelaySignals, opt.Cleanup
 	if err == nil {
 		var out Result
 		if req.Stream {

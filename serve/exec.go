@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"sync"
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -225,6 +226,11 @@ var errCancelled = errors.New("cancelled")
 // record is durable: nothing is dispatched before.
 func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *execParams, raw json.RawMessage, started func() error) (any, *Error) {
 	hooks := c.srv.opt.Hooks
+	// What the launch leaves to clean up after the command (its
+	// placeholders) runs while call/finished is written; the answer
+	// waits for both.
+	var cleanup sync.WaitGroup
+	defer cleanup.Wait()
 	askCtx, stopAsk := context.WithCancel(ctx)
 	defer stopAsk()
 	stopTurn := context.AfterFunc(t.ctx, stopAsk)
@@ -242,7 +248,7 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 	}
 	dispatched := false
 	opt := execjson.Options{
-		Env: c.srv.opt.Env, Raw: raw, Executable: c.srv.opt.Executable,
+		Env: c.srv.opt.Env, Raw: raw, Executable: c.srv.opt.Executable, Cleanup: &cleanup,
 		Events: func(ev execjson.OutputEvent) error { return c.notify("exec/output", ev) },
 		Adjust: func(r *call.Request) error {
 			if ctx.Err() != nil {

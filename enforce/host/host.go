@@ -3,6 +3,7 @@ package host
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/sbx-sandbox/sbx/enforce"
@@ -29,6 +30,11 @@ type Call struct {
 	// NoDenialReports runs without the denial supervisor: faster for
 	// write-heavy commands, but nothing the sandbox blocks is reported.
 	NoDenialReports bool
+	// Cleanup, when set, counts the clean-up that Run may leave running
+	// when it returns (Linux: removing the call's carve-out placeholders):
+	// the caller waits for it before it says the call is over, and can do
+	// its own work meanwhile. Nil: Run returns once everything is done.
+	Cleanup *sync.WaitGroup
 }
 
 // DefaultKillGrace is the KillGrace of a call that sets none.

@@ -75,6 +75,7 @@ func (b *linuxCall) run(ctx context.Context, rep *report.Report) (waitErr, err e
 	for fellBack := false; ; fellBack = true {
 		proc, err = linux.Start(plan, c.Cmd)
 		if err == nil {
+			proc.Cleanup = c.Cleanup
 			ws, ru, waitErr = waitCall(ctx, c, proc, b.sigs, rep)
 		}
 		// The sysctls allowed a user namespace, the kernel did not (a
