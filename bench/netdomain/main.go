@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 func main() {
@@ -33,6 +34,7 @@ func main() {
 	size := flag.Int("mb", 200, "download size in MB")
 	runs := flag.Int("runs", 3, "downloads per mode (the best is shown)")
 	conns := flag.Int("conns", 50, "small requests, each on a new connection")
+	rate := flag.Float64("rate", 0, "pace the origin's download at `MB/s` (0: as fast as loopback goes), as a network link would")
 	flag.Parse()
 	buf := make([]byte, 1<<20)
 	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -41,8 +43,14 @@ func main() {
 			return
 		}
 		w.Header().Set("Content-Length", strconv.Itoa(*size<<20))
-		for range *size {
+		start := time.Now()
+		for i := range *size {
 			w.Write(buf)
+			if *rate > 0 {
+				// The (i+1)th MiB is not sent before a link of rate
+				// MB/s would have carried it.
+				time.Sleep(time.Until(start.Add(time.Duration(float64(i+1) * (1 << 20) / (*rate * 1e6) * float64(time.Second)))))
+			}
 		}
 	})
 	plain := httptest.NewServer(h)
@@ -105,7 +113,11 @@ func main() {
 		return ts[len(ts)/2]
 	}
 	schemes := []struct{ name, port string }{{"http", pp}, {"https", tp}}
-	fmt.Printf("download of %d MB from loopback, best of %d (MB/s; %% of --network):\n", *size, *runs)
+	paced := "as fast as loopback goes"
+	if *rate > 0 {
+		paced = fmt.Sprintf("the origin paced at %.0f MB/s", *rate)
+	}
+	fmt.Printf("download of %d MB from loopback, %s, best of %d (MB/s; %% of --network):\n", *size, paced, *runs)
 	for _, sc := range schemes {
 		d := speed(direct, sc.name, sc.port)
 		fmt.Printf("  %-5s %s %8.0f", sc.name, direct.name, d)
