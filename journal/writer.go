@@ -200,16 +200,16 @@ func (w *Writer) Queue(rec Record) (durable func() error, err error) {
 	if err != nil {
 		return nil, err
 	}
-	done := make(chan error, 1)
+	done := make(chan struct{})
+	var result error
 	go func() {
 		w.mu.Lock()
-		defer w.mu.Unlock()
-		done <- w.awaitLocked(back)
+		result = w.awaitLocked(back)
+		w.mu.Unlock()
+		close(done)
 	}()
-	var once sync.Once
-	var result error
 	return func() error {
-		once.Do(func() { result = <-done })
+		<-done
 		return result
 	}, nil
 }

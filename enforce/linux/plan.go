@@ -64,7 +64,7 @@ type System struct {
 // it all the same. The capability and Landlock answers are asked each time.
 func Probe() System {
 	probed.Lock()
-	if probed.at.IsZero() || time.Since(probed.at) > probeTTL {
+	if time.Since(probed.at) > probeTTL {
 		probed.sys = probeFiles()
 		probed.at = time.Now()
 	}

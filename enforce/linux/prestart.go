@@ -133,23 +133,29 @@ func Resident() { keepAhead.Store(true) }
 // one-call Prestart's.)
 var ahead [2]*prestarted
 
-// aheadKind is p's index in ahead.
-func aheadKind(p *Plan) int {
-	if p.NewNetNS {
-		return 1
+// aheadKind is p's index in ahead; ok is false when this process keeps
+// no launcher thread for a call like p (not Resident, or p is no thread
+// launch a prestarted thread can serve).
+func aheadKind(p *Plan) (k int, ok bool) {
+	if !keepAhead.Load() || !threadPrestartable(p) {
+		return 0, false
 	}
-	return 0
+	if p.NewNetNS {
+		return 1, true
+	}
+	return 0, true
 }
 
 // prestartAhead starts the launcher thread of a call like p (see
 // Resident), unless one is waiting.
 func prestartAhead(p *Plan) {
-	if !keepAhead.Load() || !threadPrestartable(p) {
+	k, ok := aheadKind(p)
+	if !ok {
 		return
 	}
 	prestartMu.Lock()
 	defer prestartMu.Unlock()
-	if k := aheadKind(p); ahead[k] == nil {
+	if ahead[k] == nil {
 		ahead[k] = prestartThread(p.NewNetNS)
 	}
 }
@@ -157,11 +163,11 @@ func prestartAhead(p *Plan) {
 // takeAhead returns the launcher thread kept ready for a call like p, if
 // there is one and p can use it.
 func takeAhead(p *Plan) *prestarted {
-	if !keepAhead.Load() || !threadPrestartable(p) {
+	k, ok := aheadKind(p)
+	if !ok {
 		return nil
 	}
 	prestartMu.Lock()
-	k := aheadKind(p)
 	t := ahead[k]
 	ahead[k] = nil
 	prestartMu.Unlock()
