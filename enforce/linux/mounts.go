@@ -65,15 +65,82 @@ func mask(path string) error {
 	return nil
 }
 
-// readOnlyRoot confines writes to the writable roots with mounts, for
-// kernels without Landlock: each root is bind-mounted onto itself (a mount
-// of its own, writable), then every mount outside the roots is remounted
-// read-only. Mounts at or below a root keep their flags. A mount point the
-// caller cannot reach (EACCES, ENOENT) is left: the command cannot reach it
-// either. Any other failure fails the launch rather than run less confined.
-// The flags come from mountinfo, not statfs, so a hung network or FUSE
-// mount is never asked.
+// readOnlyRoot confines writes to the writable roots with mounts: every
+// mount outside the roots read-only, each root and the mounts at or below
+// it with the flags they had (bwrap's --ro-bind / / --bind W W). A mount
+// point the caller cannot reach is read-only too (setattrReadOnlyRoot) or
+// left (remountReadOnlyRoot: the command cannot reach it either). Any other
+// failure fails the launch rather than run less confined.
 func readOnlyRoot(writeRoots []string) error {
+	if !forceRemount {
+		done, err := setattrReadOnlyRoot(writeRoots)
+		if done || err != nil {
+			return err
+		}
+	}
+	return remountReadOnlyRoot(writeRoots)
+}
+
+// forceRemount makes readOnlyRoot take the remount walk, as on a kernel
+// without mount_setattr (a test runs both).
+var forceRemount = false
+
+// setattrReadOnlyRoot is readOnlyRoot in a few system calls (Linux 5.12+),
+// whatever the number of mounts: a detached copy of each writable root's
+// tree is taken first (open_tree: the copies keep the flags), then the
+// whole tree is made read-only at once (mount_setattr with AT_RECURSIVE,
+// all or nothing), then each copy is attached over its root. done is false,
+// with nothing changed, when the kernel (or a container's seccomp profile)
+// has no such calls: the caller walks the mounts instead. One mount
+// remounted per mount point cost ~0.2 ms a call with the 20 mounts here.
+func setattrReadOnlyRoot(writeRoots []string) (done bool, err error) {
+	if slices.Contains(writeRoots, "/") {
+		// Everything stays as it is. (A copy attached over "/" would not
+		// be seen: lookups start at the root below it.)
+		return true, nil
+	}
+	var trees []int
+	defer func() {
+		for _, fd := range trees {
+			unix.Close(fd)
+		}
+	}()
+	for _, w := range writeRoots {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, w, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
+		if err != nil {
+			if len(trees) == 0 && unsupportedSyscall(err) {
+				return false, nil
+			}
+			return false, fmt.Errorf("copy writable root %s: open_tree: %w", w, err)
+		}
+		trees = append(trees, fd)
+	}
+	err = unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
+	if unsupportedSyscall(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read-only root: mount_setattr: %w", err)
+	}
+	for i, w := range writeRoots {
+		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, w, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return true, fmt.Errorf("mount writable root %s: move_mount: %w", w, err)
+		}
+	}
+	return true, nil
+}
+
+// unsupportedSyscall is the answer of a kernel without a system call, or of
+// a seccomp profile that refuses the ones it does not know.
+func unsupportedSyscall(err error) bool {
+	return errors.Is(err, unix.ENOSYS) || errors.Is(err, unix.EPERM)
+}
+
+// remountReadOnlyRoot is readOnlyRoot on kernels before 5.12: each root is
+// bind-mounted onto itself (a mount of its own, writable), then every mount
+// outside the roots is remounted read-only, one by one. The flags come from
+// mountinfo, not statfs, so a hung network or FUSE mount is never asked.
+func remountReadOnlyRoot(writeRoots []string) error {
 	for _, w := range writeRoots {
 		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind mount writable root %s: %w", w, err)

@@ -53,51 +53,109 @@ func TestParseMountinfo(t *testing.T) {
 	}
 }
 
-// TestReadOnlyRoot runs readOnlyRoot on this kernel, in a mount namespace of
-// one locked thread that then dies: inside the writable root files can be
-// made, outside it (on the same file system and on another mount) they
-// cannot, with EROFS: the mounts, not Landlock, refuse them. Device files
-// stay writable.
+// TestReadOnlyRoot runs readOnlyRoot on this kernel, both ways (one
+// mount_setattr, and the remount walk of kernels before 5.12), in a mount
+// namespace of one locked thread that then dies: inside the writable root
+// files can be made, and a mount below it keeps its flags (a read-only one
+// stays read-only); outside it (on the same file system and on another
+// mount) they cannot, with EROFS: the mounts, not Landlock, refuse them.
+// Device files stay writable. With "/" among the roots nothing changes.
 func TestReadOnlyRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a mount namespace from a thread (the stage does it inside a user namespace; the kernel matrix covers that)")
 	}
+	for _, remount := range []bool{false, true} {
+		name := "mount_setattr"
+		if remount {
+			name = "remount"
+		}
+		t.Run(name, func(t *testing.T) {
+			forceRemount = remount
+			defer func() { forceRemount = false }()
+			testReadOnlyRoot(t)
+		})
+	}
+}
+
+func testReadOnlyRoot(t *testing.T) {
 	root := t.TempDir()
 	outside, err := os.MkdirTemp("/var/tmp", "sbx-ro-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer os.RemoveAll(outside)
-	type result struct{ inside, outsideFS, outsideTmp, devNull error }
-	done := make(chan result, 1)
-	go func() {
-		// Never unlocked: the thread leaves the runtime when this returns.
-		runtime.LockOSThread()
-		var r result
-		if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); err != nil {
-			r.inside = err
-			done <- r
-			return
+	for _, d := range []string{"rw", "ro"} {
+		if err := os.Mkdir(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
 		}
-		if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
-			r.inside = err
-			done <- r
-			return
-		}
-		if err := readOnlyRoot([]string{root}); err != nil {
-			r.inside = err
-			done <- r
-			return
-		}
-		r.inside = os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644)
-		r.outsideFS = os.WriteFile(filepath.Join(outside, "f"), []byte("x"), 0o644)
-		r.outsideTmp = os.WriteFile(filepath.Join(filepath.Dir(root), "sbx-ro-sibling"), []byte("x"), 0o644)
+	}
+	if err := os.Mkdir(filepath.Join(outside, "tmpfs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	type result struct {
+		viaSetattr                                                                         bool
+		setup, inside, belowRW, belowRO, outsideFS, outsideTmp, outsideMount, devNull, all error
+	}
+	inNamespace := func(roots []string, check func(r *result)) result {
+		done := make(chan result, 1)
+		go func() {
+			// Never unlocked: the thread leaves the runtime when this returns.
+			runtime.LockOSThread()
+			var r result
+			defer func() { done <- r }()
+			if r.setup = unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_FS); r.setup != nil {
+				return
+			}
+			if r.setup = unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); r.setup != nil {
+				return
+			}
+			// A writable and a read-only mount below the root, a
+			// writable one outside it.
+			for _, m := range []struct {
+				path  string
+				flags uintptr
+			}{{filepath.Join(root, "rw"), 0}, {filepath.Join(root, "ro"), unix.MS_RDONLY}, {filepath.Join(outside, "tmpfs"), 0}} {
+				if r.setup = unix.Mount("sbx-test", m.path, "tmpfs", m.flags, "size=64k"); r.setup != nil {
+					return
+				}
+			}
+			if !forceRemount {
+				r.viaSetattr, r.setup = setattrReadOnlyRoot(roots)
+			}
+			if !r.viaSetattr && r.setup == nil {
+				r.setup = readOnlyRoot(roots)
+			}
+			if r.setup != nil {
+				return
+			}
+			check(&r)
+		}()
+		return <-done
+	}
+	write := func(path string) error { return os.WriteFile(path, []byte("x"), 0o644) }
+	r := inNamespace([]string{root}, func(r *result) {
+		r.inside = write(filepath.Join(root, "f"))
+		r.belowRW = write(filepath.Join(root, "rw", "f"))
+		r.belowRO = write(filepath.Join(root, "ro", "f"))
+		r.outsideFS = write(filepath.Join(outside, "f"))
+		r.outsideTmp = write(filepath.Join(filepath.Dir(root), "sbx-ro-sibling"))
+		r.outsideMount = write(filepath.Join(outside, "tmpfs", "f"))
 		r.devNull = os.WriteFile(os.DevNull, []byte("x"), 0)
-		done <- r
-	}()
-	r := <-done
+	})
+	if r.setup != nil {
+		t.Fatalf("set up: %v", r.setup)
+	}
+	if !forceRemount && !r.viaSetattr && hasMountSetattr() {
+		t.Error("the kernel has mount_setattr, readOnlyRoot walked the mounts")
+	}
 	if r.inside != nil {
-		t.Fatalf("write inside the writable root: %v", r.inside)
+		t.Errorf("write inside the writable root: %v", r.inside)
+	}
+	if r.belowRW != nil {
+		t.Errorf("write on a writable mount below the writable root: %v", r.belowRW)
+	}
+	if !errors.Is(r.belowRO, unix.EROFS) {
+		t.Errorf("write on a read-only mount below the writable root: %v, want EROFS", r.belowRO)
 	}
 	if !errors.Is(r.outsideFS, unix.EROFS) {
 		t.Errorf("write in %s (outside): %v, want EROFS", outside, r.outsideFS)
@@ -105,11 +163,24 @@ func TestReadOnlyRoot(t *testing.T) {
 	if !errors.Is(r.outsideTmp, unix.EROFS) {
 		t.Errorf("write next to the root: %v, want EROFS", r.outsideTmp)
 	}
+	if !errors.Is(r.outsideMount, unix.EROFS) {
+		t.Errorf("write on a writable mount outside the root: %v, want EROFS", r.outsideMount)
+	}
 	if r.devNull != nil {
 		t.Errorf("write /dev/null: %v", r.devNull)
+	}
+	r = inNamespace([]string{root, "/"}, func(r *result) { r.all = write(filepath.Join(outside, "all")) })
+	if r.setup != nil || r.all != nil {
+		t.Errorf(`with "/" a writable root: set up %v, write outside %v`, r.setup, r.all)
 	}
 	// The host's mounts are untouched.
 	if err := os.WriteFile(filepath.Join(outside, "g"), []byte("x"), 0o644); err != nil {
 		t.Errorf("the host's %s became read-only: %v", outside, err)
 	}
+}
+
+// hasMountSetattr reports whether the kernel knows mount_setattr (5.12+):
+// asked with a bad fd, it says EBADF, not ENOSYS.
+func hasMountSetattr() bool {
+	return !errors.Is(unix.MountSetattr(-1, "", unix.AT_EMPTY_PATH, &unix.MountAttr{}), unix.ENOSYS)
 }
