@@ -63,19 +63,26 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 			return nil, fmt.Errorf("prctl(PR_SET_DUMPABLE): %w", err)
 		}
 	}
-	made, err := makePlaceholders(p.Placeholders)
-	if err != nil {
-		pre.end()
-		return nil, err
+	// A thread launch binds the placeholders once its thread comes to
+	// them; every other launch needs them before it starts.
+	phs := startPlaceholders(p.Placeholders)
+	threadLaunch := preStage == nil && p.Launch == LaunchThread && !launchesOutside(p)
+	if !threadLaunch {
+		if _, err := phs.wait(); err != nil {
+			pre.end()
+			return nil, err
+		}
 	}
 	// Removed once the call is over, and on every failure before that.
 	ok := false
 	defer func() {
 		if !ok {
+			made, _ := phs.wait()
 			removePlaceholders(made)
 		}
 	}()
 	var sup *supervisor
+	var err error
 	if p.Supervise != SuperviseOff && p.Launch != LaunchDirect {
 		if sup, err = newSupervisor(p); err != nil {
 			pre.end()
@@ -103,7 +110,10 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 	case launchesOutside(p):
 		pr, err = startOutside(spec)
 	default:
-		pr, err = startThread(p, spec, sup, cg, pre)
+		pr, err = startThread(p, spec, sup, cg, pre, func() error {
+			_, err := phs.wait()
+			return err
+		})
 		if err == nil {
 			prestartAhead(p)
 		}
@@ -117,6 +127,8 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 		}
 		return nil, err
 	}
+	// Made: the launcher thread waited for them before its mounts.
+	made, _ := phs.wait()
 	pr.cg, pr.plan, pr.placeholders = cg, p, made
 	ok = true
 	return pr, nil

@@ -52,27 +52,41 @@ func privateMounts(p *Plan) error {
 	return nil
 }
 
+// mountHooks are the mount steps that depend on how the call is launched.
+type mountHooks struct {
+	// proc mounts the call's procfs on /proc: init does, for a thread
+	// launch; the stage itself otherwise.
+	proc func() error
+	// placeholders, when not nil, returns once the plan's placeholders are
+	// made (a thread launch makes its mounts while Start makes them).
+	placeholders func() error
+}
+
 // setupMounts makes the call's mounts, the plan's MountOps in their order
 // (privateMounts has run). It runs in the thread or stage that is already
 // inside the call's mount namespace.
-func setupMounts(p *Plan, mountProc func() error) error {
+func setupMounts(p *Plan, h mountHooks) error {
 	for _, op := range p.MountOps() {
-		if err := runMountOp(op, mountProc); err != nil {
+		if err := runMountOp(op, h); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// runMountOp carries out one mount step; mountProc mounts the call's procfs
-// (init does, for a thread launch; the stage itself otherwise).
-func runMountOp(op MountOp, mountProc func() error) error {
+// runMountOp carries out one mount step.
+func runMountOp(op MountOp, h mountHooks) error {
 	switch op.Kind {
 	case MountReadOnlyRoot:
 		return readOnlyRoot(op.Roots)
 	case MountCarveOut:
 		return bindReadOnly(op.Path)
 	case MountPlaceholder:
+		if h.placeholders != nil {
+			if err := h.placeholders(); err != nil {
+				return err
+			}
+		}
 		// One that makePlaceholders could not make (the caller may not
 		// write its parent) is absent: the command, with the caller's
 		// uid and no capability, cannot make it either.
@@ -81,7 +95,7 @@ func runMountOp(op MountOp, mountProc func() error) error {
 		}
 		return nil
 	case MountProc:
-		if err := mountProc(); err != nil {
+		if err := h.proc(); err != nil {
 			return err
 		}
 		return protectProc()

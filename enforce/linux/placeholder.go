@@ -79,6 +79,38 @@ func makePlaceholders(paths []string) ([]string, error) {
 	return made, nil
 }
 
+// placeholderJob is makePlaceholders run beside a thread launch, which
+// needs the placeholders only when it comes to bind them: the launcher
+// thread makes the read-only root and binds the carve-outs meanwhile. (The
+// two mkdirs took ~0.25 ms of a call through sbx serve, on the call's
+// path.)
+type placeholderJob struct {
+	done chan struct{}
+	made []string
+	err  error
+}
+
+// startPlaceholders starts making paths' placeholders (see
+// makePlaceholders).
+func startPlaceholders(paths []string) *placeholderJob {
+	j := &placeholderJob{done: make(chan struct{})}
+	if len(paths) == 0 {
+		close(j.done)
+		return j
+	}
+	go func() {
+		j.made, j.err = makePlaceholders(paths)
+		close(j.done)
+	}()
+	return j
+}
+
+// wait returns makePlaceholders' result once it is made.
+func (j *placeholderJob) wait() ([]string, error) {
+	<-j.done
+	return j.made, j.err
+}
+
 // removePlaceholders lets go of the placeholders a call held; the last
 // holder removes each, only if it is still an empty directory: rmdir
 // refuses anything else.

@@ -71,7 +71,7 @@ func StageMain() int {
 		err = loopbackUp()
 	}
 	if err == nil {
-		err = setupMounts(plan, mountProcHere)
+		err = setupMounts(plan, mountHooks{proc: mountProcHere})
 	}
 	if err == nil && pl.ProxySocket > 0 {
 		var addr string

@@ -40,8 +40,9 @@ func procAttr(spec enforce.Command, extra ...uintptr) *syscall.ProcAttr {
 // PR_SET_PDEATHSIG fires when the forking thread exits.
 //
 // pre, when not nil, is a prestarted launcher thread (see Prestart) to run
-// on instead of a new one.
-func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup, pre *prestarted) (*Process, error) {
+// on instead of a new one. placeholders returns once the plan's
+// placeholders are made (see startPlaceholders).
+func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup, pre *prestarted, placeholders func() error) (*Process, error) {
 	type started struct {
 		pid, initPid int
 		lifeline     *os.File
@@ -83,7 +84,10 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 				err = loopbackUp()
 			}
 			if err == nil {
-				err = setupMounts(p, func() error { return mountProcByInit(st.lifeline, answers) })
+				err = setupMounts(p, mountHooks{
+					proc:         func() error { return mountProcByInit(st.lifeline, answers) },
+					placeholders: placeholders,
+				})
 			}
 			if answers != nil {
 				answers.Close()
