@@ -213,10 +213,16 @@ func execCall(ctx context.Context, call host.Call, stdout, stderr io.Writer, in 
 		}()
 	}
 	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = p.stdin, p.outW, p.errW
+	// Our copies of the write ends must go, or the readers never see EOF:
+	// once the command runs (the readers then finish while Run ends the
+	// call), else once Run returns.
+	closeWrite := sync.OnceFunc(func() {
+		p.outW.Close()
+		p.errW.Close()
+	})
+	call.Started = closeWrite
 	rep, err := host.Run(ctx, call)
-	// Our copies of the write ends must go, or the readers never see EOF.
-	p.outW.Close()
-	p.errW.Close()
+	closeWrite()
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
 	drain(drained, p.outR, p.errR)

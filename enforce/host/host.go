@@ -35,6 +35,13 @@ type Call struct {
 	// the caller waits for it before it says the call is over, and can do
 	// its own work meanwhile. Nil: Run returns once everything is done.
 	Cleanup *sync.WaitGroup
+	// Started, when set, is called once the command runs under its final
+	// plan (Linux: no launch without namespaces can follow), from the
+	// goroutine that called Run. A caller that gave the command the write
+	// ends of pipes closes its own copies there, so that its readers see
+	// the end of the output as soon as the command's tree is gone, while
+	// Run still ends the call. Not called when the command did not start.
+	Started func()
 }
 
 // DefaultKillGrace is the KillGrace of a call that sets none.

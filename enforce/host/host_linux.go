@@ -76,6 +76,11 @@ func (b *linuxCall) run(ctx context.Context, rep *report.Report) (waitErr, err e
 		proc, err = linux.Start(plan, c.Cmd)
 		if err == nil {
 			proc.Cleanup = c.Cleanup
+			if c.Started != nil && plan.Launch != linux.LaunchStage {
+				// Only a stage finds out at Wait that its namespaces
+				// could not be made, and is launched again.
+				c.Started()
+			}
 			ws, ru, waitErr = waitCall(ctx, c, proc, b.sigs, rep)
 		}
 		// The sysctls allowed a user namespace, the kernel did not (a

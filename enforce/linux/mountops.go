@@ -39,9 +39,11 @@ type MountOp struct {
 }
 
 // MountOps are p's mount steps in the order they run: the read-only root
-// first (it remounts whatever exists), then the carve-outs and
-// placeholders read-only, the procfs, and the masks last, so that nothing
-// mounted later uncovers a masked path.
+// first (it covers whatever exists), then the carve-outs read-only, the
+// procfs, the placeholders read-only, and the masks last, so that nothing
+// mounted later uncovers a masked path. The placeholders come as late as
+// they can: a thread launch makes them while its thread makes the mounts
+// before (see startPlaceholders).
 func (p *Plan) MountOps() []MountOp {
 	var ops []MountOp
 	if p.ReadOnlyRoot {
@@ -50,11 +52,11 @@ func (p *Plan) MountOps() []MountOp {
 	for _, path := range p.ReadOnlyMounts {
 		ops = append(ops, MountOp{Kind: MountCarveOut, Path: path})
 	}
-	for _, path := range p.Placeholders {
-		ops = append(ops, MountOp{Kind: MountPlaceholder, Path: path})
-	}
 	if p.PrivateProc {
 		ops = append(ops, MountOp{Kind: MountProc, Path: "/proc"})
+	}
+	for _, path := range p.Placeholders {
+		ops = append(ops, MountOp{Kind: MountPlaceholder, Path: path})
 	}
 	for _, path := range p.MaskedMounts {
 		ops = append(ops, MountOp{Kind: MountMask, Path: path})

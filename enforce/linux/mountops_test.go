@@ -22,8 +22,8 @@ func TestMountOps(t *testing.T) {
 	want := []string{
 		"every mount read-only but the writable roots /w, /tmp",
 		"ro-bind /w/.git",
-		"ro-bind /w/.codex (empty placeholder directory, removed after the call)",
 		"proc /proc (the call's PID namespace), ro-bind /proc/sys /proc/sysrq-trigger /proc/irq /proc/bus",
+		"ro-bind /w/.codex (empty placeholder directory, removed after the call)",
 		"mask /w/.env",
 	}
 	if !slices.Equal(got, want) {

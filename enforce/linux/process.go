@@ -76,6 +76,11 @@ func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
 	} else {
 		r = wait(pr.Pid)
 	}
+	if pr.sup != nil && (pr.initPid > 0 || pr.stageInit || pr.cg != nil) {
+		// What is left of the tree dies next: the supervisor need not
+		// wait for EndSupervision to start ending.
+		pr.sup.ask()
+	}
 	pr.stopInit()
 	pr.proxy.close()
 	if made := pr.placeholders; pr.Cleanup != nil && len(made) > 0 {

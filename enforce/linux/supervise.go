@@ -152,7 +152,7 @@ type supervisor struct {
 	// ones (no private network namespace). See unixconnect.go.
 	landlockUnix, abstractScoped bool
 
-	stop int // eventfd: finish asks run to end
+	stop int // eventfd: ask asks run to end; -1 once finish closed it (under mu)
 	done chan struct{}
 
 	// attached: attach or receive has run, so done will be closed.
@@ -211,10 +211,12 @@ func (s *supervisor) unavailable(reason string) {
 // still pending, closes the listener (a survivor's next supervised call
 // then fails with ENOSYS) and returns what was seen.
 func (s *supervisor) finish() SupervisionResult {
-	var one = [8]byte{1}
-	unix.Write(s.stop, one[:])
+	s.ask()
 	<-s.done
+	s.mu.Lock()
 	unix.Close(s.stop)
+	s.stop = -1
+	s.mu.Unlock()
 	var res SupervisionResult
 	res.Denials, res.Dropped = s.log.Denials()
 	s.mu.Lock()
@@ -223,6 +225,19 @@ func (s *supervisor) finish() SupervisionResult {
 	}
 	s.mu.Unlock()
 	return res
+}
+
+// ask asks run to end, without waiting: Process.Wait asks once the
+// command is gone and what is left of its tree is about to be killed, so
+// that the supervisor's thread wakes and ends beside that (a wake-up of
+// ~0.1 ms here, on the call's path when finish asked alone).
+func (s *supervisor) ask() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stop >= 0 {
+		var one = [8]byte{1}
+		unix.Write(s.stop, one[:])
+	}
 }
 
 // run answers notifications until the stop eventfd fires or no task uses
