@@ -241,9 +241,9 @@ type Plan struct {
 	// ReadOnlyMounts are existing carve-outs bind-mounted read-only in a
 	// private mount namespace.
 	ReadOnlyMounts []string
-	// ReadOnlyRoot: without Landlock, every mount of the call's mount
-	// namespace is made read-only except the writable roots, which are
-	// bind-mounted onto themselves first (bwrap's --ro-bind / / --bind W W).
+	// ReadOnlyRoot: every mount of the call's mount namespace is made
+	// read-only except the writable roots and the mounts below them, which
+	// keep their flags (bwrap's --ro-bind / / --bind W W; see readOnlyRoot).
 	// Device files are not covered: a read-only mount still opens them for
 	// writing.
 	ReadOnlyRoot bool `json:",omitempty"`
