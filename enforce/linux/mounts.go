@@ -67,18 +67,20 @@ func mask(path string) error {
 
 // readOnlyRoot confines writes to the writable roots with mounts: every
 // mount outside the roots read-only, each root and the mounts at or below
-// it with the flags they had (bwrap's --ro-bind / / --bind W W). A mount
-// point the caller cannot reach is read-only too (setattrReadOnlyRoot) or
-// left (remountReadOnlyRoot: the command cannot reach it either). Any other
+// it with the flags they had (bwrap's --ro-bind / / --bind W W). The mounts
+// at or below a keep path also keep theirs (the call's procfs, when a
+// prestarted thread mounted it first). A mount point the caller cannot
+// reach is read-only too (setattrReadOnlyRoot) or left
+// (remountReadOnlyRoot: the command cannot reach it either). Any other
 // failure fails the launch rather than run less confined.
-func readOnlyRoot(writeRoots []string) error {
+func readOnlyRoot(writeRoots, keep []string) error {
 	if !forceRemount {
-		done, err := setattrReadOnlyRoot(writeRoots)
+		done, err := setattrReadOnlyRoot(writeRoots, keep)
 		if done || err != nil {
 			return err
 		}
 	}
-	return remountReadOnlyRoot(writeRoots)
+	return remountReadOnlyRoot(writeRoots, keep)
 }
 
 // forceRemount makes readOnlyRoot take the remount walk, as on a kernel
@@ -93,7 +95,7 @@ var forceRemount = false
 // with nothing changed, when the kernel (or a container's seccomp profile)
 // has no such calls: the caller walks the mounts instead. One mount
 // remounted per mount point cost ~0.2 ms a call with the 20 mounts here.
-func setattrReadOnlyRoot(writeRoots []string) (done bool, err error) {
+func setattrReadOnlyRoot(writeRoots, keep []string) (done bool, err error) {
 	if slices.Contains(writeRoots, "/") {
 		// Everything stays as it is. (A copy attached over "/" would not
 		// be seen: lookups start at the root below it.)
@@ -105,7 +107,8 @@ func setattrReadOnlyRoot(writeRoots []string) (done bool, err error) {
 			unix.Close(fd)
 		}
 	}()
-	for _, w := range writeRoots {
+	kept := append(slices.Clip(writeRoots), keep...)
+	for _, w := range kept {
 		fd, err := unix.OpenTree(unix.AT_FDCWD, w, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC|unix.AT_RECURSIVE)
 		if err != nil {
 			if len(trees) == 0 && unsupportedSyscall(err) {
@@ -122,7 +125,7 @@ func setattrReadOnlyRoot(writeRoots []string) (done bool, err error) {
 	if err != nil {
 		return false, fmt.Errorf("read-only root: mount_setattr: %w", err)
 	}
-	for i, w := range writeRoots {
+	for i, w := range kept {
 		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, w, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
 			return true, fmt.Errorf("mount writable root %s: move_mount: %w", w, err)
 		}
@@ -140,7 +143,7 @@ func unsupportedSyscall(err error) bool {
 // bind-mounted onto itself (a mount of its own, writable), then every mount
 // outside the roots is remounted read-only, one by one. The flags come from
 // mountinfo, not statfs, so a hung network or FUSE mount is never asked.
-func remountReadOnlyRoot(writeRoots []string) error {
+func remountReadOnlyRoot(writeRoots, keep []string) error {
 	for _, w := range writeRoots {
 		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind mount writable root %s: %w", w, err)
@@ -151,7 +154,7 @@ func remountReadOnlyRoot(writeRoots []string) error {
 		return err
 	}
 	for _, m := range mounts {
-		if profiles.CoveredBy(m.path, writeRoots) {
+		if profiles.CoveredBy(m.path, writeRoots) || profiles.CoveredBy(m.path, keep) {
 			continue
 		}
 		err := remount(m.path, m.locked)

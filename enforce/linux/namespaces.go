@@ -60,6 +60,10 @@ type mountHooks struct {
 	// placeholders, when not nil, returns once the plan's placeholders are
 	// made (a thread launch makes its mounts while Start makes them).
 	placeholders func() error
+	// procMounted: the call's procfs is on /proc already, procReadOnly
+	// bound over it (a prestarted launcher thread's init mounted it): the
+	// read-only root keeps its flags, and MountProc has nothing to do.
+	procMounted bool
 }
 
 // setupMounts makes the call's mounts, the plan's MountOps in their order
@@ -78,7 +82,11 @@ func setupMounts(p *Plan, h mountHooks) error {
 func runMountOp(op MountOp, h mountHooks) error {
 	switch op.Kind {
 	case MountReadOnlyRoot:
-		return readOnlyRoot(op.Roots)
+		var keep []string
+		if h.procMounted {
+			keep = []string{"/proc"}
+		}
+		return readOnlyRoot(op.Roots, keep)
 	case MountCarveOut:
 		return bindReadOnly(op.Path)
 	case MountPlaceholder:
@@ -95,6 +103,9 @@ func runMountOp(op MountOp, h mountHooks) error {
 		}
 		return nil
 	case MountProc:
+		if h.procMounted {
+			return nil
+		}
 		if err := h.proc(); err != nil {
 			return err
 		}

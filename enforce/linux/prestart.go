@@ -30,12 +30,16 @@ type nsDone struct {
 	// startInit), started outside any call cgroup.
 	initPid           int
 	lifeline, answers *os.File
+	// proc: init mounted the call's procfs on /proc and procReadOnly is
+	// bound over it (see prestartThread).
+	proc bool
 }
 
 // prestarted is a launcher thread waiting for its job (a nil job ends
 // it), or, unprivileged, a stage being spawned (its result comes on stage).
 type prestarted struct {
 	netns bool // it made a network namespace
+	proc  bool // it mounts the call's procfs too
 	jobs  chan func(nsDone)
 	stage chan *stageProc // nil when not spawned or not spawning one
 }
@@ -63,18 +67,20 @@ func Prestart(netns bool, stdio [3]*os.File) {
 	if runtime.GOARCH != "amd64" {
 		return
 	}
-	setPending(prestartThread(netns))
+	setPending(prestartThread(netns, false))
 }
 
 // prestartThread starts a launcher thread that makes a thread launch's
-// namespaces (a network namespace when netns), loopback and init, then
-// waits for its job.
-func prestartThread(netns bool) *prestarted {
+// namespaces (a network namespace when netns), loopback and init, and when
+// proc the call's procfs (mounted by init, procReadOnly bound over it: a
+// PID namespace's procfs depends on nothing the plan says), then waits
+// for its job. The procfs was ~0.15 ms of a call's mounts.
+func prestartThread(netns, proc bool) *prestarted {
 	flags := unix.CLONE_NEWPID | unix.CLONE_NEWNS | unix.CLONE_NEWUTS | unix.CLONE_NEWIPC
 	if netns {
 		flags |= unix.CLONE_NEWNET
 	}
-	t := &prestarted{netns: netns, jobs: make(chan func(nsDone), 1)}
+	t := &prestarted{netns: netns, proc: proc, jobs: make(chan func(nsDone), 1)}
 	go func() {
 		// IMPORTANT: locked for good, as in startThread: the thread leaves
 		// sbx's namespaces and is ended, not reused, when this returns.
@@ -93,6 +99,9 @@ func prestartThread(netns bool) *prestarted {
 			done.loopback = netns && loopbackUp() == nil
 			if pid, lifeline, answers, err := startInit(nil); err == nil {
 				done.initPid, done.lifeline, done.answers = pid, lifeline, answers
+				// Failed, the job mounts another over what was made.
+				done.proc = proc && done.flags&unix.CLONE_NEWNS != 0 &&
+					mountProcByInit(lifeline, answers) == nil && protectProc() == nil
 			}
 		}
 		if job := <-t.jobs; job != nil {
@@ -156,7 +165,7 @@ func prestartAhead(p *Plan) {
 	prestartMu.Lock()
 	defer prestartMu.Unlock()
 	if ahead[k] == nil {
-		ahead[k] = prestartThread(p.NewNetNS)
+		ahead[k] = prestartThread(p.NewNetNS, p.PrivateProc)
 	}
 }
 
@@ -219,7 +228,7 @@ func takePending() *prestarted {
 // forThread returns the prestarted launcher thread if p can use it, and
 // ends anything else.
 func (t *prestarted) forThread(p *Plan) *prestarted {
-	if t == nil || t.jobs == nil || !threadPrestartable(p) || p.NewNetNS != t.netns {
+	if t == nil || t.jobs == nil || !threadPrestartable(p) || p.NewNetNS != t.netns || t.proc && !p.PrivateProc {
 		t.end()
 		return nil
 	}

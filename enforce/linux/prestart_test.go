@@ -399,3 +399,95 @@ func TestStagePlan(t *testing.T) {
 			p.ReadOnlyMounts, p.MaskedMounts, p.Landlock, len(p.SeccompPlainProg))
 	}
 }
+
+// TestPrestartedProc: a Resident process's launcher thread, prepared for a
+// plan with the call's own procfs, has it mounted (by its init) before the
+// call comes; the call that takes it sees that procfs, its own PID
+// namespace's, with the same mounts and flags under /proc as a call
+// launched without a prepared thread (the read-only root, made after,
+// keeps them). A plan without a procfs of its own is not served by such a
+// thread.
+func TestPrestartedProc(t *testing.T) {
+	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
+		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
+	}
+	endAhead := func() {
+		prestartMu.Lock()
+		defer prestartMu.Unlock()
+		for k, th := range ahead {
+			th.end()
+			ahead[k] = nil
+		}
+	}
+	DiscardPrestart()
+	t.Cleanup(func() {
+		keepAhead.Store(false)
+		endAhead()
+		waitInits(t, false)
+	})
+	ws := t.TempDir()
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Compile(pol, Probe(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !plan.PrivateProc {
+		t.Skip("SKIP: no procfs of the call's own here (the host's /proc has hidden parts)")
+	}
+	// The PID namespace, the number of processes /proc lists, and the
+	// top mount at each mount point under /proc with its options.
+	const script = `readlink /proc/self/ns/pid
+ls /proc | grep -c '^[0-9]'
+awk '$5 ~ /^\/proc/ {m[$5] = $6} END {for (k in m) print k, m[k]}' /proc/self/mountinfo | sort`
+	fresh := strings.SplitN(shellOutput(t, plan, ws, script), "\n", 3)
+
+	keepAhead.Store(true)
+	shellOutput(t, plan, ws, "true")
+	waitInits(t, true)
+	inits := childInits()
+	if len(inits) != 1 || ahead[1] == nil || !ahead[1].proc {
+		t.Fatalf("after one call: inits %v, ready %+v, want one launcher thread that mounts the procfs", inits, ahead)
+	}
+	// Its init mounts the procfs before any plan comes: its mount
+	// namespace has two at /proc (the host's, and the call's on top).
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		mi, err := os.ReadFile(filepath.Join("/proc", inits[0], "mountinfo"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if bytes.Count(mi, []byte(" /proc ")) >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the prepared thread's mount namespace has no procfs of its own:\n%s", mi)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	ready := nsLinks(t, inits[0])[1]
+	got := strings.SplitN(shellOutput(t, plan, ws, script), "\n", 3)
+	if len(got) != 3 || len(fresh) != 3 {
+		t.Fatalf("the calls printed %q and %q", got, fresh)
+	}
+	if got[0] != ready {
+		t.Errorf("the call ran in PID namespace %s, the prepared thread's is %s", got[0], ready)
+	}
+	if n, _ := strconv.Atoi(got[1]); n < 1 || n > 4 {
+		t.Errorf("the call's /proc lists %s processes: not its own PID namespace's", got[1])
+	}
+	if got[2] != fresh[2] || !strings.Contains(got[2], "/proc rw,") || !strings.Contains(got[2], "/proc/sys ro,") {
+		t.Errorf("the mounts under /proc on the prepared thread:\n%s\nwithout one:\n%s", got[2], fresh[2])
+	}
+	// A plan without a procfs of its own: the waiting thread, which has
+	// one, is not used.
+	waitInits(t, true)
+	ready = nsLinks(t, childInits()[0])[1]
+	hostProc := *plan
+	hostProc.PrivateProc = false
+	if got := strings.TrimSpace(shellOutput(t, &hostProc, ws, "readlink /proc/self/ns/pid")); got == ready {
+		t.Errorf("a plan without a procfs of its own ran on the thread prepared with one (PID namespace %s)", got)
+	}
+}

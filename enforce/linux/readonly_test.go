@@ -57,9 +57,11 @@ func TestParseMountinfo(t *testing.T) {
 // mount_setattr, and the remount walk of kernels before 5.12), in a mount
 // namespace of one locked thread that then dies: inside the writable root
 // files can be made, and a mount below it keeps its flags (a read-only one
-// stays read-only); outside it (on the same file system and on another
-// mount) they cannot, with EROFS: the mounts, not Landlock, refuse them.
-// Device files stay writable. With "/" among the roots nothing changes.
+// stays read-only); so do a kept mount (the call's procfs, when it was
+// mounted first) and the mounts below it; outside them (on the same file
+// system and on another mount) files cannot be made, with EROFS: the
+// mounts, not Landlock, refuse them. Device files stay writable. With "/"
+// among the roots nothing changes.
 func TestReadOnlyRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a mount namespace from a thread (the stage does it inside a user namespace; the kernel matrix covers that)")
@@ -89,12 +91,15 @@ func testReadOnlyRoot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if err := os.Mkdir(filepath.Join(outside, "tmpfs"), 0o755); err != nil {
-		t.Fatal(err)
+	for _, d := range []string{"tmpfs", "keep"} {
+		if err := os.Mkdir(filepath.Join(outside, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
 	}
+	keep := filepath.Join(outside, "keep")
 	type result struct {
-		viaSetattr                                                                         bool
-		setup, inside, belowRW, belowRO, outsideFS, outsideTmp, outsideMount, devNull, all error
+		viaSetattr                                                                                       bool
+		setup, inside, belowRW, belowRO, outsideFS, outsideTmp, outsideMount, devNull, kept, keptRO, all error
 	}
 	inNamespace := func(roots []string, check func(r *result)) result {
 		done := make(chan result, 1)
@@ -114,16 +119,23 @@ func testReadOnlyRoot(t *testing.T) {
 			for _, m := range []struct {
 				path  string
 				flags uintptr
-			}{{filepath.Join(root, "rw"), 0}, {filepath.Join(root, "ro"), unix.MS_RDONLY}, {filepath.Join(outside, "tmpfs"), 0}} {
+			}{{filepath.Join(root, "rw"), 0}, {filepath.Join(root, "ro"), unix.MS_RDONLY}, {filepath.Join(outside, "tmpfs"), 0}, {keep, 0}} {
 				if r.setup = unix.Mount("sbx-test", m.path, "tmpfs", m.flags, "size=64k"); r.setup != nil {
 					return
 				}
 			}
+			// A read-only mount below the kept one.
+			if r.setup = os.Mkdir(filepath.Join(keep, "ro"), 0o755); r.setup != nil {
+				return
+			}
+			if r.setup = unix.Mount("sbx-test", filepath.Join(keep, "ro"), "tmpfs", unix.MS_RDONLY, "size=64k"); r.setup != nil {
+				return
+			}
 			if !forceRemount {
-				r.viaSetattr, r.setup = setattrReadOnlyRoot(roots)
+				r.viaSetattr, r.setup = setattrReadOnlyRoot(roots, []string{keep})
 			}
 			if !r.viaSetattr && r.setup == nil {
-				r.setup = readOnlyRoot(roots)
+				r.setup = readOnlyRoot(roots, []string{keep})
 			}
 			if r.setup != nil {
 				return
@@ -141,6 +153,8 @@ func testReadOnlyRoot(t *testing.T) {
 		r.outsideTmp = write(filepath.Join(filepath.Dir(root), "sbx-ro-sibling"))
 		r.outsideMount = write(filepath.Join(outside, "tmpfs", "f"))
 		r.devNull = os.WriteFile(os.DevNull, []byte("x"), 0)
+		r.kept = write(filepath.Join(keep, "f"))
+		r.keptRO = write(filepath.Join(keep, "ro", "f"))
 	})
 	if r.setup != nil {
 		t.Fatalf("set up: %v", r.setup)
@@ -168,6 +182,12 @@ func testReadOnlyRoot(t *testing.T) {
 	}
 	if r.devNull != nil {
 		t.Errorf("write /dev/null: %v", r.devNull)
+	}
+	if r.kept != nil {
+		t.Errorf("write on the kept mount: %v", r.kept)
+	}
+	if !errors.Is(r.keptRO, unix.EROFS) {
+		t.Errorf("write on a read-only mount below the kept one: %v, want EROFS", r.keptRO)
 	}
 	r = inNamespace([]string{root, "/"}, func(r *result) { r.all = write(filepath.Join(outside, "all")) })
 	if r.setup != nil || r.all != nil {

@@ -87,6 +87,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 				err = setupMounts(p, mountHooks{
 					proc:         func() error { return mountProcByInit(st.lifeline, answers) },
 					placeholders: placeholders,
+					procMounted:  pre.proc,
 				})
 			}
 			if answers != nil {
