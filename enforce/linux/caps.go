@@ -32,7 +32,9 @@ const lockedSecurebits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
 // A thread that holds no capability at all (an unprivileged launch without
 // a user namespace) has nothing to drop: the kernel already gives its
 // command none, and no_new_privs stops setuid and file capabilities.
-func dropCapabilities(keep []int) error {
+// boundingEmpty: dropBoundingSet(nil) emptied the bounding set already (a
+// prestarted launcher thread did, and keep is empty).
+func dropCapabilities(keep []int, boundingEmpty bool) error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData
 	if err := unix.Capget(&hdr, &data[0]); err != nil {
@@ -45,22 +47,9 @@ func dropCapabilities(keep []int) error {
 	for _, c := range keep {
 		want[c/32] |= 1 << (c % 32)
 	}
-	kept := func(c int) bool { return want[c/32]&(1<<(c%32)) != 0 }
-	// Up to the highest capability the running kernel knows: the first
-	// it does not know is EINVAL. (Asked of the kernel, not read from
-	// /proc/sys/kernel/cap_last_cap: that read, once per capability, was
-	// a fifth of a server's CPU time per call, and a /proc that cannot be
-	// read must not leave a capability in the bounding set.)
-	for c := 0; c < 64; c++ {
-		if kept(c) {
-			continue
-		}
-		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
-		if errors.Is(err, unix.EINVAL) && c > unix.CAP_SETPCAP {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+	if !boundingEmpty || len(keep) > 0 {
+		if err := dropBoundingSet(want); err != nil {
+			return err
 		}
 	}
 	// CAP_SETPCAP stays effective until the securebits are set.
@@ -96,3 +85,28 @@ func dropCapabilities(keep []int) error {
 
 // CapabilityName is enforce.CapabilityName.
 func CapabilityName(c int) string { return enforce.CapabilityName(c) }
+
+// dropBoundingSet drops every capability but want's from the calling
+// thread's bounding set, up to the highest the running kernel knows: the
+// first it does not know is EINVAL. (Asked of the kernel, not read from
+// /proc/sys/kernel/cap_last_cap: that read, once per capability, was a
+// fifth of a server's CPU time per call, and a /proc that cannot be read
+// must not leave a capability in the bounding set.) It needs CAP_SETPCAP.
+// The bounding set limits only what an exec can gain: the thread keeps its
+// own effective capabilities (a prestarted launcher thread drops it ahead
+// of its mounts, ~40 system calls off the call's path).
+func dropBoundingSet(want [2]uint32) error {
+	for c := 0; c < 64; c++ {
+		if want[c/32]&(1<<(c%32)) != 0 {
+			continue
+		}
+		err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0)
+		if errors.Is(err, unix.EINVAL) && c > unix.CAP_SETPCAP {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("prctl(PR_CAPBSET_DROP, %d): %w", c, err)
+		}
+	}
+	return nil
+}

@@ -405,8 +405,9 @@ func TestStagePlan(t *testing.T) {
 // call comes; the call that takes it sees that procfs, its own PID
 // namespace's, with the same mounts and flags under /proc as a call
 // launched without a prepared thread (the read-only root, made after,
-// keeps them). A plan without a procfs of its own is not served by such a
-// thread.
+// keeps them), and an empty bounding set, which the thread emptied ahead.
+// A plan without a procfs of its own, or that keeps a capability, is not
+// served by such a thread.
 func TestPrestartedProc(t *testing.T) {
 	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
 		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
@@ -437,19 +438,21 @@ func TestPrestartedProc(t *testing.T) {
 	if !plan.PrivateProc {
 		t.Skip("SKIP: no procfs of the call's own here (the host's /proc has hidden parts)")
 	}
-	// The PID namespace, the number of processes /proc lists, and the
-	// top mount at each mount point under /proc with its options.
+	// The PID namespace, the number of processes /proc lists, the
+	// bounding set, and the top mount at each mount point under /proc
+	// with its options.
 	const script = `readlink /proc/self/ns/pid
 ls /proc | grep -c '^[0-9]'
+grep CapBnd /proc/self/status
 awk '$5 ~ /^\/proc/ {m[$5] = $6} END {for (k in m) print k, m[k]}' /proc/self/mountinfo | sort`
-	fresh := strings.SplitN(shellOutput(t, plan, ws, script), "\n", 3)
+	fresh := strings.SplitN(shellOutput(t, plan, ws, script), "\n", 4)
 
 	keepAhead.Store(true)
 	shellOutput(t, plan, ws, "true")
 	waitInits(t, true)
 	inits := childInits()
-	if len(inits) != 1 || ahead[1] == nil || !ahead[1].proc {
-		t.Fatalf("after one call: inits %v, ready %+v, want one launcher thread that mounts the procfs", inits, ahead)
+	if len(inits) != 1 || ahead[1] == nil || !ahead[1].proc || !ahead[1].bounding {
+		t.Fatalf("after one call: inits %v, ready %+v, want one launcher thread that mounts the procfs and empties its bounding set", inits, ahead)
 	}
 	// Its init mounts the procfs before any plan comes: its mount
 	// namespace has two at /proc (the host's, and the call's on top).
@@ -468,8 +471,8 @@ awk '$5 ~ /^\/proc/ {m[$5] = $6} END {for (k in m) print k, m[k]}' /proc/self/mo
 		time.Sleep(10 * time.Millisecond)
 	}
 	ready := nsLinks(t, inits[0])[1]
-	got := strings.SplitN(shellOutput(t, plan, ws, script), "\n", 3)
-	if len(got) != 3 || len(fresh) != 3 {
+	got := strings.SplitN(shellOutput(t, plan, ws, script), "\n", 4)
+	if len(got) != 4 || len(fresh) != 4 {
 		t.Fatalf("the calls printed %q and %q", got, fresh)
 	}
 	if got[0] != ready {
@@ -478,8 +481,11 @@ awk '$5 ~ /^\/proc/ {m[$5] = $6} END {for (k in m) print k, m[k]}' /proc/self/mo
 	if n, _ := strconv.Atoi(got[1]); n < 1 || n > 4 {
 		t.Errorf("the call's /proc lists %s processes: not its own PID namespace's", got[1])
 	}
-	if got[2] != fresh[2] || !strings.Contains(got[2], "/proc rw,") || !strings.Contains(got[2], "/proc/sys ro,") {
-		t.Errorf("the mounts under /proc on the prepared thread:\n%s\nwithout one:\n%s", got[2], fresh[2])
+	if got[2] != "CapBnd:\t0000000000000000" || fresh[2] != got[2] {
+		t.Errorf("bounding set on the prepared thread %q, without one %q", got[2], fresh[2])
+	}
+	if got[3] != fresh[3] || !strings.Contains(got[3], "/proc rw,") || !strings.Contains(got[3], "/proc/sys ro,") {
+		t.Errorf("the mounts under /proc on the prepared thread:\n%s\nwithout one:\n%s", got[3], fresh[3])
 	}
 	// A plan without a procfs of its own: the waiting thread, which has
 	// one, is not used.
@@ -489,5 +495,15 @@ awk '$5 ~ /^\/proc/ {m[$5] = $6} END {for (k in m) print k, m[k]}' /proc/self/mo
 	hostProc.PrivateProc = false
 	if got := strings.TrimSpace(shellOutput(t, &hostProc, ws, "readlink /proc/self/ns/pid")); got == ready {
 		t.Errorf("a plan without a procfs of its own ran on the thread prepared with one (PID namespace %s)", got)
+	}
+	// A plan that keeps CAP_NET_BIND_SERVICE (10): not on the emptied
+	// thread, and its command has it in its bounding set.
+	waitInits(t, true)
+	ready = nsLinks(t, childInits()[0])[1]
+	withCap := *plan
+	withCap.Capabilities = []int{unix.CAP_NET_BIND_SERVICE}
+	out := strings.Fields(shellOutput(t, &withCap, ws, "readlink /proc/self/ns/pid; grep CapBnd /proc/self/status"))
+	if len(out) != 3 || out[0] == ready || out[2] != "0000000000000400" {
+		t.Errorf("a plan keeping CAP_NET_BIND_SERVICE printed %q (the prepared thread's PID namespace is %s)", out, ready)
 	}
 }

@@ -80,7 +80,7 @@ func StageMain() int {
 		}
 	}
 	if err == nil {
-		err = dropCapabilities(plan.Capabilities)
+		err = dropCapabilities(plan.Capabilities, false)
 	}
 	if err == nil {
 		var lis listener

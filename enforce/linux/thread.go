@@ -99,7 +99,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 				st.proxy, spec.Env, err = startProxyHere(p, spec.Env)
 			}
 			if err == nil {
-				err = dropCapabilities(p.Capabilities)
+				err = dropCapabilities(p.Capabilities, pre.bounding)
 			}
 			if err == nil {
 				st.lis, err = restrictThread(p)
