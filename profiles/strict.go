@@ -211,7 +211,7 @@ type keyWalk struct {
 type keyPath struct {
 	parent *keyPath
 	key    string
-	index  int // for an array element, when isIndex
+	index  int // an array element's, when isIdx
 	isIdx  bool
 }
 
@@ -285,9 +285,9 @@ func (w *keyWalk) value(t reflect.Type, path *keyPath, depth int) (null bool, er
 }
 
 // str skips a string and returns its raw text, quotes included; plain is
-// true when it has no escape and no byte outside ASCII, so that the text
-// between the quotes is the string encoding/json decodes (it replaces
-// invalid UTF-8, so a key with such bytes is decoded as it does).
+// true when it has no escape and no byte outside ASCII: the text between
+// the quotes is then the string encoding/json decodes. (It replaces invalid
+// UTF-8 with U+FFFD, so a key with any byte outside ASCII is decoded by it.)
 func (w *keyWalk) str() (raw []byte, plain bool) {
 	start := w.i
 	w.i++

@@ -32,8 +32,8 @@ const lockedSecurebits = 1<<0 | 1<<1 | // SECBIT_NOROOT, _LOCKED
 // A thread that holds no capability at all (an unprivileged launch without
 // a user namespace) has nothing to drop: the kernel already gives its
 // command none, and no_new_privs stops setuid and file capabilities.
-// boundingEmpty: dropBoundingSet(nil) emptied the bounding set already (a
-// prestarted launcher thread did, and keep is empty).
+// boundingEmpty: the bounding set is empty already (a prestarted launcher
+// thread emptied it with dropBoundingSet; keep is then empty too).
 func dropCapabilities(keep []int, boundingEmpty bool) error {
 	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
 	var data [2]unix.CapUserData

@@ -114,7 +114,7 @@ func setattrReadOnlyRoot(writeRoots, keep []string) (done bool, err error) {
 			if len(trees) == 0 && unsupportedSyscall(err) {
 				return false, nil
 			}
-			return false, fmt.Errorf("copy writable root %s: open_tree: %w", w, err)
+			return false, fmt.Errorf("read-only root: copy %s: open_tree: %w", w, err)
 		}
 		trees = append(trees, fd)
 	}
@@ -127,7 +127,7 @@ func setattrReadOnlyRoot(writeRoots, keep []string) (done bool, err error) {
 	}
 	for i, w := range kept {
 		if err := unix.MoveMount(trees[i], "", unix.AT_FDCWD, w, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
-			return true, fmt.Errorf("mount writable root %s: move_mount: %w", w, err)
+			return true, fmt.Errorf("read-only root: attach the copy of %s: move_mount: %w", w, err)
 		}
 	}
 	return true, nil

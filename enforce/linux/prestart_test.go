@@ -106,14 +106,6 @@ func TestResidentPrestarts(t *testing.T) {
 		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
 	}
 	own := testProcessNS
-	endAhead := func() {
-		prestartMu.Lock()
-		defer prestartMu.Unlock()
-		for k, th := range ahead {
-			th.end()
-			ahead[k] = nil
-		}
-	}
 	DiscardPrestart()
 	keepAhead.Store(true)
 	t.Cleanup(func() {
@@ -201,6 +193,16 @@ func TestResidentPrestarts(t *testing.T) {
 	call(limited)
 	if ahead != [2]*prestarted{} {
 		t.Errorf("a call with limits left a prestarted thread: %+v", ahead)
+	}
+}
+
+// endAhead ends the launcher threads a Resident process keeps ready.
+func endAhead() {
+	prestartMu.Lock()
+	defer prestartMu.Unlock()
+	for k, th := range ahead {
+		th.end()
+		ahead[k] = nil
 	}
 }
 
@@ -411,14 +413,6 @@ func TestStagePlan(t *testing.T) {
 func TestPrestartedProc(t *testing.T) {
 	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
 		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
-	}
-	endAhead := func() {
-		prestartMu.Lock()
-		defer prestartMu.Unlock()
-		for k, th := range ahead {
-			th.end()
-			ahead[k] = nil
-		}
 	}
 	DiscardPrestart()
 	t.Cleanup(func() {
