@@ -3,10 +3,12 @@
 package linux
 
 import (
+	"cmp"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -115,6 +117,8 @@ const (
 	opLdAbsW   = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
 	opAndK     = unix.BPF_ALU | unix.BPF_AND | unix.BPF_K
 	opJeqK     = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+	opJgtK     = unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K
+	opJa       = unix.BPF_JMP | unix.BPF_JA
 	opJsetK    = unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K
 	opRetK     = unix.BPF_RET | unix.BPF_K
 	retAllow   = unix.SECCOMP_RET_ALLOW
@@ -135,10 +139,19 @@ var errJumpTooFar = errors.New("jump offset exceeds 255 instructions")
 //
 //  1. arch != native arch         -> SECCOMP_RET_KILL_PROCESS
 //  2. nr has the x32 bit (amd64)  -> SECCOMP_RET_KILL_PROCESS
-//  3. each rule, in table order; the first rule whose Nr and every ArgCond
-//     match returns SECCOMP_RET_ERRNO|rule.Errno, or SECCOMP_RET_USER_NOTIF
-//     for an ActNotify rule (the supervisor decides; see supervise.go)
-//  4. SECCOMP_RET_ALLOW
+//  3. a binary search on nr (JGT) down to a leaf of a few syscall numbers
+//     (seccompLeaf), then their rules in table order; the first rule whose
+//     Nr and every ArgCond match returns SECCOMP_RET_ERRNO|rule.Errno, or
+//     SECCOMP_RET_USER_NOTIF for an ActNotify rule (the supervisor decides;
+//     see supervise.go)
+//  4. SECCOMP_RET_ALLOW, at the end of each leaf
+//
+// Rules of different syscall numbers never both match, so sorting them by
+// number changes no verdict; rules of one number keep their order. The
+// search is for the kernel's sake as much as the call's: when it loads a
+// filter, the kernel runs it for every syscall number to find those it
+// always allows (its action cache), and a chain of 75 rules made that
+// ~0.1 ms of every launch here; a search reaches a leaf in ~5 steps.
 //
 // A foreign arch or the x32 ABI means the process switched syscall ABI, so
 // every number in the table would mean something else: that is an evasion
@@ -164,26 +177,91 @@ func CompileSeccomp(rules []SeccompRule) ([]unix.SockFilter, error) {
 			unix.SockFilter{Code: opJsetK, K: arch.x32Bit, Jt: 0, Jf: 1},
 			stmt(opRetK, retKill))
 	}
-	// accNr tracks whether the accumulator still holds nr at the start of the
-	// next block: true after a rule without conditions, whose only way to
-	// fall through is the nr mismatch.
-	accNr := true
 	for i, r := range rules {
 		if err := r.validate(arch); err != nil {
 			return nil, fmt.Errorf("seccomp rule %d (%s): %w", i, r.Name, err)
 		}
-		block, err := compileRule(r, !accNr)
-		if err != nil {
-			return nil, fmt.Errorf("seccomp rule %d (%s): %w", i, r.Name, err)
-		}
-		prog = append(prog, block...)
-		accNr = len(r.Args) == 0
 	}
-	prog = append(prog, stmt(opRetK, retAllow))
+	search, err := compileSearch(groupByNr(rules))
+	if err != nil {
+		return nil, err
+	}
+	prog = append(prog, search...)
 	if len(prog) > bpfMaxInsns {
 		return nil, fmt.Errorf("seccomp program has %d instructions, the kernel allows %d", len(prog), bpfMaxInsns)
 	}
 	return prog, nil
+}
+
+// seccompLeaf is the most syscall numbers a leaf of the search tests one
+// after the other.
+const seccompLeaf = 4
+
+// nrGroup is the rules of one syscall number, in table order.
+type nrGroup struct {
+	nr    uint32
+	rules []SeccompRule
+}
+
+// groupByNr groups rules by syscall number, sorted by number.
+func groupByNr(rules []SeccompRule) []nrGroup {
+	var groups []nrGroup
+	for _, r := range rules {
+		i, found := slices.BinarySearchFunc(groups, r.Nr, func(g nrGroup, nr uint32) int { return cmp.Compare(g.nr, nr) })
+		if !found {
+			groups = slices.Insert(groups, i, nrGroup{nr: r.Nr})
+		}
+		groups[i].rules = append(groups[i].rules, r)
+	}
+	return groups
+}
+
+// compileSearch emits the search over groups (A holds nr on entry, and
+// does at every node): a leaf is the groups' rule blocks in a chain ending
+// in SECCOMP_RET_ALLOW; a node tests nr > the left half's last number and
+// jumps over the left half to the right one when it is.
+func compileSearch(groups []nrGroup) ([]unix.SockFilter, error) {
+	if len(groups) <= seccompLeaf {
+		return compileChain(groups)
+	}
+	mid := len(groups) / 2
+	left, err := compileSearch(groups[:mid])
+	if err != nil {
+		return nil, err
+	}
+	right, err := compileSearch(groups[mid:])
+	if err != nil {
+		return nil, err
+	}
+	test := unix.SockFilter{Code: opJgtK, K: groups[mid-1].nr}
+	if len(left) <= 255 {
+		test.Jt = uint8(len(left))
+		return slices.Concat([]unix.SockFilter{test}, left, right), nil
+	}
+	// Too far for a conditional jump: through an unconditional one.
+	test.Jf = 1
+	return slices.Concat([]unix.SockFilter{test, {Code: opJa, K: uint32(len(left))}}, left, right), nil
+}
+
+// compileChain emits groups' rules one block after the other, then
+// SECCOMP_RET_ALLOW.
+func compileChain(groups []nrGroup) ([]unix.SockFilter, error) {
+	var prog []unix.SockFilter
+	// accNr tracks whether the accumulator still holds nr at the start of the
+	// next block: true after a rule without conditions, whose only way to
+	// fall through is the nr mismatch.
+	accNr := true
+	for _, g := range groups {
+		for _, r := range g.rules {
+			block, err := compileRule(r, !accNr)
+			if err != nil {
+				return nil, fmt.Errorf("seccomp rule %s: %w", r.Name, err)
+			}
+			prog = append(prog, block...)
+			accNr = len(r.Args) == 0
+		}
+	}
+	return append(prog, stmt(opRetK, retAllow)), nil
 }
 
 // compileRule emits one self-contained block. Every mismatch jumps to the

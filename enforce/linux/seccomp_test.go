@@ -394,6 +394,22 @@ func TestSeccompMatchesReference(t *testing.T) {
 				}
 			}
 		}
+		// Every syscall number, between the table's ones too (the
+		// compiled search must allow those), with each value in turn as
+		// every argument.
+		for nr := uint32(0); nr < 1024; nr++ {
+			for _, v := range vals {
+				d := x86(nr, v, v, v, v, v, v)
+				got, err := runFilter(prog, d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if want := referenceRet(rules, d); got != want {
+					t.Fatalf("%s: nr=%d args all %#x: filter %s, table %s", p, nr, v, describeRet(got), describeRet(want))
+				}
+				n++
+			}
+		}
 		t.Logf("%s: %d rules, %d instructions, %d inputs agree", p, len(rules), len(prog), n)
 	}
 }
