@@ -623,3 +623,48 @@ func TestSeccompKernelKillsX32(t *testing.T) {
 	_, _, errno := unix.Syscall(0x40000000|unix.SYS_GETPID, 0, 0, 0)
 	t.Fatalf("x32 getpid returned errno %v instead of killing the process", errno)
 }
+
+// TestCompileSeccompSearch: the rules are searched by syscall number, and
+// a left half too long for a conditional jump is jumped over with JA; for
+// every number, the program decides as the table does (the first matching
+// rule, in table order, whatever the order of the numbers).
+func TestCompileSeccompSearch(t *testing.T) {
+	var rules []SeccompRule
+	// Numbers out of order, each with rules of six conditions: the left
+	// half of the search is over 255 instructions.
+	for _, nr := range []uint32{40, 3, 17, 29, 8, 35, 12, 21, 1, 33, 26, 5} {
+		for v := uint32(1); v <= 4; v++ {
+			var args []ArgCond
+			for i := range 6 {
+				args = append(args, ArgCond{Index: i, Op: CmpEq, Value: v + uint32(i)})
+			}
+			rules = append(rules, SeccompRule{Name: "r", Nr: nr, Args: args, Errno: unix.Errno(v)})
+		}
+		rules = append(rules, SeccompRule{Name: "last", Nr: nr, Args: []ArgCond{{Index: 0, Op: CmpEq, Value: 9}}, Action: ActNotify})
+	}
+	prog, err := CompileSeccomp(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	far := false
+	for _, ins := range prog {
+		if ins.Code == tJa {
+			far = true
+		}
+	}
+	if !far {
+		t.Fatalf("a %d-instruction program has no far jump: the test no longer covers it", len(prog))
+	}
+	for nr := uint32(0); nr < 64; nr++ {
+		for v := uint64(0); v <= 10; v++ {
+			d := x86(nr, v, v+1, v+2, v+3, v+4, v+5)
+			got, err := runFilter(prog, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := referenceRet(rules, d); got != want {
+				t.Fatalf("nr=%d v=%d: filter %s, table %s", nr, v, describeRet(got), describeRet(want))
+			}
+		}
+	}
+}
