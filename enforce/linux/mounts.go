@@ -72,15 +72,16 @@ func mask(path string) error {
 // prestarted thread mounted it first). A mount point the caller cannot
 // reach is read-only too (setattrReadOnlyRoot) or left
 // (remountReadOnlyRoot: the command cannot reach it either). Any other
-// failure fails the launch rather than run less confined.
-func readOnlyRoot(writeRoots, keep []string) error {
+// failure fails the launch rather than run less confined. mountinfo is
+// where the remount walk reads the calling thread's mounts.
+func readOnlyRoot(writeRoots, keep []string, mountinfo string) error {
 	if !forceRemount {
 		done, err := setattrReadOnlyRoot(writeRoots, keep)
 		if done || err != nil {
 			return err
 		}
 	}
-	return remountReadOnlyRoot(writeRoots, keep)
+	return remountReadOnlyRoot(writeRoots, keep, mountinfo)
 }
 
 // forceRemount makes readOnlyRoot take the remount walk, as on a kernel
@@ -143,15 +144,15 @@ func unsupportedSyscall(err error) bool {
 // bind-mounted onto itself (a mount of its own, writable), then every mount
 // outside the roots is remounted read-only, one by one. The flags come from
 // mountinfo, not statfs, so a hung network or FUSE mount is never asked.
-func remountReadOnlyRoot(writeRoots, keep []string) error {
+func remountReadOnlyRoot(writeRoots, keep []string, mountinfo string) error {
 	for _, w := range writeRoots {
 		if err := unix.Mount(w, w, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("bind mount writable root %s: %w", w, err)
 		}
 	}
-	mounts, err := mountPoints()
+	mounts, err := mountPoints(mountinfo)
 	if err != nil {
-		return err
+		return fmt.Errorf("read-only root: %w", err)
 	}
 	for _, m := range mounts {
 		if profiles.CoveredBy(m.path, writeRoots) || profiles.CoveredBy(m.path, keep) {
@@ -182,15 +183,24 @@ var mountOptionFlags = map[string]uintptr{
 	"noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME, "relatime": unix.MS_RELATIME,
 }
 
-// mountPoints lists the mount points of the calling thread's mount
-// namespace, from /proc/thread-self/mountinfo: the fifth field (with the
-// kernel's octal escapes of space, tab, newline and backslash undone) and
-// the sixth, the per-mount options. Where mounts stack, the last line is
-// the top one, whose flags count.
-func mountPoints() ([]mountPoint, error) {
-	b, err := os.ReadFile("/proc/thread-self/mountinfo")
+// threadMountinfo lists the calling thread's mounts, while /proc is a
+// procfs of its PID namespace.
+const threadMountinfo = "/proc/thread-self/mountinfo"
+
+// initMountinfo lists them once the call's own procfs is on /proc (a
+// prestarted launcher thread's): the thread is not in that PID namespace,
+// so thread-self is not there, but its init is PID 1 there and shares the
+// thread's mount namespace.
+const initMountinfo = "/proc/1/mountinfo"
+
+// mountPoints lists the mount points of a mount namespace from its
+// mountinfo: the fifth field (with the kernel's octal escapes of space,
+// tab, newline and backslash undone) and the sixth, the per-mount options.
+// Where mounts stack, the last line is the top one, whose flags count.
+func mountPoints(mountinfo string) ([]mountPoint, error) {
+	b, err := os.ReadFile(mountinfo)
 	if err != nil {
-		return nil, fmt.Errorf("read-only root: %w", err)
+		return nil, err
 	}
 	return parseMountinfo(string(b))
 }

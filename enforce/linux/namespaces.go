@@ -82,11 +82,11 @@ func setupMounts(p *Plan, h mountHooks) error {
 func runMountOp(op MountOp, h mountHooks) error {
 	switch op.Kind {
 	case MountReadOnlyRoot:
-		var keep []string
+		keep, mountinfo := []string(nil), threadMountinfo
 		if h.procMounted {
-			keep = []string{"/proc"}
+			keep, mountinfo = []string{"/proc"}, initMountinfo
 		}
-		return readOnlyRoot(op.Roots, keep)
+		return readOnlyRoot(op.Roots, keep, mountinfo)
 	case MountCarveOut:
 		return bindReadOnly(op.Path)
 	case MountPlaceholder:

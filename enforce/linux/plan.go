@@ -144,7 +144,7 @@ func inInitUserNS() bool {
 // condition (mount_too_revealing in the kernel) for a user namespace to
 // mount a new procfs.
 func procFullyVisible() bool {
-	mounts, err := mountPoints()
+	mounts, err := mountPoints(threadMountinfo)
 	if err != nil {
 		return false
 	}

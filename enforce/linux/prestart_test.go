@@ -409,11 +409,27 @@ func TestStagePlan(t *testing.T) {
 // launched without a prepared thread (the read-only root, made after,
 // keeps them), and an empty bounding set, which the thread emptied ahead.
 // A plan without a procfs of its own, or that keeps a capability, is not
-// served by such a thread.
+// served by such a thread. Both ways of making the read-only root run:
+// the remount walk (kernels before 5.12) must read the thread's mounts
+// where the call's procfs has no thread-self.
 func TestPrestartedProc(t *testing.T) {
 	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
 		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
 	}
+	for _, remount := range []bool{false, true} {
+		name := "mount_setattr"
+		if remount {
+			name = "remount"
+		}
+		t.Run(name, func(t *testing.T) {
+			forceRemount = remount
+			defer func() { forceRemount = false }()
+			testPrestartedProc(t)
+		})
+	}
+}
+
+func testPrestartedProc(t *testing.T) {
 	DiscardPrestart()
 	t.Cleanup(func() {
 		keepAhead.Store(false)

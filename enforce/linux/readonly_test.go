@@ -135,7 +135,7 @@ func testReadOnlyRoot(t *testing.T) {
 				r.viaSetattr, r.setup = setattrReadOnlyRoot(roots, []string{keep})
 			}
 			if !r.viaSetattr && r.setup == nil {
-				r.setup = readOnlyRoot(roots, []string{keep})
+				r.setup = readOnlyRoot(roots, []string{keep}, threadMountinfo)
 			}
 			if r.setup != nil {
 				return
