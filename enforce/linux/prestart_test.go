@@ -416,17 +416,7 @@ func TestPrestartedProc(t *testing.T) {
 	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
 		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
 	}
-	for _, remount := range []bool{false, true} {
-		name := "mount_setattr"
-		if remount {
-			name = "remount"
-		}
-		t.Run(name, func(t *testing.T) {
-			forceRemount = remount
-			defer func() { forceRemount = false }()
-			testPrestartedProc(t)
-		})
-	}
+	bothReadOnlyRoots(t, testPrestartedProc)
 }
 
 func testPrestartedProc(t *testing.T) {

@@ -66,6 +66,12 @@ func TestReadOnlyRoot(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root to make a mount namespace from a thread (the stage does it inside a user namespace; the kernel matrix covers that)")
 	}
+	bothReadOnlyRoots(t, testReadOnlyRoot)
+}
+
+// bothReadOnlyRoots runs test twice, as subtests: with the read-only root
+// made by mount_setattr, and by the remount walk of kernels before 5.12.
+func bothReadOnlyRoots(t *testing.T, test func(t *testing.T)) {
 	for _, remount := range []bool{false, true} {
 		name := "mount_setattr"
 		if remount {
@@ -74,7 +80,7 @@ func TestReadOnlyRoot(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			forceRemount = remount
 			defer func() { forceRemount = false }()
-			testReadOnlyRoot(t)
+			test(t)
 		})
 	}
 }
