@@ -260,6 +260,7 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 			r.Escalation.EnvironmentID = env
 			r.Escalation.Grants = sess.grantsFor(env, p.TurnID)
 			r.Escalation.Approver = approver
+			r.Escalation.Control = c.srv.opt.Control
 			return nil
 		},
 		Dispatch: func() error {

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/journal"
@@ -185,6 +186,11 @@ func serveCmd(args []string, stdio Stdio) int {
 		var err error
 		dir, err = serveStateDir(*stateDir)
 		switch {
+		case errors.Is(err, journal.ErrUnsafeDir):
+			// Never given up for memory: a directory others can write
+			// is a misconfiguration its owner must see and fix.
+			fmt.Fprintf(stdio.Err, "sbx serve: --state-dir: %v\n", err)
+			return ExitRefused
 		case err != nil && *stateDir == "":
 			// The default place cannot be made (no home, a read-only
 			// one): serve without durable logs rather than not at all,
@@ -207,6 +213,24 @@ func serveCmd(args []string, stdio Stdio) int {
 			opt.Logf("state: %s", p)
 		}
 		opt.OpenLog = func(id string) (serve.Log, error) { return journal.Open(dir, id) }
+	}
+	// The panel's URL, with its token, is written where no call can read
+	// it: the state directory, else (--ephemeral) a directory of its own.
+	private := dir
+	if web != nil && private == "" {
+		d, err := os.MkdirTemp("", "sbx-serve-")
+		if err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: --web: %v\n", err)
+			return ExitRefused
+		}
+		defer os.RemoveAll(d)
+		private = d
+	}
+	opt.Control = controlPaths(private, *listen)
+	if *listen != "" && len(opt.Control.ReadOnly) > 0 {
+		if fi, err := os.Stat(opt.Control.ReadOnly[0]); err == nil && fi.Mode().Perm()&0o002 != 0 {
+			opt.Logf("--listen: the socket's directory %s is read-only in every call (a command could replace the socket there): give the socket a directory of its own", opt.Control.ReadOnly[0])
+		}
 	}
 	srv := serve.New(opt)
 	// Each sandboxed call's launch prepares the next call's namespaces
@@ -239,7 +263,10 @@ func serveCmd(args []string, stdio Stdio) int {
 			return ExitRefused
 		}
 		defer panel.Close()
-		opt.Logf("approval panel at %s", panel.URL())
+		if err := announcePanel(panel, private, stdio, opt.Logf); err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: --web: %v\n", err)
+			return ExitRefused
+		}
 		go func() {
 			if err := panel.Serve(ctx); err != nil {
 				opt.Logf("%v", err)
@@ -397,7 +424,9 @@ func buildWaterfall(names []string, approver string, webFlag bool, acp *serve.AC
 }
 
 // serveStateDir is the directory of the sessions' logs: dir, else
-// $XDG_STATE_HOME/sbx, else ~/.local/state/sbx; made 0700 if missing.
+// $XDG_STATE_HOME/sbx, else ~/.local/state/sbx; made 0700 if missing, and
+// refused (journal.ErrUnsafeDir) when it is not the server's user's own or
+// its group or others may write it.
 func serveStateDir(dir string) (string, error) {
 	if dir == "" {
 		base := os.Getenv("XDG_STATE_HOME")
@@ -417,5 +446,73 @@ func serveStateDir(dir string) (string, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return "", err
 	}
+	if err := journal.CheckDir(abs); err != nil {
+		return "", err
+	}
 	return abs, nil
+}
+
+// webURLFile is the file, in the server's private directory, that holds
+// the panel's URL with its token.
+const webURLFile = "web-url"
+
+// announcePanel tells the operator where the panel is. Its URL carries the
+// token that every request must bring, so the whole URL goes only where no
+// call can read it: into private/web-url (0600; private is masked in
+// every call) and, when standard error is a terminal, onto it. Standard
+// error redirected to a file or a journal is readable by calls (they read
+// the whole file system), so it gets the address without the token and
+// the file's path.
+func announcePanel(panel *serve.WebPanel, private string, stdio Stdio, logf func(string, ...any)) error {
+	path := filepath.Join(private, webURLFile)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: never through a planted link
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, panel.URL())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if errf, ok := stdio.Err.(*os.File); ok && host.IsTerminal(errf) {
+		logf("approval panel at %s", panel.URL())
+		return nil
+	}
+	logf("approval panel at http://%s/ (its URL with the token is in %s)", panel.Authority(), path)
+	return nil
+}
+
+// controlPaths are the server's own paths, kept out of every call it
+// launches (serve.Options.Control): private (the state directory, or the
+// directory of the panel's URL), masked, and the directory of the socket
+// at listen, read-only. Each is resolved, as guard paths are: a mount
+// covers the directory a symbolic link names.
+func controlPaths(private, listen string) call.ControlPaths {
+	resolve := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			return r
+		}
+		return abs
+	}
+	var c call.ControlPaths
+	if private != "" {
+		c.Masked = append(c.Masked, resolve(private))
+	}
+	if listen != "" {
+		abs, err := filepath.Abs(listen)
+		if err != nil {
+			abs = listen
+		}
+		c.ReadOnly = append(c.ReadOnly, resolve(filepath.Dir(abs)))
+	}
+	return c
 }
