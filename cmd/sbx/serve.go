@@ -45,6 +45,13 @@ or acknowledged. A restarted server replays the logs and serves the same
 sessions and grants; approvals left pending are settled cancelled and open
 turns closed. sbx log show|verify DIR reads and checks the logs (docs/log.md).
 --ephemeral keeps them in memory only (nothing survives the server).
+An existing state directory that is not the server's user's own, or that
+its group or others may write, is refused (exit 125).
+
+Every call the server launches has the state directory masked (neither
+readable nor writable: it holds every session's commands and grants) and
+the directory of the --listen socket read-only, by mounts, even inside
+its writable root; give the socket a directory of its own.
 
 A client that goes away has its running calls killed and their pending
 approvals settled cancelled.
@@ -75,10 +82,13 @@ terminal when stdin and stderr are terminals and the server is on --listen
 
 --web 127.0.0.1:PORT (or [::1]:PORT; port 0 picks one) serves the browser
 panel on loopback: the pending approvals as cards with Reject and Allow
-once, and each session's preset. sbx serve prints its URL on stderr, with
-a token made at each start that every request of the page must carry;
-requests with another Host, from another site or origin, or without the
-token are refused (docs/serve.md, "Browser panel").
+once, and each session's preset. Its URL carries a token made at each
+start that every request of the page must carry; it is written to
+web-url (0600) in the state directory, which calls cannot read, and
+printed on stderr only when stderr is a terminal (else the address and
+that file's path). Requests with another Host, from another site or
+origin, or without the token are refused; one client (uid) holds at most
+16 of its 64 connections (docs/serve.md, "Browser panel").
 
 Examples:
   sbx serve                                   # one client on stdio
