@@ -2,6 +2,7 @@ package call
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,5 +60,18 @@ func TestControlPaths(t *testing.T) {
 	}
 	if p := prepare(profiles.WorkspaceWrite, ControlPaths{}); slices.Contains(p.Policy().CarveOuts, run) || len(p.Policy().Masked) != 0 {
 		t.Errorf("without control paths: %+v", p.Policy())
+	}
+	// A cwd inside the masked state directory is refused, naming cwd:
+	// the command would start in an empty directory, not the one asked.
+	inside := filepath.Join(state, "ws")
+	if err := os.Mkdir(inside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	r := f.request()
+	r.Cwd, r.Mode, r.Escalation.Control = inside, profiles.WorkspaceWrite, control
+	_, err := Prepare(context.Background(), r)
+	var fe *profiles.FieldError
+	if !errors.As(err, &fe) || fe.Field != "cwd" || !strings.Contains(err.Error(), "sbx serve's state directory") {
+		t.Errorf("cwd inside the state directory: %v; want a cwd error naming it", err)
 	}
 }

@@ -61,6 +61,18 @@ func withControl(guard escalate.Guard, final policy.Policy, c ControlPaths) esca
 	return guard.WithPaths(c.Masked, c.ReadOnly)
 }
 
+// controlCwd refuses a cwd inside a path the server's control paths
+// mask (guard has them, deployed is the guard without them): the command
+// would start in an empty read-only directory, not the one asked for.
+func controlCwd(cwd string, guard, deployed escalate.Guard) error {
+	for _, m := range guard.DenyRead {
+		if !slices.Contains(deployed.DenyRead, m) && profiles.Within(cwd, m) {
+			return &profiles.FieldError{Field: "cwd", Err: fmt.Errorf("%s is inside %s, sbx serve's state directory, which every call of the server has masked (control plane)", cwd, m)}
+		}
+	}
+	return nil
+}
+
 // controlReasons says, in the report, that a path was taken away as the
 // server's own, not by the deployment guard, where the guard did not name
 // it itself.
@@ -69,11 +81,15 @@ func controlReasons(removed []escalate.Removal, guard escalate.Guard, c ControlP
 		if slices.Contains(guard.DenyRead, r.Path) || slices.Contains(guard.DenyWrite, r.Path) {
 			continue
 		}
+		how := map[string]string{"read": "masked", "carve_out": "read-only"}[r.What]
+		if how == "" {
+			how = "taken away"
+		}
 		switch {
 		case slices.Contains(c.Masked, r.Path):
-			removed[i].Reason = r.What + ": sbx serve's state directory (control plane): masked"
+			removed[i].Reason = r.What + ": sbx serve's state directory (control plane): " + how
 		case slices.Contains(c.ReadOnly, r.Path):
-			removed[i].Reason = r.What + ": the directory of sbx serve's socket (control plane): read-only"
+			removed[i].Reason = r.What + ": the directory of sbx serve's socket (control plane): " + how
 		}
 	}
 }
@@ -126,6 +142,9 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	}
 	deployed := guard
 	guard = withControl(guard, final, e.Control)
+	if err := controlCwd(base.Cwd, guard, deployed); err != nil {
+		return policy.Policy{}, rep, guard, err
+	}
 	applied := applyGuard(guard, final, base.Cwd, finalReq.Additional)
 	controlReasons(applied.Removed, deployed, e.Control)
 	if err := checkRequest(call, final, applied); err != nil {
