@@ -25,7 +25,7 @@ func TestControlPaths(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	control := ControlPaths{Masked: []string{state}, ReadOnly: []string{run}}
+	control := ControlPaths{}.With(state, "sbx serve's state directory", true).With(run, "the directory of sbx serve's socket", false)
 	prepare := func(mode profiles.Mode, c ControlPaths) *Prepared {
 		t.Helper()
 		r := f.request()

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/signal"
 	"reflect"
-	"slices"
 	"strings"
 	"syscall"
 
@@ -46,52 +45,6 @@ func resolvePermissions(ctx context.Context, base policy.Request, explicit profi
 	}
 	pol, rep, guard, err := decide(ctx, base, explicit, preauth, e, guard, rep)
 	return pol, rep, guard, err
-}
-
-// withControl adds the server's control paths (Escalation.Control) to
-// guard for a call of final's policy: masked ones to deny_read, read-only
-// ones to deny_write. A danger-full-access call that the guard leaves
-// unrestricted has no sandbox to keep them out of, and is left so: the
-// server's user's processes can change its files anyway, and a mount
-// namespace would make it something other than full access.
-func withControl(guard escalate.Guard, final policy.Policy, c ControlPaths) escalate.Guard {
-	if final.Unrestricted && guard.IsEmpty() || len(c.Masked) == 0 && len(c.ReadOnly) == 0 {
-		return guard
-	}
-	return guard.WithPaths(c.Masked, c.ReadOnly)
-}
-
-// controlCwd refuses a cwd inside a path the server's control paths
-// mask (guard has them, deployed is the guard without them): the command
-// would start in an empty read-only directory, not the one asked for.
-func controlCwd(cwd string, guard, deployed escalate.Guard) error {
-	for _, m := range guard.DenyRead {
-		if !slices.Contains(deployed.DenyRead, m) && profiles.Within(cwd, m) {
-			return &profiles.FieldError{Field: "cwd", Err: fmt.Errorf("%s is inside %s, sbx serve's state directory, which every call of the server has masked (control plane)", cwd, m)}
-		}
-	}
-	return nil
-}
-
-// controlReasons says, in the report, that a path was taken away as the
-// server's own, not by the deployment guard, where the guard did not name
-// it itself.
-func controlReasons(removed []escalate.Removal, guard escalate.Guard, c ControlPaths) {
-	for i, r := range removed {
-		if slices.Contains(guard.DenyRead, r.Path) || slices.Contains(guard.DenyWrite, r.Path) {
-			continue
-		}
-		how := map[string]string{"read": "masked", "carve_out": "read-only"}[r.What]
-		if how == "" {
-			how = "taken away"
-		}
-		switch {
-		case slices.Contains(c.Masked, r.Path):
-			removed[i].Reason = r.What + ": sbx serve's state directory (control plane): " + how
-		case slices.Contains(c.ReadOnly, r.Path):
-			removed[i].Reason = r.What + ": the directory of sbx serve's socket (control plane): " + how
-		}
-	}
 }
 
 // decide is resolvePermissions once the guard is loaded.

@@ -74,23 +74,6 @@ type Escalation struct {
 	Control ControlPaths
 }
 
-// ControlPaths are the paths of an sbx server that no call it launches
-// may change: the kernel keeps them so (mounts), not the supervisor.
-// They join the guard's paths, so they are applied last and nothing
-// granted or approved widens past them; a danger-full-access call, which
-// has no sandbox, keeps none of them (unless the guard restricts it).
-type ControlPaths struct {
-	// Masked can be neither read nor written (an empty read-only tmpfs
-	// over a directory): the server's state directory, whose logs hold
-	// every session's commands and grants, which a restarted server
-	// replays, and the panel's token.
-	Masked []string
-	// ReadOnly can be read, not changed: the directory of the server's
-	// socket (a command that unlinked the socket and bound its own would
-	// answer the server's next clients).
-	ReadOnly []string
-}
-
 // PrestartHint guesses, before Prepare, whether the call will be launched
 // in a way host.Prestart can make ready while Prepare runs (sandboxed, no
 // limits), and whether with a network namespace (the call does not ask for

@@ -32,15 +32,18 @@ cat state/*.log >/dev/null 2>&1 && echo READ-STATE
 rm -f run/s.sock 2>/dev/null; test -S run/s.sock || echo UNLINKED-SOCKET
 (mv run run2) 2>/dev/null && echo RENAMED-RUN
 (chmod 0777 run) 2>/dev/null && echo CHMOD-RUN
+(echo x >> approve.sh) 2>/dev/null && echo WROTE-APPROVER
+(echo x >> guard.json) 2>/dev/null && echo WROTE-GUARD
 echo ok > other.txt && echo WROTE-OTHER
 `
 
 // TestServeControlPaths: a call through sbx serve --listen whose session's
-// cwd holds the server's state directory and socket's directory can
-// neither read nor write the first nor change the second; the call's other
-// writes work, and its report says what was taken away and why. Fails on
-// the code before the fix: the call read the session's log, planted a log
-// file and unlinked the socket.
+// cwd holds the server's state directory and socket's directory, its
+// --approver program and the session's guard file can neither read nor
+// write the first nor change the others; the call's other writes work,
+// and its report says what was taken away and why. Fails on the code
+// before the fix: the call read the session's log, planted a log file,
+// unlinked the socket, rewrote the approver and the guard.
 func TestServeControlPaths(t *testing.T) {
 	ws := workspace(t)
 	state, run := filepath.Join(ws, "state"), filepath.Join(ws, "run")
@@ -50,7 +53,11 @@ func TestServeControlPaths(t *testing.T) {
 		}
 	}
 	sock := filepath.Join(run, "s.sock")
-	cmd := exec.Command(sbxBin, "serve", "--listen", sock, "--state-dir", state, "--answerers", "client")
+	approver, guard := filepath.Join(ws, "approve.sh"), filepath.Join(ws, "guard.json")
+	if os.WriteFile(approver, []byte("#!/bin/sh\necho '{\"outcome\":\"rejected\"}'\n"), 0o755) != nil || os.WriteFile(guard, []byte("{}\n"), 0o644) != nil {
+		t.Fatal("write the approver and the guard")
+	}
+	cmd := exec.Command(sbxBin, "serve", "--listen", sock, "--state-dir", state, "--answerers", "client,approver", "--approver", approver)
 	cmd.Env = baseEnv()
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
@@ -61,7 +68,7 @@ func TestServeControlPaths(t *testing.T) {
 	waitForPath(t, sock)
 	p := dialServe(t, sock)
 	p.ok("initialize", nil)
-	p.ok("session/open", map[string]any{"session_id": "s", "cwd": ws, "preset": "auto"})
+	p.ok("session/open", map[string]any{"session_id": "s", "cwd": ws, "preset": "auto", "guard": guard})
 	turn := p.ok("turn/begin", map[string]any{"session_id": "s"})["turn_id"].(string)
 	if _, err := os.Stat(filepath.Join(state, "s.log")); err != nil {
 		t.Fatalf("the session has no log to protect: %v", err)
@@ -83,11 +90,15 @@ func TestServeControlPaths(t *testing.T) {
 	} else if fi.Mode().Perm() != 0o700 {
 		t.Errorf("run/: mode %v; want 0700 still", fi.Mode())
 	}
+	if b, err := os.ReadFile(guard); err != nil || string(b) != "{}\n" {
+		t.Errorf("the session's guard file: %q %v", b, err)
+	}
 	if b, err := os.ReadFile(filepath.Join(ws, "other.txt")); err != nil || string(b) != "ok\n" {
 		t.Errorf("the allowed write: %q %v", b, err)
 	}
 	b, _ := json.Marshal(res["permissions"])
-	for _, want := range []string{"sbx serve's state directory (control plane): masked", "the directory of sbx serve's socket (control plane): read-only"} {
+	for _, want := range []string{"sbx serve's state directory (control plane): masked", "the directory of sbx serve's socket (control plane): read-only",
+		"sbx serve's --approver program (control plane): read-only", "the session's guard file (control plane): read-only"} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("the report's permissions do not say %q: %s", want, b)
 		}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
@@ -236,7 +237,7 @@ func serveCmd(args []string, stdio Stdio) int {
 		defer os.RemoveAll(d)
 		private = d
 	}
-	opt.Control = controlPaths(private, *listen)
+	opt.Control = controlPaths(private, *listen, *approver)
 	if *listen != "" && len(opt.Control.ReadOnly) > 0 {
 		if fi, err := os.Stat(opt.Control.ReadOnly[0]); err == nil && fi.Mode().Perm()&0o002 != 0 {
 			opt.Logf("--listen: the socket's directory %s is read-only in every call (a command could replace the socket there): give the socket a directory of its own", opt.Control.ReadOnly[0])
@@ -499,10 +500,12 @@ func announcePanel(panel *serve.WebPanel, private string, stdio Stdio, logf func
 
 // controlPaths are the server's own paths, kept out of every call it
 // launches (serve.Options.Control): private (the state directory, or the
-// directory of the panel's URL), masked, and the directory of the socket
-// at listen, read-only. Each is resolved, as guard paths are: a mount
-// covers the directory a symbolic link names.
-func controlPaths(private, listen string) call.ControlPaths {
+// directory of the panel's URL), masked, and read-only the directory of
+// the socket at listen and the program of the approver command (a
+// command that rewrote it would answer the next approvals). Each is
+// resolved, as guard paths are: a mount covers the file a symbolic link
+// names.
+func controlPaths(private, listen, approver string) call.ControlPaths {
 	resolve := func(p string) string {
 		abs, err := filepath.Abs(p)
 		if err != nil {
@@ -515,14 +518,19 @@ func controlPaths(private, listen string) call.ControlPaths {
 	}
 	var c call.ControlPaths
 	if private != "" {
-		c.Masked = append(c.Masked, resolve(private))
+		c = c.With(resolve(private), "sbx serve's state directory", true)
 	}
 	if listen != "" {
 		abs, err := filepath.Abs(listen)
 		if err != nil {
 			abs = listen
 		}
-		c.ReadOnly = append(c.ReadOnly, resolve(filepath.Dir(abs)))
+		c = c.With(resolve(filepath.Dir(abs)), "the directory of sbx serve's socket", false)
+	}
+	if argv := strings.Fields(approver); len(argv) > 0 {
+		if prog, err := exec.LookPath(argv[0]); err == nil {
+			c = c.With(resolve(prog), "sbx serve's --approver program", false)
+		}
 	}
 	return c
 }
