@@ -43,21 +43,21 @@ func resolvePermissions(ctx context.Context, base policy.Request, explicit profi
 	if err != nil {
 		return policy.Policy{}, rep, guard, err
 	}
-	pol, rep, err := decide(ctx, base, explicit, preauth, e, guard, rep)
+	pol, rep, guard, err := decide(ctx, base, explicit, preauth, e, guard, rep)
 	return pol, rep, guard, err
 }
 
 // decide is resolvePermissions once the guard is loaded.
-func decide(ctx context.Context, base policy.Request, explicit profiles.Profile, preauth profiles.Profile, e Escalation, guard escalate.Guard, rep Permissions) (policy.Policy, Permissions, error) {
+func decide(ctx context.Context, base policy.Request, explicit profiles.Profile, preauth profiles.Profile, e Escalation, guard escalate.Guard, rep Permissions) (policy.Policy, Permissions, escalate.Guard, error) {
 	grants, err := e.Grants.Normalize(base.Cwd)
 	if err != nil {
-		return policy.Policy{}, rep, err
+		return policy.Policy{}, rep, guard, err
 	}
 	standingReq := base
 	standingReq.Additional = preauth
 	standing, err := policy.Build(standingReq)
 	if err != nil {
-		return policy.Policy{}, rep, err
+		return policy.Policy{}, rep, guard, err
 	}
 	eff := grants.Effective(explicit, e.SandboxPermissions)
 	rep.Session, rep.Turn, rep.Call = eff.Sources.Session, eff.Sources.Turn, eff.Sources.Call
@@ -76,7 +76,7 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	// Nothing is asked that would then be refused: the policy the call
 	// would run with, if approved, is built and guarded first.
 	if err := escalate.Validate(call); err != nil {
-		return policy.Policy{}, rep, err
+		return policy.Policy{}, rep, guard, err
 	}
 	finalReq := base
 	finalReq.Mode = base.Mode
@@ -90,12 +90,18 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	final := standing
 	if finalReq.Mode != standingReq.Mode || !reflect.DeepEqual(finalReq.Additional, standingReq.Additional) {
 		if final, err = policy.Build(finalReq); err != nil {
-			return policy.Policy{}, rep, err
+			return policy.Policy{}, rep, guard, err
 		}
 	}
+	deployed := guard
+	guard = withControl(guard, final, e.Control)
+	if err := controlCwd(base.Cwd, guard, deployed); err != nil {
+		return policy.Policy{}, rep, guard, err
+	}
 	applied := applyGuard(guard, final, base.Cwd, finalReq.Additional)
+	controlReasons(applied.Removed, deployed, e.Control)
 	if err := checkRequest(call, final, applied); err != nil {
-		return policy.Policy{}, rep, err
+		return policy.Policy{}, rep, guard, err
 	}
 	// SIGINT or SIGTERM while the approver is asked settles the approval
 	// cancelled (Decide drops a late answer); the call never starts.
@@ -103,7 +109,7 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	dec, err := escalate.Decide(askCtx, call, e.ApprovalPolicy, e.Approver)
 	stop()
 	if err != nil {
-		return policy.Policy{}, rep, err
+		return policy.Policy{}, rep, guard, err
 	}
 	rep.Mode, rep.Via = dec.Mode, dec.Via
 	if rep.Via == escalate.ViaStanding && eff.Implicit && !escalate.Missing(call.Standing, profiles.Profile{}, call.Granted).IsEmpty() {
@@ -113,7 +119,7 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	}
 	applied.Policy.Masked = applied.MaskRead
 	rep.GuardRemoved = append(rep.GuardRemoved, applied.Removed...)
-	return applied.Policy, rep, nil
+	return applied.Policy, rep, guard, nil
 }
 
 // checkRequest refuses, before anyone is asked, a with_additional_permissions

@@ -69,6 +69,9 @@ type Escalation struct {
 	GuardPath      string
 	// Tool names the tool to the approver: "shell" (the default) or "fs".
 	Tool string
+	// Control are sbx's own control-plane paths, kept out of the call by
+	// mounts as the guard's paths are (sbx serve's; see ControlPaths).
+	Control ControlPaths
 }
 
 // PrestartHint guesses, before Prepare, whether the call will be launched

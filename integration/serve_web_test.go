@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -26,17 +27,35 @@ type webServer struct {
 	url   string // http://127.0.0.1:PORT/?token=...
 	base  string // http://127.0.0.1:PORT
 	token string
+	// urlFile holds the URL with the token (private to the server).
+	urlFile string
 }
 
-var panelURL = regexp.MustCompile(`sbx serve: approval panel at (http://127\.0\.0\.1:[0-9]+)/\?token=([0-9a-f]{64})\n`)
+// panelAt is what sbx serve prints when its standard error is no terminal:
+// the address without the token, and the file that holds the whole URL
+// (issue 27 §1: standard error may be a file a call can read).
+var panelAt = regexp.MustCompile(`sbx serve: approval panel at (http://127\.0\.0\.1:[0-9]+)/ \(its URL with the token is in (/[^)]+)\)\n`)
+
+var panelURL = regexp.MustCompile(`^(http://127\.0\.0\.1:[0-9]+)/\?token=([0-9a-f]{64})\n$`)
 
 func startWeb(t *testing.T, args ...string) *webServer {
 	t.Helper()
 	s := startServer(t, append([]string{"--web", "127.0.0.1:0"}, args...)...)
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
-		if m := panelURL.FindStringSubmatch(s.stderr.String()); m != nil {
-			return &webServer{server: s, url: m[1] + "/?token=" + m[2], base: m[1], token: m[2]}
+		if m := panelAt.FindStringSubmatch(s.stderr.String()); m != nil {
+			if strings.Contains(s.stderr.String(), "token=") {
+				t.Fatalf("the token is on standard error, which is no terminal: %s", s.stderr)
+			}
+			b, err := os.ReadFile(m[2])
+			u := panelURL.FindStringSubmatch(string(b))
+			if err != nil || u == nil || u[1] != m[1] {
+				t.Fatalf("%s: %q %v; want the panel's URL with its token", m[2], b, err)
+			}
+			if fi, err := os.Stat(m[2]); err != nil || fi.Mode().Perm() != 0o600 {
+				t.Errorf("%s: %v %v; want mode 0600", m[2], fi.Mode(), err)
+			}
+			return &webServer{server: s, url: u[1] + "/?token=" + u[2], base: u[1], token: u[2], urlFile: m[2]}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

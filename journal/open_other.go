@@ -24,3 +24,17 @@ func syncDir(string) error { return nil }
 // lockFile does nothing. IMPORTANT: two Writers of one session can then
 // interleave their records; replay stops at the first record out of seq.
 func lockFile(*os.File) error { return nil }
+
+// CheckDir checks that dir is a directory. IMPORTANT: ownership and the
+// group and others' write bits are not checked here (Windows keeps them in
+// ACLs): the state directory is trusted to be the user's own.
+func CheckDir(dir string) error {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return err
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+	}
+	return nil
+}

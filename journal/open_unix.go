@@ -41,3 +41,26 @@ func lockFile(f *os.File) error {
 	}
 	return nil
 }
+
+// CheckDir refuses a state directory that someone other than this
+// process's user could change, as ssh refuses ~/.ssh: one not owned by the
+// effective uid, or writable by its group or by others. The logs there
+// hold grants that a restarted server replays, so whoever may write them
+// grants permissions. dir is followed if it is a symbolic link: the
+// directory itself is what is checked.
+func CheckDir(dir string) error {
+	var st syscall.Stat_t
+	if err := syscall.Stat(dir, &st); err != nil {
+		return &os.PathError{Op: "stat", Path: dir, Err: err}
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFDIR {
+		return fmt.Errorf("%w: %s is not a directory", ErrUnsafeDir, dir)
+	}
+	if uid := os.Geteuid(); int(st.Uid) != uid {
+		return fmt.Errorf("%w: %s is owned by uid %d, not by this server's uid %d (its logs hold grants a restarted server replays)", ErrUnsafeDir, dir, st.Uid, uid)
+	}
+	if perm := os.FileMode(st.Mode).Perm(); perm&0o022 != 0 {
+		return fmt.Errorf("%w: %s has mode %#o: writable by its group or others, who could plant grants a restarted server replays (chmod go-w %s)", ErrUnsafeDir, dir, perm, dir)
+	}
+	return nil
+}

@@ -21,6 +21,10 @@ var ErrPoisoned = errors.New("an earlier write failed, the writer appends nothin
 // ErrLocked matches the error of Open when another Writer has the log.
 var ErrLocked = errors.New("the log is locked")
 
+// ErrUnsafeDir matches the error of CheckDir: a state directory others
+// could write.
+var ErrUnsafeDir = errors.New("unsafe state directory")
+
 // ErrClosed matches the error of Append after Close.
 var ErrClosed = errors.New("writer closed")
 

@@ -235,3 +235,36 @@ func fromSockaddr(sa unix.Sockaddr) netip.AddrPort {
 	}
 	return netip.AddrPort{}
 }
+
+// Addrs returns c's local and remote addresses (getsockname,
+// getpeername): the browser panel of sbx serve finds who holds the other
+// end of a loopback connection by them.
+func Addrs(c Conn) (local, remote netip.AddrPort, err error) {
+	cc, ok := c.(*conn)
+	if !ok {
+		return local, remote, errors.New("netproxy: not a connection of this package")
+	}
+	rc, err := cc.f.SyscallConn()
+	if err != nil {
+		return local, remote, err
+	}
+	var lerr, rerr error
+	if err := rc.Control(func(fd uintptr) {
+		var sa unix.Sockaddr
+		if sa, lerr = unix.Getsockname(int(fd)); lerr == nil {
+			local = fromSockaddr(sa)
+		}
+		if sa, rerr = unix.Getpeername(int(fd)); rerr == nil {
+			remote = fromSockaddr(sa)
+		}
+	}); err != nil {
+		return local, remote, err
+	}
+	if lerr != nil {
+		return local, remote, fmt.Errorf("getsockname: %w", lerr)
+	}
+	if rerr != nil {
+		return local, remote, fmt.Errorf("getpeername: %w", rerr)
+	}
+	return local, remote, nil
+}

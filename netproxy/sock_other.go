@@ -45,3 +45,6 @@ type dnsError struct{ host, msg string }
 func (e *dnsError) Error() string { return "lookup " + e.host + ": " + e.msg }
 
 func lookupHost(ctx context.Context, host string) ([]netip.Addr, error) { return nil, errUnsupported }
+
+// Addrs returns c's local and remote addresses; not supported here.
+func Addrs(c Conn) (local, remote netip.AddrPort, err error) { return local, remote, errUnsupported }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"sync"
 
@@ -260,6 +261,7 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 			r.Escalation.EnvironmentID = env
 			r.Escalation.Grants = sess.grantsFor(env, p.TurnID)
 			r.Escalation.Approver = approver
+			r.Escalation.Control = withGuardFile(c.srv.opt.Control, r.Escalation.GuardPath)
 			return nil
 		},
 		Dispatch: func() error {
@@ -398,4 +400,23 @@ func (c *conn) cancelRequest(id, params json.RawMessage) {
 	if id != nil {
 		c.reply(id, cancelResult{Cancelled: rc != nil}, nil)
 	}
+}
+
+// withGuardFile adds the session's guard file (guard: its path, "" the
+// default) to c's read-only paths when it exists: every call loads it
+// anew, so a command that rewrote it would loosen the calls after it.
+func withGuardFile(c call.ControlPaths, guard string) call.ControlPaths {
+	if guard == "" {
+		guard = escalate.DefaultGuardPath
+	}
+	abs, err := filepath.Abs(guard)
+	if err != nil {
+		return c
+	}
+	if r, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = r
+	} else {
+		return c // none there: nothing to keep
+	}
+	return c.With(abs, "the session's guard file", false)
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
@@ -54,6 +55,16 @@ type Options struct {
 	// Logf logs what the server does not tell a client (refused peers,
 	// write errors); nil: standard error.
 	Logf func(format string, args ...any)
+	// Control are the server's own paths that every call it launches
+	// keeps out (call.ControlPaths): sbx serve's state directory, masked,
+	// and its socket's directory, read-only.
+	//
+	// IMPORTANT: they are mounts. Where the call gets no mount namespace
+	// (no user namespaces for an unprivileged server, no CAP_SYS_ADMIN for
+	// root) the report has the mask and mountns downgrades, the state
+	// directory stays readable, and one inside a writable root writable
+	// (the supervisor refuses the writes it sees, best effort).
+	Control call.ControlPaths
 	// Hooks are for tests.
 	Hooks *Hooks
 }

@@ -38,8 +38,14 @@ var (
 )
 
 // maxWebConns bounds the panel's connections at once (event streams
-// included); one more is closed unread, and logged.
-const maxWebConns = 64
+// included), and maxWebConnsPerClient those of one client (a uid, as the
+// kernel's socket table says; "unknown" when it does not): one more is
+// closed unread, and logged. One local client, whatever it holds, leaves
+// the others most of the slots (issue 27 §6).
+const (
+	maxWebConns          = 64
+	maxWebConnsPerClient = 16
+)
 
 // TokenHeader carries the panel's token on every /api request.
 const TokenHeader = "X-Sbx-Token"
@@ -161,7 +167,7 @@ func (p *WebPanel) Serve(ctx context.Context) error {
 	defer stop()
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	slots := make(chan struct{}, maxWebConns)
+	var slots webSlots
 	for {
 		c, err := p.l.Accept()
 		if err != nil {
@@ -170,23 +176,72 @@ func (p *WebPanel) Serve(ctx context.Context) error {
 			}
 			return fmt.Errorf("web: accept: %w", err)
 		}
-		select {
-		case slots <- struct{}{}:
-		default:
-			p.srv.Logf("web: refused a connection: %d are open", maxWebConns)
+		client := webClient(c)
+		if why := slots.take(client); why != "" {
+			p.srv.Logf("web: refused a connection of %s: %s", client, why)
 			c.Close()
 			continue
 		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
+			defer slots.give(client)
 			defer c.Close()
 			done := context.AfterFunc(ctx, func() { c.Close() })
 			defer done()
 			p.serveConn(ctx, c)
 		}()
 	}
+}
+
+// webSlots counts the panel's open connections, in all and per client.
+type webSlots struct {
+	mu     sync.Mutex
+	all    int
+	client map[string]int
+}
+
+// take counts a connection of client in, or says why not.
+func (s *webSlots) take(client string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.all >= maxWebConns:
+		return fmt.Sprintf("%d are open", maxWebConns)
+	case s.client[client] >= maxWebConnsPerClient:
+		return fmt.Sprintf("%d of its are open", maxWebConnsPerClient)
+	}
+	if s.client == nil {
+		s.client = map[string]int{}
+	}
+	s.all++
+	s.client[client]++
+	return ""
+}
+
+// give counts a connection of client out.
+func (s *webSlots) give(client string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.all--
+	if s.client[client]--; s.client[client] == 0 {
+		delete(s.client, client)
+	}
+}
+
+// webClient names the client at the other end of c: "uid N", the owner of
+// its socket, or "unknown" when the kernel's socket table does not say
+// (then all such connections share one client's slots).
+func webClient(c netproxy.Conn) string {
+	local, remote, err := netproxy.Addrs(c)
+	if err != nil {
+		return "unknown"
+	}
+	uid, err := peerUID(local, remote)
+	if err != nil {
+		return "unknown"
+	}
+	return fmt.Sprintf("uid %d", uid)
 }
 
 // serveConn serves one request and closes (the event stream: until the

@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 
+	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/journal"
@@ -44,6 +46,13 @@ or acknowledged. A restarted server replays the logs and serves the same
 sessions and grants; approvals left pending are settled cancelled and open
 turns closed. sbx log show|verify DIR reads and checks the logs (docs/log.md).
 --ephemeral keeps them in memory only (nothing survives the server).
+An existing state directory that is not the server's user's own, or that
+its group or others may write, is refused (exit 125).
+
+Every call the server launches has the state directory masked (neither
+readable nor writable: it holds every session's commands and grants) and
+the directory of the --listen socket read-only, by mounts, even inside
+its writable root; give the socket a directory of its own.
 
 A client that goes away has its running calls killed and their pending
 approvals settled cancelled.
@@ -74,10 +83,13 @@ terminal when stdin and stderr are terminals and the server is on --listen
 
 --web 127.0.0.1:PORT (or [::1]:PORT; port 0 picks one) serves the browser
 panel on loopback: the pending approvals as cards with Reject and Allow
-once, and each session's preset. sbx serve prints its URL on stderr, with
-a token made at each start that every request of the page must carry;
-requests with another Host, from another site or origin, or without the
-token are refused (docs/serve.md, "Browser panel").
+once, and each session's preset. Its URL carries a token made at each
+start that every request of the page must carry; it is written to
+web-url (0600) in the state directory, which calls cannot read, and
+printed on stderr only when stderr is a terminal (else the address and
+that file's path). Requests with another Host, from another site or
+origin, or without the token are refused; one client (uid) holds at most
+16 of its 64 connections (docs/serve.md, "Browser panel").
 
 Examples:
   sbx serve                                   # one client on stdio
@@ -185,6 +197,11 @@ func serveCmd(args []string, stdio Stdio) int {
 		var err error
 		dir, err = serveStateDir(*stateDir)
 		switch {
+		case errors.Is(err, journal.ErrUnsafeDir):
+			// Never given up for memory: a directory others can write
+			// is a misconfiguration its owner must see and fix.
+			fmt.Fprintf(stdio.Err, "sbx serve: --state-dir: %v\n", err)
+			return ExitRefused
 		case err != nil && *stateDir == "":
 			// The default place cannot be made (no home, a read-only
 			// one): serve without durable logs rather than not at all,
@@ -207,6 +224,24 @@ func serveCmd(args []string, stdio Stdio) int {
 			opt.Logf("state: %s", p)
 		}
 		opt.OpenLog = func(id string) (serve.Log, error) { return journal.Open(dir, id) }
+	}
+	// The panel's URL, with its token, is written where no call can read
+	// it: the state directory, else (--ephemeral) a directory of its own.
+	private := dir
+	if web != nil && private == "" {
+		d, err := os.MkdirTemp("", "sbx-serve-")
+		if err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: --web: %v\n", err)
+			return ExitRefused
+		}
+		defer os.RemoveAll(d)
+		private = d
+	}
+	opt.Control = controlPaths(private, *listen, *approver)
+	if *listen != "" && len(opt.Control.ReadOnly) > 0 {
+		if fi, err := os.Stat(opt.Control.ReadOnly[0]); err == nil && fi.Mode().Perm()&0o002 != 0 {
+			opt.Logf("--listen: the socket's directory %s is read-only in every call (a command could replace the socket there): give the socket a directory of its own", opt.Control.ReadOnly[0])
+		}
 	}
 	srv := serve.New(opt)
 	// Each sandboxed call's launch prepares the next call's namespaces
@@ -239,7 +274,10 @@ func serveCmd(args []string, stdio Stdio) int {
 			return ExitRefused
 		}
 		defer panel.Close()
-		opt.Logf("approval panel at %s", panel.URL())
+		if err := announcePanel(panel, private, stdio, opt.Logf); err != nil {
+			fmt.Fprintf(stdio.Err, "sbx serve: --web: %v\n", err)
+			return ExitRefused
+		}
 		go func() {
 			if err := panel.Serve(ctx); err != nil {
 				opt.Logf("%v", err)
@@ -397,7 +435,9 @@ func buildWaterfall(names []string, approver string, webFlag bool, acp *serve.AC
 }
 
 // serveStateDir is the directory of the sessions' logs: dir, else
-// $XDG_STATE_HOME/sbx, else ~/.local/state/sbx; made 0700 if missing.
+// $XDG_STATE_HOME/sbx, else ~/.local/state/sbx; made 0700 if missing, and
+// refused (journal.ErrUnsafeDir) when it is not the server's user's own or
+// its group or others may write it.
 func serveStateDir(dir string) (string, error) {
 	if dir == "" {
 		base := os.Getenv("XDG_STATE_HOME")
@@ -417,5 +457,80 @@ func serveStateDir(dir string) (string, error) {
 	if err := os.MkdirAll(abs, 0o700); err != nil {
 		return "", err
 	}
+	if err := journal.CheckDir(abs); err != nil {
+		return "", err
+	}
 	return abs, nil
+}
+
+// webURLFile is the file, in the server's private directory, that holds
+// the panel's URL with its token.
+const webURLFile = "web-url"
+
+// announcePanel tells the operator where the panel is. Its URL carries the
+// token that every request must bring, so the whole URL goes only where no
+// call can read it: into private/web-url (0600; private is masked in
+// every call) and, when standard error is a terminal, onto it. Standard
+// error redirected to a file or a journal is readable by calls (they read
+// the whole file system), so it gets the address without the token and
+// the file's path.
+func announcePanel(panel *serve.WebPanel, private string, stdio Stdio, logf func(string, ...any)) error {
+	path := filepath.Join(private, webURLFile)
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600) // O_EXCL: never through a planted link
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(f, panel.URL())
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if errf, ok := stdio.Err.(*os.File); ok && host.IsTerminal(errf) {
+		logf("approval panel at %s", panel.URL())
+		return nil
+	}
+	logf("approval panel at http://%s/ (its URL with the token is in %s)", panel.Authority(), path)
+	return nil
+}
+
+// controlPaths are the server's own paths, kept out of every call it
+// launches (serve.Options.Control): private (the state directory, or the
+// directory of the panel's URL), masked, and read-only the directory of
+// the socket at listen and the program of the approver command (a
+// command that rewrote it would answer the next approvals). Each is
+// resolved, as guard paths are: a mount covers the file a symbolic link
+// names.
+func controlPaths(private, listen, approver string) call.ControlPaths {
+	resolve := func(p string) string {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return filepath.Clean(p)
+		}
+		if r, err := filepath.EvalSymlinks(abs); err == nil {
+			return r
+		}
+		return abs
+	}
+	var c call.ControlPaths
+	if private != "" {
+		c = c.With(resolve(private), "sbx serve's state directory", true)
+	}
+	if listen != "" {
+		abs, err := filepath.Abs(listen)
+		if err != nil {
+			abs = listen
+		}
+		c = c.With(resolve(filepath.Dir(abs)), "the directory of sbx serve's socket", false)
+	}
+	if argv := strings.Fields(approver); len(argv) > 0 {
+		if prog, err := exec.LookPath(argv[0]); err == nil {
+			c = c.With(resolve(prog), "sbx serve's --approver program", false)
+		}
+	}
+	return c
 }
