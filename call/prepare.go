@@ -71,6 +71,9 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if len(r.Command) == 0 || r.Command[0] == "" {
 		return nil, &profiles.FieldError{Field: "command", Err: errors.New("empty command")}
 	}
+	if err := r.checkStrings(); err != nil {
+		return nil, err
+	}
 	require, err := parseRequire(r.Require)
 	if err != nil {
 		return nil, err

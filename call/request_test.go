@@ -1,6 +1,7 @@
 package call
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/profiles"
@@ -24,6 +25,33 @@ func TestPrestartHint(t *testing.T) {
 	for _, tt := range tests {
 		if netns, ok := PrestartHint(tt.r); netns != tt.netns || ok != tt.ok {
 			t.Errorf("%s: netns %v, ok %v; want %v, %v", tt.name, netns, ok, tt.netns, tt.ok)
+		}
+	}
+}
+
+// TestCheckStrings: a Request an embedder builds is held to the same rule
+// per kind of string as the front ends' (issue 27 §4).
+func TestCheckStrings(t *testing.T) {
+	ok := Request{Command: []string{"true", ""}, Cwd: "", WritableRoots: []string{"/w"}}
+	if err := ok.checkStrings(); err != nil {
+		t.Fatalf("%+v: %v", ok, err)
+	}
+	for _, tt := range []struct {
+		field string
+		edit  func(*Request)
+		want  error
+	}{
+		{"command[1]", func(r *Request) { r.Command = []string{"touch", "a\x00b"} }, profiles.ErrNUL},
+		{"cwd", func(r *Request) { r.Cwd = "/w\x00/../OUT" }, profiles.ErrNUL},
+		{"writable_roots[1]", func(r *Request) { r.WritableRoots = []string{"/w", ""} }, profiles.ErrEmptyPath},
+		{"call_id", func(r *Request) { r.Escalation.CallID = "c\x00" }, profiles.ErrNUL},
+	} {
+		r := ok
+		tt.edit(&r)
+		err := r.checkStrings()
+		var fe *profiles.FieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field || !errors.Is(err, tt.want) {
+			t.Errorf("%s: err %v, want %v", tt.field, err, tt.want)
 		}
 	}
 }

@@ -177,8 +177,8 @@ func PreparedReport(p *call.Prepared) CallReport {
 // Result is the wire shape of the result (docs/schema/exec-result.schema.json).
 type Result struct {
 	CallReport
-	Stdout          string `json:"stdout"`
-	Stderr          string `json:"stderr"`
+	Stdout          string `json:"stdout" kind:"data"`
+	Stderr          string `json:"stderr" kind:"data"`
 	StdoutTruncated bool   `json:"stdout_truncated"`
 	StderrTruncated bool   `json:"stderr_truncated"`
 	// Error is why the command did not start (126, 127), for people;

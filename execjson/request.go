@@ -18,15 +18,15 @@ import (
 // Request is the wire shape of `sbx exec` (docs/schema/exec-request.schema.json).
 type Request struct {
 	Command       []string       `json:"command"`
-	Cwd           string         `json:"cwd"`
+	Cwd           string         `json:"cwd" kind:"path"`
 	SandboxMode   *profiles.Mode `json:"sandbox_mode"`
-	WritableRoots []string       `json:"writable_roots"`
+	WritableRoots []string       `json:"writable_roots" kind:"path"`
 	ExcludeTmp    bool           `json:"exclude_tmp"`
 	ExcludeTmpdir bool           `json:"exclude_tmpdir"`
-	ReadOnly      []string       `json:"read_only"`
+	ReadOnly      []string       `json:"read_only" kind:"path"`
 	// Protect and NoDefaultProtect are sbx run's --protect and
 	// --no-default-protect (policy.DefaultProtected).
-	Protect               []string          `json:"protect"`
+	Protect               []string          `json:"protect" kind:"path"`
 	NoDefaultProtect      bool              `json:"no_default_protect"`
 	NetworkAccess         bool              `json:"network_access"`
 	AdditionalPermissions *profiles.Profile `json:"additional_permissions"`
@@ -58,11 +58,11 @@ type Request struct {
 	ApprovalPolicy *profiles.ApprovalPolicy `json:"approval_policy"`
 	// Approver is the argv of an approver program.
 	Approver []string `json:"approver"`
-	Guard    string   `json:"guard"`
+	Guard    string   `json:"guard" kind:"path"`
 	// PTY, when present, runs the command on a fresh pseudo-terminal.
 	PTY *PTY `json:"pty"`
 	// Stdin is text the command reads, then end-of-file (absent: none).
-	Stdin *string `json:"stdin"`
+	Stdin *string `json:"stdin" kind:"data"`
 	// FS, instead of command or shell, makes one file-system change as
 	// `sbx fs` does.
 	FS *FSRequest `json:"fs"`
@@ -239,15 +239,15 @@ func (req *Request) killGrace() (time.Duration, error) {
 // (docs/schema/exec-request.schema.json, $defs/fs).
 type FSRequest struct {
 	Op        fsop.Kind `json:"op"`
-	Path      string    `json:"path"`
-	Dest      string    `json:"dest"`
+	Path      string    `json:"path" kind:"path"`
+	Dest      string    `json:"dest" kind:"path"`
 	Mode      string    `json:"mode"`
 	Parents   bool      `json:"parents"`
 	Recursive bool      `json:"recursive"`
 	// Content is what write writes and append appends.
-	Content *string `json:"content"`
+	Content *string `json:"content" kind:"data"`
 	// Patch is the unified diff of apply-patch.
-	Patch *string `json:"patch"`
+	Patch *string `json:"patch" kind:"data"`
 }
 
 // Change validates the object and returns the change and its input. Errors

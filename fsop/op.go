@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strconv"
 	"syscall"
+	"unicode/utf8"
+
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // Kind is an operation of `sbx fs`; the strings are the wire names.
@@ -117,6 +120,20 @@ func (o Op) Validate() error {
 			return &ArgError{Field: c.field, Err: fmt.Errorf("required by %s", o.Kind)}
 		case c.set && !c.wants:
 			return &ArgError{Field: c.field, Err: fmt.Errorf("not taken by %s", o.Kind)}
+		}
+	}
+	for _, c := range []struct{ field, value string }{{"path", o.Path}, {"dest", o.Dest}} {
+		if c.value == "" {
+			continue // required or not taken: checked above
+		}
+		if err := profiles.CheckString(profiles.KindPath, c.value); err != nil {
+			return &ArgError{Field: c.field, Err: err}
+		}
+		// The change crosses to sbx's fs stage as JSON, which would turn
+		// invalid UTF-8 into U+FFFD: `sbx fs write m53$'\xff'` made
+		// m53\uFFFD. Refused, not changed (DESIGN.md invariant 9).
+		if !utf8.ValidString(c.value) {
+			return &ArgError{Field: c.field, Err: profiles.ErrInvalidUTF8}
 		}
 	}
 	if o.Parents && o.Kind != Mkdir {

@@ -4,8 +4,10 @@ package integration
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -86,6 +88,23 @@ var badInputs = []struct {
 	// A request past sbx exec's limit is refused before it is all read.
 	{name: "exec-request-50MB", args: []string{"exec"}, stdin: execReq(`"env": {"X": "` + strings.Repeat("x", 50<<20) + `"}`), msg: "longer than 16777216 bytes"},
 	{name: "exec-arg-200KB", args: []string{"exec"}, stdin: `{"command": ["sh", "-c", "touch @M", "` + strings.Repeat("x", 200<<10) + `"], "cwd": "@W"}`, msg: "exceed the kernel's limit (E2BIG)"},
+
+	// Strings are exact (issue 27 §4): a NUL, invalid UTF-8 and an empty
+	// path are refused naming the field, never cleaned into another.
+	{name: "exec-cwd-nul", args: []string{"exec"}, stdin: `{"command": ["touch", "@M"], "cwd": "@W\u0000/../../../OUT", "sandbox_mode": "workspace-write"}`, msg: "cwd: contains a NUL byte"},
+	{name: "exec-argv-nul", args: []string{"exec"}, stdin: `{"command": ["sh", "-c", "touch @M", "x\u0000y"], "cwd": "@W", "sandbox_mode": "workspace-write"}`, msg: "command[3]: contains a NUL byte"},
+	{name: "exec-env-nul", args: []string{"exec"}, stdin: execReq(`"env": {"A": "x\u0000y"}`), msg: "env.A: contains a NUL byte"},
+	{name: "exec-domain-nul", args: []string{"exec"}, stdin: execReq(`"resolve": ["a.com\u0000:443:127.0.0.1"]`), msg: "resolve[0]: contains a NUL byte"},
+	{name: "exec-argv-utf8", args: []string{"exec"}, stdin: "{\"command\": [\"sh\", \"-c\", \"touch @M\", \"m53\xff\"], \"cwd\": \"@W\", \"sandbox_mode\": \"workspace-write\"}", msg: "command[3]: is not valid UTF-8"},
+	{name: "exec-argv-surrogate", args: []string{"exec"}, stdin: `{"command": ["sh", "-c", "touch @M", "\udc00"], "cwd": "@W", "sandbox_mode": "workspace-write"}`, msg: "command[3]: is not valid UTF-8"},
+	{name: "exec-fs-content-utf8", args: []string{"exec"}, stdin: "{\"fs\": {\"op\": \"write\", \"path\": \"@M\", \"content\": \"\xff\"}, \"cwd\": \"@W\", \"sandbox_mode\": \"workspace-write\"}", msg: "fs.content: is not valid UTF-8"},
+	{name: "exec-fs-path-utf8", args: []string{"exec"}, stdin: "{\"fs\": {\"op\": \"write\", \"path\": \"@M\xff\", \"content\": \"x\"}, \"cwd\": \"@W\", \"sandbox_mode\": \"workspace-write\"}", msg: "fs.path: is not valid UTF-8"},
+	{name: "exec-empty-writable-root", args: []string{"exec"}, stdin: execReq(`"writable_roots": [""]`), msg: "writable_roots[0]: empty path"},
+	{name: "fs-path-utf8", args: []string{"fs", "--json", "--mode", "workspace-write", "mkdir", "@M\xff"}, msg: "is not valid UTF-8"},
+	{name: "run-empty-cwd", args: runTouch("--mode", "workspace-write", "--cwd", ""), msg: "--cwd: empty path"},
+	{name: "run-empty-writable-root", args: runTouch("--mode", "workspace-write", "--writable-root", ""), msg: "--writable-root: empty path"},
+	{name: "run-empty-allow-write", args: runTouch("--allow-write", ""), msg: "--allow-write: empty path"},
+	{name: "run-empty-report", args: runTouch("--report", ""), msg: "--report: empty path"},
 }
 
 // runTouch is `sbx run FLAGS -- touch @M`.
@@ -138,6 +157,9 @@ func TestBadInputCorpus(t *testing.T) {
 			}
 			wantAbsent(marker)(t)
 			wantAbsent(report)(t)
+			if m, _ := filepath.Glob(marker + "*"); len(m) > 0 {
+				t.Errorf("the command ran: %q", m) // a marker name changed on the way
+			}
 			if m, _ := filepath.Glob(filepath.Join(ws, ".sbx-probe-*")); len(m) > 0 {
 				t.Errorf("probe left %q", m)
 			}
@@ -165,5 +187,34 @@ func TestReportPathReplaced(t *testing.T) {
 	}
 	if _, err := os.Lstat(report); err != nil {
 		t.Errorf("the command's symlink is gone: %v", err)
+	}
+}
+
+// TestServeBadStrings: exec over sbx serve refuses the strings sbx exec
+// refuses (issue 27 §4), as invalid_params naming the field, and runs
+// nothing.
+func TestServeBadStrings(t *testing.T) {
+	s := startServer(t)
+	s.ok("initialize", nil)
+	ws := workspace(t)
+	turn := s.session("s", ws, map[string]any{"sandbox_mode": "workspace-write", "approval_policy": "never"})
+	marker := filepath.Join(ws, "marker")
+	for i, c := range []struct{ params, field string }{
+		{`"cwd": "` + ws + `\u0000/../../../OUT", "command": ["touch", "` + marker + `"]`, "cwd"},
+		{`"cwd": "` + ws + `", "command": ["sh", "-c", "touch ` + marker + `", "m53` + "\xff" + `"]`, "command[3]"},
+		{`"cwd": "` + ws + `", "command": ["touch", "` + marker + `"], "env": {"A\u0000": "1"}}`, `env["A\x00"]`},
+		{`"cwd": "` + ws + `", "command": ["touch", "` + marker + `"], "writable_roots": [""]`, "writable_roots[0]"},
+	} {
+		id := strconv.Itoa(1000 + i)
+		line := `{"jsonrpc": "2.0", "id": ` + id + `, "method": "exec", "params": {"session_id": "s", "turn_id": "` + turn +
+			`", "call_id": "bad-` + id + `", ` + c.params + `}}`
+		line = strings.Replace(line, "}}}", "}}", 1) // the env case closes its own object
+		code, kind, data := rpcError(t, s.get(s.line(id, line)))
+		if code != -32602 || !strings.Contains(fmt.Sprint(data), c.field) {
+			t.Errorf("%s: code %d, kind %s, data %v; want -32602 (invalid_params) naming %s", c.field, code, kind, data, c.field)
+		}
+	}
+	if m, _ := filepath.Glob(marker + "*"); len(m) > 0 {
+		t.Errorf("a refused call ran: %q", m)
 	}
 }

@@ -63,8 +63,8 @@ func (m NetworkMode) String() string {
 // (nor written) or written: they only narrow, never widen anything, and
 // they ask for nothing (IsEmpty ignores them); see deny.go.
 type FileSystem struct {
-	Read      []string `json:"read,omitempty"`
-	Write     []string `json:"write,omitempty"`
+	Read      []string `json:"read,omitempty" kind:"path"`
+	Write     []string `json:"write,omitempty" kind:"path"`
 	DenyRead  []string `json:"deny_read,omitempty"`
 	DenyWrite []string `json:"deny_write,omitempty"`
 }

@@ -45,6 +45,9 @@ func DecodeLenient(data []byte, v any) (ignored []string, err error) {
 type keyCheck struct {
 	lenient bool
 	ignored []string
+	// keysOnly leaves strings unchecked: the key rules alone, which
+	// FuzzKeyWalk holds against the token walk it replaced.
+	keysOnly bool
 }
 
 func decodeChecked(data []byte, v any, kc *keyCheck) ([]string, error) {
@@ -196,7 +199,7 @@ func (kc *keyCheck) checkKeys(data []byte, t reflect.Type) (null bool, err error
 		return false, err
 	}
 	w := keyWalk{b: raw, kc: kc}
-	return w.value(t, nil, 0)
+	return w.value(t, KindToken, nil, 0)
 }
 
 // keyWalk walks one well-formed JSON value; i is the next byte to read.
@@ -236,13 +239,17 @@ func (w *keyWalk) space() {
 	}
 }
 
-// value checks one value; null reports whether it was JSON null.
-func (w *keyWalk) value(t reflect.Type, path *keyPath, depth int) (null bool, err error) {
+// value checks one value, a string by the rule of kind (checkRawString);
+// null reports whether it was JSON null.
+func (w *keyWalk) value(t reflect.Type, kind StringKind, path *keyPath, depth int) (null bool, err error) {
+	if deferredTo(t) {
+		kind = kindDeferred
+	}
 	w.space()
 	switch w.b[w.i] {
 	case '{':
 		w.i++
-		return false, w.object(decodeTarget(t), path, depth+1)
+		return false, w.object(decodeTarget(t), kind, path, depth+1)
 	case '[':
 		w.i++
 		if depth+1 > maxKeyDepth {
@@ -258,7 +265,7 @@ func (w *keyWalk) value(t reflect.Type, path *keyPath, depth int) (null bool, er
 			return false, nil
 		}
 		for i := 0; ; i++ {
-			if _, err := w.value(elem, &keyPath{parent: path, index: i, isIdx: true}, depth+1); err != nil {
+			if _, err := w.value(elem, kind, &keyPath{parent: path, index: i, isIdx: true}, depth+1); err != nil {
 				return false, err
 			}
 			w.space()
@@ -269,7 +276,10 @@ func (w *keyWalk) value(t reflect.Type, path *keyPath, depth int) (null bool, er
 			}
 		}
 	case '"':
-		w.str()
+		raw, _ := w.str()
+		if err := w.checkString(raw, t, kind, path != nil && path.isIdx); err != nil {
+			return false, &FieldError{Field: path.String(), Err: err}
+		}
 		return false, nil
 	}
 	// A number, true, false or null.
@@ -309,19 +319,19 @@ func (w *keyWalk) str() (raw []byte, plain bool) {
 	}
 }
 
-// key reads an object's key as encoding/json decodes it.
-func (w *keyWalk) key() string {
+// key reads an object's key as encoding/json decodes it, and its raw text.
+func (w *keyWalk) key() (string, []byte) {
 	raw, plain := w.str()
 	if plain {
-		return string(raw[1 : len(raw)-1])
+		return string(raw[1 : len(raw)-1]), raw
 	}
 	var k string
 	if err := json.Unmarshal(raw, &k); err != nil {
 		// Well-formed JSON: cannot happen. Keep the raw text, which
 		// differs from every plain key.
-		return string(raw)
+		return string(raw), raw
 	}
-	return k
+	return k, raw
 }
 
 // seenKeys are an object's keys so far: a list while it is short, a map
@@ -380,19 +390,20 @@ func decodeTarget(t reflect.Type) reflect.Type {
 	return t
 }
 
-// object checks an object's keys and values; the '{' is read.
-func (w *keyWalk) object(t reflect.Type, path *keyPath, depth int) error {
+// object checks an object's keys and values; the '{' is read. kind is a
+// map's: its keys and values are strings of that kind.
+func (w *keyWalk) object(t reflect.Type, kind StringKind, path *keyPath, depth int) error {
 	if depth > maxKeyDepth {
 		return errTooDeep
 	}
 	var info *structKeys
-	var elem reflect.Type
+	var elem, keyType reflect.Type
 	switch {
 	case t == nil:
 	case t.Kind() == reflect.Struct:
 		info = keysOf(t)
 	case t.Kind() == reflect.Map:
-		elem = t.Elem()
+		elem, keyType = t.Elem(), t.Key()
 	}
 	var seen seenKeys
 	w.space()
@@ -401,14 +412,18 @@ func (w *keyWalk) object(t reflect.Type, path *keyPath, depth int) error {
 	} else {
 		for {
 			w.space()
-			key := w.key()
+			key, raw := w.key()
 			w.space()
 			w.i++ // ':'
 			p := &keyPath{parent: path, key: key}
+			if err := w.checkString(raw, keyType, kind, true); err != nil {
+				// Quoted: the key itself is what is wrong with it.
+				return &FieldError{Field: path.String() + "[" + strconv.QuoteToASCII(key) + "]", Err: err}
+			}
 			if seen.add(key) {
 				return &FieldError{Field: p.String(), Err: ErrDuplicateKey}
 			}
-			et := elem
+			et, ek := elem, kind
 			var f jsonField
 			if info != nil {
 				var ok bool
@@ -421,9 +436,9 @@ func (w *keyWalk) object(t reflect.Type, path *keyPath, depth int) error {
 				case !ok:
 					return &FieldError{Field: p.String(), Err: unknownField(key, info.fields)}
 				}
-				et = f.Type
+				et, ek = f.Type, f.Kind
 			}
-			null, err := w.value(et, p, depth)
+			null, err := w.value(et, ek, p, depth)
 			if err != nil {
 				return err
 			}
@@ -577,11 +592,13 @@ func badTextField(v any, t reflect.Type, prefix string) (string, error) {
 	})
 }
 
-// jsonField is one JSON key of a struct: the Go type of its value, and
-// whether the field is tagged `strict:"required"`.
+// jsonField is one JSON key of a struct: the Go type of its value, whether
+// the field is tagged `strict:"required"`, and the kind of its strings
+// (`kind:"path"`: see StringKind).
 type jsonField struct {
 	Type     reflect.Type
 	Required bool
+	Kind     StringKind
 }
 
 // jsonFields lists the JSON keys of struct type t as encoding/json names
@@ -612,7 +629,7 @@ func jsonFields(t reflect.Type) map[string]jsonField {
 		if name == "" {
 			name = f.Name
 		}
-		out[name] = jsonField{Type: f.Type, Required: f.Tag.Get("strict") == "required"}
+		out[name] = jsonField{Type: f.Type, Required: f.Tag.Get("strict") == "required", Kind: StringKind(f.Tag.Get("kind"))}
 	}
 	for _, et := range embedded {
 		for name, f := range jsonFields(et) {

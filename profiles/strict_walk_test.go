@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
@@ -37,9 +38,17 @@ func FuzzKeyWalk(f *testing.F) {
 		}
 		for _, target := range []reflect.Type{reflect.TypeOf(&strictTarget{}), reflect.TypeOf(&requiredTarget{}), nil} {
 			for _, lenient := range []bool{false, true} {
-				walk, token := &keyCheck{lenient: lenient}, &keyCheck{lenient: lenient}
+				walk, token := &keyCheck{lenient: lenient, keysOnly: true}, &keyCheck{lenient: lenient}
 				wNull, wErr := walk.checkKeys(data, target)
 				tNull, tErr := token.tokenCheckKeys(data, target)
+				// With strings checked, the walk refuses what it refused,
+				// or refuses a string before it (exact strings: strings.go).
+				full := &keyCheck{lenient: lenient}
+				fNull, fErr := full.checkKeys(data, target)
+				if !errors.Is(fErr, ErrNUL) && !errors.Is(fErr, ErrInvalidUTF8) && !errors.Is(fErr, ErrEmptyPath) &&
+					(fNull != wNull || fmt.Sprint(fErr) != fmt.Sprint(wErr)) {
+					t.Fatalf("%q under %v (lenient %v): with strings %v, keys only %v", data, target, lenient, fErr, wErr)
+				}
 				var wf, tf *FieldError
 				wIs, tIs := errors.As(wErr, &wf), errors.As(tErr, &tf)
 				if wIs != tIs || (wIs && wf.Error() != tf.Error()) || ((wErr == nil) != (tErr == nil)) {

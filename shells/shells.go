@@ -33,7 +33,7 @@ type Spec struct {
 	// Login runs a login shell, which reads the profile files.
 	Login bool `json:"login,omitempty"`
 	// Path overrides the executable (absolute); empty: look Kind up on PATH.
-	Path string `json:"path,omitempty"`
+	Path string `json:"path,omitempty" kind:"path"`
 }
 
 // executables are the names each kind is installed under, preferred first.

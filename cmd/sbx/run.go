@@ -203,6 +203,9 @@ func (rf *runFlags) register(fs *flag.FlagSet) {
 // request builds the call from the flags; set tells which flags were given,
 // so contradictory ones are refused instead of one silently winning.
 func (rf *runFlags) request(command []string, set map[string]bool) (call.Request, error) {
+	if err := rf.checkPaths(set); err != nil {
+		return call.Request{}, err
+	}
 	var add profiles.Profile
 	if len(rf.allowRead) > 0 || len(rf.allowWrite) > 0 {
 		add.FileSystem = &profiles.FileSystem{Read: rf.allowRead, Write: rf.allowWrite}
@@ -548,6 +551,10 @@ func runCmd(args []string, stdio Stdio) int {
 		fmt.Fprintln(stdio.Err, "sbx run: --no-denial-reports: no effect in danger-full-access, which runs no supervisor")
 		return ExitRefused
 	}
+	if set["report"] && *report == "" {
+		fmt.Fprintf(stdio.Err, "sbx run: %v\n", &profiles.FieldError{Field: "--report", Err: profiles.ErrEmptyPath})
+		return ExitRefused
+	}
 	out, err := openReport(*report)
 	if err != nil {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
@@ -606,6 +613,31 @@ func runCmd(args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "sbx run: report: %v\n", werr)
 	}
 	return rep.ExitCode
+}
+
+// checkPaths holds the flags whose values are paths to their kind's rule
+// (profiles.KindPath): `--cwd ""` would otherwise run in sbx's own
+// directory and make it writable. (A NUL cannot reach a flag: argv is C
+// strings.)
+func (rf *runFlags) checkPaths(set map[string]bool) error {
+	for _, f := range []struct {
+		name   string
+		values []string
+	}{
+		{"cwd", []string{rf.cwd}}, {"writable-root", rf.writableRoots}, {"allow-read", rf.allowRead},
+		{"allow-write", rf.allowWrite}, {"read-only", rf.readOnly}, {"protect", rf.protect},
+		{"guard", []string{rf.guard}}, {"grants", []string{rf.grants}},
+	} {
+		if !set[f.name] {
+			continue
+		}
+		for _, v := range f.values {
+			if err := profiles.CheckString(profiles.KindPath, v); err != nil {
+				return &profiles.FieldError{Field: "--" + f.name, Err: err}
+			}
+		}
+	}
+	return nil
 }
 
 // runTerminalFlags checks --pty, --pty-size and --stdin together and

@@ -3,6 +3,8 @@
 package linux
 
 import (
+	"syscall"
+
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/policy"
@@ -88,3 +90,35 @@ const (
 	stageExecFailed = 0xFFFFFFFF
 	stageNoMounts   = 0xFFFFFFFE
 )
+
+// stageExitCode is the exit code of a stage that is PID 1 once it wrote msg
+// (a wait status, or a marker and its errno) on its status pipe: the
+// command's exit code, 128+signal for a signal (the shell's convention),
+// what a thread launch would exit with for a marker. sbx reaps the stage
+// from the kernel and checks the message against it (stageStatus): the
+// stage's exit is out of the command's reach, the pipe perhaps not.
+func stageExitCode(msg uint32, errno syscall.Errno) int {
+	switch msg {
+	case stageExecFailed:
+		return ExecFailureStatus(errno)
+	case stageNoMounts:
+		return 125
+	}
+	ws := syscall.WaitStatus(msg)
+	if ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return ws.ExitStatus()
+}
+
+// validWaitStatus: v is what wait4 gives for a child that exited or was
+// killed (no flags asked for stopped or continued children): an exit code
+// in bits 8-15 and nothing below, or a signal (1-126) in bits 0-6, the
+// core-dump flag in bit 7 and nothing above.
+func validWaitStatus(v uint32) bool {
+	if v > 0xFFFF {
+		return false
+	}
+	sig := v & 0x7F
+	return sig == 0 || (sig != 0x7F && v>>8 == 0)
+}

@@ -128,6 +128,20 @@ func StageMain() int {
 // parent-death signal does.
 func stageInit(pl stagePayload) int {
 	status := os.NewFile(uintptr(pl.StatusFD), "stage-status")
+	// The command will run as the stage's uid, without capabilities, in
+	// the stage's PID namespace: while the stage is dumpable, the command
+	// may open /proc/1/fd/N or pidfd_getfd the status pipe and write its
+	// own wait status (issue 27). A process that is not dumpable lets
+	// only holders of CAP_SYS_PTRACE in its user namespace at its fds,
+	// memory and environment, which sbx has (it made that namespace) and
+	// the command has not. Everything that needed the stage dumpable is
+	// done by now: sbx wrote the uid map before the stage's exec, and took
+	// the seccomp listener (sendListener waits for its ack). The fork
+	// below keeps the flag only until the command's exec resets it.
+	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
+		fmt.Fprintf(os.Stderr, "sbx stage: prctl(PR_SET_DUMPABLE): %v\n", err)
+		return 125
+	}
 	// The fork runs on this (restricted, locked) main thread, so the command
 	// inherits its restrictions.
 	path, argv, err := limitedArgv(pl)
@@ -145,7 +159,7 @@ func stageInit(pl stagePayload) int {
 			errno = syscall.EINVAL
 		}
 		stageFailure(status, stageExecFailed, errno)
-		return ExecFailureStatus(err)
+		return stageExitCode(stageExecFailed, errno)
 	}
 	for {
 		var ws syscall.WaitStatus
@@ -161,7 +175,9 @@ func stageInit(pl stagePayload) int {
 			var b [4]byte
 			binary.LittleEndian.PutUint32(b[:], uint32(ws))
 			status.Write(b[:])
-			return 0
+			// sbx checks the message against this exit code, which it
+			// reaps from the kernel (see stageStatus).
+			return stageExitCode(uint32(ws), 0)
 		}
 	}
 }

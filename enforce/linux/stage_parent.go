@@ -5,8 +5,8 @@ package linux
 import (
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"syscall"
 
@@ -165,30 +165,115 @@ func (st *stageProc) run(p *Plan, spec enforce.Command, sup *supervisor) (*Proce
 	return pr, nil
 }
 
-// stageStatus reads what a stage that is PID 1 reports on its status pipe:
-// the command's raw wait status, or stageExecFailed and the errno of the
-// exec, which becomes res.err as a thread launch's ForkExec error would
-// (wrapping ErrStart, so the exit status is 126 or 127 and the result has
-// the errno).
+// stageStatus reads what a stage that is PID 1 reports on its status pipe
+// once sbx has reaped it (res is the stage's own exit): the command's raw
+// wait status, or stageExecFailed and the errno of the exec, which becomes
+// res.err as a thread launch's ForkExec error would (wrapping ErrStart, so
+// the exit status is 126 or 127 and the result has the errno).
+//
+// The command must not write its own report (DESIGN.md invariant 8). The
+// stage is not dumpable while the command runs, so the kernel keeps the
+// pipe out of the command's reach (/proc/1/fd, pidfd_getfd); and the
+// message must agree with the stage's exit code, which sbx reaps from the
+// kernel and which the stage derives from the same status (stageExitCode).
+// A message that does not, a second message, or a stage that exited
+// without one after the fork (the command made it crash, say with a
+// signal its Go runtime handles by exiting 2), is errStageStatus, sbx's
+// error: never the command's result.
+//
+// IMPORTANT: were the pipe reachable after all, a message agreeing with
+// the exit code could still swap an exit for a signal of the same code
+// (exit 130, SIGINT) or exit 126/127 for an exec failure: the exit code is
+// 8 bits, the messages it stands for are more.
 func stageStatus(status *os.File, res *exitResult, argv0 string) {
-	var b [8]byte
-	if n, _ := io.ReadFull(status, b[:4]); n != 4 {
+	if res.err != nil || !res.status.Exited() {
+		// Killed from outside its namespace (as PID 1 nothing inside can
+		// kill it): sbx's SIGKILL (Signal, a timeout) or the host's. That
+		// death is the call's result, whatever the pipe holds.
 		return
 	}
-	v := binary.LittleEndian.Uint32(b[:4])
-	if v != stageExecFailed && v != stageNoMounts {
+	code := res.status.ExitStatus()
+	msg, err := drainPipe(status, 16)
+	if err != nil {
+		res.err = fmt.Errorf("%w: read: %w", errStageStatus, err)
+		return
+	}
+	switch len(msg) {
+	case 0:
+		if code != 125 {
+			res.err = fmt.Errorf("%w: the stage exited %d without reporting the command's status", errStageStatus, code)
+		}
+		// 125: a step of the stage failed before the fork, and said
+		// which on stderr.
+		return
+	case 4:
+		v := binary.LittleEndian.Uint32(msg)
+		if !validWaitStatus(v) || stageExitCode(v, 0) != code {
+			res.err = fmt.Errorf("%w: status %#x does not match the stage's exit %d", errStageStatus, v, code)
+			return
+		}
 		res.status = syscall.WaitStatus(v)
 		return
-	}
-	if n, _ := io.ReadFull(status, b[4:]); n != 4 {
+	case 8:
+	default:
+		res.err = fmt.Errorf("%w: %d bytes on the status pipe, want one message", errStageStatus, len(msg))
 		return
 	}
-	errno := syscall.Errno(binary.LittleEndian.Uint32(b[4:]))
+	v := binary.LittleEndian.Uint32(msg[:4])
+	errno := syscall.Errno(binary.LittleEndian.Uint32(msg[4:]))
+	if (v != stageExecFailed && v != stageNoMounts) || stageExitCode(v, errno) != code {
+		res.err = fmt.Errorf("%w: marker %#x (errno %d) does not match the stage's exit %d", errStageStatus, v, errno, code)
+		return
+	}
 	if v == stageNoMounts {
 		res.err = fmt.Errorf("%w: the stage's mount namespace refuses mounts (a sandbox around sbx?): mount --make-rslave /: %w", ErrUserNS, errno)
 		return
 	}
 	res.err = fmt.Errorf("%w: %s: %w", ErrStart, argv0, errno)
+}
+
+// errStageStatus: what a stage reported of the command contradicts what
+// sbx reaped, or is missing; the call's result is unknown.
+var errStageStatus = errors.New("stage: the command's status is not trustworthy")
+
+// drainPipe reads what is in the pipe f now, at most max bytes, without
+// waiting: a writer that outlived the stage (a copy of the fd passed out of
+// the sandbox) must not hold the call open. More than max is an error.
+func drainPipe(f *os.File, max int) ([]byte, error) {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	buf := make([]byte, max+1)
+	n := 0
+	var rerr error
+	err = rc.Read(func(fd uintptr) bool {
+		if rerr = unix.SetNonblock(int(fd), true); rerr != nil {
+			return true
+		}
+		for n < len(buf) {
+			m, err := unix.Read(int(fd), buf[n:])
+			if err == unix.EINTR {
+				continue
+			}
+			if err == unix.EAGAIN || m == 0 {
+				return true
+			}
+			if err != nil {
+				rerr = err
+				return true
+			}
+			n += m
+		}
+		return true
+	})
+	if err == nil {
+		err = rerr
+	}
+	if err == nil && n > max {
+		err = fmt.Errorf("more than %d bytes", max)
+	}
+	return buf[:n], err
 }
 
 // kill ends a stage that will not run a command, and reaps it in the

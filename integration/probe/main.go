@@ -48,6 +48,8 @@ const usage = `usage: probe ACTION [ARG...]
   memfd-secret                          (does the kernel have it)
   tmpfile-link empty|proc DIR NEW       (O_TMPFILE in DIR, then linkat)
   chroot-then plain|userns chmod|chown|mkdir DIR NAME JAIL
+  forge-status exit|exec-failed|kill-init [FILE]   (writes the stage's status pipe: see forge.go;
+                                         exits 3, exec-failed 0)
   curl [FLAGS] URL...                   (curl's subset the network tests use: see curl.go;
                                          curl's output and exit status, not a JSON line)`
 
@@ -62,6 +64,9 @@ type result struct {
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == "curl" {
 		os.Exit(curlMain(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "forge-status" {
+		os.Exit(forgeMain(os.Args[2:]))
 	}
 	r, err := run(os.Args[1:])
 	if err != nil {
