@@ -130,6 +130,7 @@ func (b *linuxCall) finish(rep *report.Report) {}
 
 func (b *linuxCall) exit(rep *report.Report) {
 	setExit(rep, b.ws)
+	rep.Denials = append(rep.Denials, linux.SigsysDenial(b.plan, b.ws)...)
 	if rep.KilledBy == "" && b.ws.Signaled() && b.ws.Signal() == syscall.SIGKILL && rep.Resources.OOMKills > 0 {
 		rep.KilledBy = "memory"
 	}
