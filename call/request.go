@@ -69,6 +69,10 @@ type Escalation struct {
 	GuardPath      string
 	// Tool names the tool to the approver: "shell" (the default) or "fs".
 	Tool string
+	// CapAdd are the capabilities the call asks to keep as a request
+	// (Prepare sets it: cap_add but for the caller's own, preauthorized
+	// under use_default), which escalate asks about.
+	CapAdd []string
 }
 
 // PrestartHint guesses, before Prepare, whether the call will be launched

@@ -80,9 +80,11 @@ func nativeABIName() string {
 // SigsysDenial is the denial inferred from a command killed by SIGSYS
 // under a plan whose filter kills (a foreign ABI's syscall without a
 // supervisor; a supervised filter refuses those with ENOSYS instead and
-// names them). The kernel does not say which syscall killed it, so the
+// names them). None for a plan without a filter or another death.
+//
+// IMPORTANT: the kernel does not say which syscall killed it, so the
 // denial cannot either; a process can also send itself SIGSYS, hence
-// "inferred". None for a plan without a filter or another death.
+// "inferred".
 func SigsysDenial(p *Plan, ws syscall.WaitStatus) []report.Denial {
 	if p == nil || len(p.SeccompProg) == 0 || !ws.Signaled() || ws.Signal() != syscall.SIGSYS {
 		return nil
