@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/policy"
@@ -74,5 +75,15 @@ func TestSmallestRetryCapability(t *testing.T) {
 	r, _ = SmallestRetry(RetryInput{Policy: pol, Denials: []report.Denial{noCap, abi}})
 	if r.SandboxPermissions != nil || len(r.CapAdd) != 0 || len(r.Unresolved) != 2 {
 		t.Errorf("retry %+v, want both unresolved", r)
+	}
+}
+
+// TestPromptShowsCapAdd: the person asked on the terminal sees the
+// capability, alone or beside a profile.
+func TestPromptShowsCapAdd(t *testing.T) {
+	req := requestFor(Call{CallID: "c", Tool: "shell", Cwd: repo, Standing: wsStanding, SandboxPermissions: WithAdditionalPermissions,
+		Justification: "j", CapAdd: []string{"CAP_DAC_OVERRIDE"}})
+	if p := prompt(req); !strings.Contains(p, "keep capability: CAP_DAC_OVERRIDE") {
+		t.Errorf("prompt %q does not show the capability", p)
 	}
 }

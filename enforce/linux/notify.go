@@ -30,7 +30,7 @@ func (c call) u32(i int) uint32 { return uint32(c.args[i]) }
 func (s *supervisor) decide(n *seccompNotif) decision {
 	if abi, name, foreign := foreignABI(n.Data.Arch, n.Data.Nr); foreign {
 		// First: under another ABI the number means another syscall.
-		return s.foreignABI(n, abi, name)
+		return s.refuseForeignABI(n, abi, name)
 	}
 	c, ok := atForm(uint32(n.Data.Nr), n.Data.Args)
 	if !ok {

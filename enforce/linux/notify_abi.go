@@ -30,7 +30,7 @@ const SeccompSource = "seccomp-filter"
 // USER_NOTIF when the table has notify rules (the program is loaded with a
 // listener, and a plan without one loads the table without them), else
 // KILL_PROCESS. The supervisor never lets such a call continue
-// (supervisor.foreignABI), so routing it there widens nothing.
+// (supervisor.refuseForeignABI), so routing it there widens nothing.
 func foreignABIRet(rules []SeccompRule) uint32 {
 	for _, r := range rules {
 		if r.Action == ActNotify {
@@ -59,10 +59,10 @@ func foreignABI(arch uint32, nr int32) (abi, name string, foreign bool) {
 	return "", "", false
 }
 
-// foreignABIDenial refuses a foreign ABI's syscall with ENOSYS: the
+// refuseForeignABI refuses a foreign ABI's syscall with ENOSYS: the
 // supervisor has no decoder for another ABI's numbers and arguments, so it
 // fails closed, and the denial says which syscall and ABI it was.
-func (s *supervisor) foreignABI(n *seccompNotif, abi, name string) decision {
+func (s *supervisor) refuseForeignABI(n *seccompNotif, abi, name string) decision {
 	return decision{errno: unix.ENOSYS, denials: []report.Denial{{
 		Operation: "syscall", Syscall: name, PID: int(n.PID),
 		Source: SupervisorSource, Confidence: Observed, Count: 1,
