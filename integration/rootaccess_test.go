@@ -78,6 +78,20 @@ func TestRootOverOtherUID(t *testing.T) {
 	if !slices.Equal(retry.CapAdd, []string{"CAP_DAC_OVERRIDE"}) || !strings.Contains(d.Reason, "CAP_DAC_OVERRIDE") {
 		t.Fatalf("retry %s, denial %q: want cap_add [CAP_DAC_OVERRIDE]", rep.raw["retry"], d.Reason)
 	}
+	// A chmod of another uid's file: EPERM, and the capability is CAP_FOWNER.
+	theirs := writeFile(t, filepath.Join(ws, "theirs"), "x\n")
+	if err := os.Chown(theirs, otherUID, otherUID); err != nil {
+		t.Fatal(err)
+	}
+	r, rep = probe(t, ws, wsWrite, "chmod", theirs, "0600")
+	want(t, r, "EPERM")
+	var chmodRetry struct {
+		CapAdd []string `json:"cap_add"`
+	}
+	json.Unmarshal(rep.raw["retry"], &chmodRetry)
+	if !rep.denied("chmod", theirs) || !slices.Equal(chmodRetry.CapAdd, []string{"CAP_FOWNER"}) {
+		t.Errorf("chmod of %s: denials %+v, retry %s; want a chmod denial asking for CAP_FOWNER", theirs, rep.Denials, rep.raw["retry"])
+	}
 	if viaServe {
 		rootRetryViaServe(t, ws, target, retry.Request)
 		return
