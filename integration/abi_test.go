@@ -34,12 +34,10 @@ func TestForeignABIReported(t *testing.T) {
 	}
 	for _, mode := range sandboxedModes {
 		t.Run(modeName(mode)+"/supervised", func(t *testing.T) {
+			Require(t, "user-notif")
 			out, rep := run(t, workspace(t), mode, probeBin, "x32")
 			if rep == nil {
 				t.Fatalf("no report: exit %d, stderr %s", out.code, out.stderr)
-			}
-			if rep.degraded("denial-reports") != "" {
-				t.Skipf("SKIP: no supervisor here: %s", rep.degraded("denial-reports"))
 			}
 			if out.code != 0 {
 				t.Fatalf("exit %d, want 0 (the probe gets ENOSYS)\nstdout: %s\nstderr: %s", out.code, out.stdout, out.stderr)
