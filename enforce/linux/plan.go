@@ -75,7 +75,11 @@ func Probe() System {
 	probed.Unlock()
 	s.LandlockABI, s.Privileged = LandlockABI(), hasCapSysAdmin()
 	s.ServerUserNS = inServerUserNS
-	s.Creds = probeCreds()
+	if !s.ServerUserNS {
+		// Inside the unprivileged server's namespace uid 0 is the
+		// caller's own uid: its command has the caller's permissions.
+		s.Creds = probeCreds()
+	}
 	return s
 }
 
