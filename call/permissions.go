@@ -72,6 +72,7 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 		Target: e.Target, Additional: explicit, Merged: preauth,
 		Granted:          profiles.Merge(grants.Session, grants.Turn),
 		StrictAutoReview: eff.StrictAutoReview,
+		CapAdd:           e.CapAdd,
 	}
 	// Nothing is asked that would then be refused: the policy the call
 	// would run with, if approved, is built and guarded first.

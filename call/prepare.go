@@ -103,6 +103,13 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Keeping a capability widens the call: only the caller's own
+	// configuration (preauthorized, under use_default: sbx run's
+	// --cap-add, or "preauthorized": true) keeps one without being asked.
+	r.Escalation.CapAdd = nil
+	if !(r.Preauthorized && r.Escalation.SandboxPermissions == profiles.UseDefault) {
+		r.Escalation.CapAdd = caps
+	}
 	// Checked here, where the caller's field name is known; policy.Build
 	// checks again for its other callers.
 	if _, err := policy.ProtectedNames(r.Protect, r.NoDefaultProtect, cmp.Or(r.ProtectField, "protect")); err != nil {

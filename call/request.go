@@ -73,6 +73,11 @@ type Escalation struct {
 	// Control are sbx's own control-plane paths, kept out of the call by
 	// mounts as the guard's paths are (sbx serve's; see ControlPaths).
 	Control ControlPaths
+
+	// CapAdd are the capabilities the call asks to keep as a request
+	// (Prepare sets it: cap_add but for the caller's own, preauthorized
+	// under use_default), which escalate asks about.
+	CapAdd []string
 }
 
 // PrestartHint guesses, before Prepare, whether the call will be launched

@@ -2,6 +2,7 @@ package call
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -62,6 +63,8 @@ type RetryFlags struct {
 	// AllowDomain, DenyDomain, AllowPrivateAddresses and Resolve are
 	// network by domain.
 	AllowDomain, DenyDomain, AllowPrivateAddresses, Resolve string
+	// CapAdd keeps a capability for the command.
+	CapAdd string
 }
 
 // Retry builds the exact-retry hint for a call that ran with denials, or
@@ -116,7 +119,15 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 		}
 		newPrivate = r.AdditionalPermissions.AllowPrivateAddresses() && !orig.AllowPrivateAddresses()
 	}
-	replace := escalating || len(newWrite) > 0
+	var newCaps []string
+	if !escalating {
+		for _, c := range r.CapAdd {
+			if !slices.Contains(cl.flagValues(f.CapAdd), c) {
+				newCaps = append(newCaps, c)
+			}
+		}
+	}
+	replace := escalating || len(newWrite) > 0 || len(newCaps) > 0
 	drop := map[string]bool{}
 	if replace {
 		drop[f.SandboxPermissions], drop[f.Escalate], drop[f.Justification] = true, true, true
@@ -144,10 +155,13 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 	switch {
 	case escalating:
 		argv = append(argv, "--"+f.Escalate, r.EscalateTo.String(), "--"+f.Justification, "")
-	case len(newWrite) > 0:
+	case len(newWrite) > 0 || len(newCaps) > 0:
 		argv = append(argv, "--"+f.SandboxPermissions, profiles.WithAdditionalPermissions.String())
 		for _, w := range newWrite {
 			argv = append(argv, "--"+f.AllowWrite, w)
+		}
+		for _, c := range newCaps {
+			argv = append(argv, "--"+f.CapAdd, c)
 		}
 		argv = append(argv, "--"+f.Justification, "")
 	}
@@ -211,6 +225,44 @@ func retryRequest(raw []byte, r escalate.Retry) map[string]any {
 	} else {
 		m["additional_permissions"] = r.AdditionalPermissions
 		delete(m, "escalate_to")
+		if len(r.CapAdd) > 0 {
+			caps := []string{}
+			if have, ok := m["cap_add"].([]any); ok {
+				for _, c := range have {
+					if s, ok := c.(string); ok {
+						caps = append(caps, s)
+					}
+				}
+			}
+			for _, c := range r.CapAdd {
+				if !slices.Contains(caps, c) {
+					caps = append(caps, c)
+				}
+			}
+			m["cap_add"] = caps
+		}
 	}
 	return m
+}
+
+// flagValues are the values given to the flag name in cl.Args, before the
+// command.
+func (cl CommandLine) flagValues(name string) []string {
+	var out []string
+	args := cl.Args
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
+			break
+		}
+		n, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if !hasValue && cl.ValueFlags[n] && i+1 < len(args) {
+			i++
+			v = args[i]
+		}
+		if n == name && name != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -74,6 +74,9 @@ type ApprovalRequest struct {
 	// the standing policy nor the grants already allow, the part asked about.
 	MergedPermissions *profiles.Profile `json:"merged_permissions,omitempty"`
 	NewPermissions    *profiles.Profile `json:"new_permissions,omitempty"`
+	// CapAdd are the Linux capabilities the command would keep (cap_add):
+	// a widening of its own, asked about with the rest.
+	CapAdd []string `json:"cap_add,omitempty"`
 }
 
 // Approver answers approval requests. An implementation should honour ctx,
@@ -165,7 +168,8 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 		}
 	case WithAdditionalPermissions:
 		dec.Additional = c.Additional
-		if Missing(c.Standing, c.Granted, c.Additional).IsEmpty() && !c.StrictAutoReview {
+		// No grant carries a capability: asking for one is always asked.
+		if Missing(c.Standing, c.Granted, c.Additional).IsEmpty() && !c.StrictAutoReview && len(c.CapAdd) == 0 {
 			dec.Via = ViaGrant
 			return dec, nil
 		}
@@ -191,7 +195,7 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 
 func requestFor(c Call) ApprovalRequest {
 	req := ApprovalRequest{ApprovalID: newApprovalID(), CallID: c.CallID, EnvironmentID: c.EnvironmentID, Tool: c.Tool,
-		Justification: c.Justification, Cwd: c.Cwd, StandingMode: c.Standing.Mode}
+		Justification: c.Justification, Cwd: c.Cwd, StandingMode: c.Standing.Mode, CapAdd: c.CapAdd}
 	if c.SandboxPermissions != RequireEscalated {
 		merged := profiles.Merge(c.Merged, c.Granted, c.Additional)
 		asked := c.Additional

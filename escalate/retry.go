@@ -3,6 +3,7 @@ package escalate
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/policy"
@@ -47,6 +48,14 @@ type Retry struct {
 	// Unresolved are the denials no escalation lets through, each with why
 	// ("forbidden by guard: ...").
 	Unresolved []Unresolved `json:"unresolved,omitempty"`
+	// CapAdd are the capabilities the command must keep (cap_add) for the
+	// denials file permissions caused inside its writable roots (a root
+	// caller over files another uid owns): sent with
+	// with_additional_permissions, a request an approver sees; a runtime
+	// that asked the user itself sends them as its own instead
+	// ("preauthorized": true under use_default), as no grant carries a
+	// capability.
+	CapAdd []string `json:"cap_add,omitempty"`
 	// Grant is the other way to let the same call through, for a runtime
 	// that asked the user itself: the profile to add to the call's
 	// grants.turn (or grants.session) before sending the call again
@@ -94,7 +103,7 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 	if len(in.Denials) == 0 {
 		return Retry{}, false
 	}
-	var write, escalate []string
+	var write, escalate, caps []string
 	network := false
 	var domains proxyRetry
 	unresolved := func(d report.Denial, reason string) {
@@ -120,6 +129,21 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			} else {
 				network = true
 			}
+			continue
+		}
+		if d.Operation == "syscall" {
+			unresolved(d, "no permission lets a syscall the seccomp filter refuses through")
+			continue
+		}
+		if c := report.NeededCapability(d.Reason); c != "" {
+			// The policy let it through; file permissions did not.
+			if !slices.Contains(caps, c) {
+				caps = append(caps, c)
+			}
+			continue
+		}
+		if strings.HasSuffix(d.Reason, report.NoCapabilityReason) {
+			unresolved(d, d.Reason)
 			continue
 		}
 		if !filepath.IsAbs(d.Path) {
@@ -173,17 +197,20 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		sp, mode := profiles.RequireEscalated, profiles.DangerFullAccess
 		r.SandboxPermissions, r.EscalateTo, r.Justification = &sp, &mode, &empty
 		r.Reason = strings.Join(dedupe(escalate), "; ")
-	case len(write) > 0 || network || domains.any():
+	case len(write) > 0 || network || domains.any() || len(caps) > 0:
 		sp := profiles.WithAdditionalPermissions
+		r.CapAdd = caps
 		needed := profiles.New(domains.network(network), nil, write)
 		add := profiles.Merge(in.Additional, needed)
 		r.SandboxPermissions, r.AdditionalPermissions, r.Justification = &sp, &add, &empty
-		switch in.SandboxPermissions {
-		case profiles.UseDefault:
+		switch {
+		case len(write) == 0 && !network && !domains.any():
+			// Capabilities alone: no grant carries them (CapAdd).
+		case in.SandboxPermissions == profiles.UseDefault:
 			// The call's own profile is preauthorised: it applies
 			// with the grant as it did without.
 			r.Grant = &needed
-		case profiles.WithAdditionalPermissions:
+		case in.SandboxPermissions == profiles.WithAdditionalPermissions:
 			grant := profiles.Merge(in.Additional, needed)
 			r.Grant = &grant
 		}

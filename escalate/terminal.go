@@ -86,6 +86,10 @@ func prompt(req ApprovalRequest) string {
 			fmt.Fprintf(&b, "  read: %s\n", clean(r))
 		}
 	}
+	for _, c := range req.CapAdd {
+		// A capability is a widening of its own: shown whatever else is.
+		fmt.Fprintf(&b, "  keep capability: %s\n", clean(c))
+	}
 	if req.Justification != "" {
 		fmt.Fprintf(&b, "  justification: %s\n", clean(req.Justification))
 	}

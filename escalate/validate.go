@@ -40,6 +40,9 @@ var (
 	ErrAddsNothing = errors.New("with_additional_permissions adds nothing the standing policy does not already allow")
 	// ErrStrayProfile: additional permissions without with_additional_permissions.
 	ErrStrayProfile = errors.New("additional_permissions need sandbox_permissions with_additional_permissions")
+	// ErrStrayCapAdd: a capability asked for under use_default that is not
+	// the caller's own configuration.
+	ErrStrayCapAdd = errors.New(`keeping a capability widens the call: ask for it with sandbox_permissions with_additional_permissions and a justification, or mark it "preauthorized": true if it is the caller's own configuration, not a model's`)
 	// ErrNotNormalised: a relative path in the call's additional profile.
 	ErrNotNormalised = errors.New("not normalised: relative path")
 )
@@ -91,6 +94,11 @@ type Call struct {
 	StrictAutoReview bool
 	// EnvironmentID is the session the call belongs to, shown to the approver.
 	EnvironmentID string
+	// CapAdd are the capabilities the call asks its command to keep
+	// (cap_add, --cap-add) as a request, not as the caller's own
+	// configuration: a widening no grant covers, so it is always asked
+	// about (or refused under a policy that does not ask).
+	CapAdd []string
 	// Merged are the caller's own additional permissions (preauthorised),
 	// shown to the approver with the grants and the request as what the call
 	// would run with.
@@ -119,7 +127,14 @@ func Validate(c Call) error {
 	case RequireEscalated:
 		return checkLadder(c.Standing.Mode, c.Target)
 	case WithAdditionalPermissions:
+		if len(c.CapAdd) > 0 && c.Additional.IsEmpty() {
+			return nil // asks for capabilities alone
+		}
 		return checkAdds(c.Standing, c.Additional)
+	case UseDefault:
+		if len(c.CapAdd) > 0 {
+			return &profiles.FieldError{Field: "cap_add", Err: ErrStrayCapAdd}
+		}
 	}
 	return nil
 }

@@ -35,8 +35,8 @@ type Request struct {
 	// is beside the profile, not in it: it grants nothing, so grants,
 	// merging and approval never carry it.
 	Resolve []string `json:"resolve"`
-	// Preauthorized marks additional_permissions as the caller's own
-	// under use_default (otherwise they are refused there).
+	// Preauthorized marks additional_permissions and cap_add as the
+	// caller's own under use_default (otherwise they are refused there).
 	Preauthorized bool                `json:"preauthorized"`
 	Env           map[string]string   `json:"env"`
 	EnvPolicy     *profiles.EnvPolicy `json:"env_policy"`
@@ -70,7 +70,9 @@ type Request struct {
 	// the tree (0 or absent: host.DefaultKillGrace).
 	KillGraceMS int64 `json:"kill_grace_ms"`
 	// CapAdd are Linux capabilities the command keeps (root only), as
-	// sbx run --cap-add.
+	// sbx run --cap-add: a widening, asked about under
+	// with_additional_permissions, the caller's own only when
+	// preauthorized under use_default (call.Prepare).
 	CapAdd []string `json:"cap_add"`
 }
 

@@ -288,9 +288,11 @@ func serveRequest(t *testing.T, dir string, args, command []string) serveCall {
 	}
 	if len(add) > 0 {
 		req["additional_permissions"] = add
-		if sp == "" || sp == "use_default" {
-			req["preauthorized"] = true
-		}
+	}
+	if (len(add) > 0 || len(lists["cap-add"]) > 0) && (sp == "" || sp == "use_default") {
+		// As the CLI: under use_default its --allow-* and --cap-add are
+		// the caller's own.
+		req["preauthorized"] = true
 	}
 	limits := map[string]any{}
 	if v, ok := values["memory"]; ok {

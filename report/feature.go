@@ -48,6 +48,10 @@ const (
 	// existing matches were not all found (the walk's bound).
 	FeatureDenyGlobCreate Feature = "deny-glob-create"
 	FeatureDenyGlobScan   Feature = "deny-glob-scan"
+	// FeatureRootAccess (Linux): every writable root is writable with the
+	// command's own credentials, which hold no capability (root's command
+	// over a volume another uid owns is refused by file permissions).
+	FeatureRootAccess Feature = "writable-root-access"
 )
 
 // Features that only an UnsupportedFeatureError names: a whole backend or
@@ -68,7 +72,7 @@ var Features = []Feature{
 	FeatureNetNS, FeatureMountNS, FeaturePIDNS, FeatureMask, FeatureCarveOutCreate, FeatureSeccomp,
 	FeatureDenialReports, FeatureLimits, FeatureFileAttributes, FeatureProcfs, FeatureMaskLinks,
 	FeatureNetworkDomains, FeatureEveryoneWritable, FeatureParentDeathKill,
-	FeatureDenyGlobCreate, FeatureDenyGlobScan,
+	FeatureDenyGlobCreate, FeatureDenyGlobScan, FeatureRootAccess,
 }
 
 // FeatureNames are Features as strings, for --help, completion and errors.

@@ -3,6 +3,7 @@ package report
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // ErrNotSupported is matched by every UnsupportedFeatureError.
@@ -133,6 +134,40 @@ const (
 	ProxyReasonInvalidHost = "not a valid host name"
 	ProxyReasonUnsupported = "request not supported by the proxy"
 )
+
+// CapabilityReason ends the reason of a denial or downgrade caused by file
+// permissions that a capability the command keeps would let through
+// ("needs CAP_DAC_OVERRIDE (cap_add)"); NeededCapability reads it back.
+func CapabilityReason(capability string) string {
+	return capabilityReasonPrefix + capability + capabilityReasonSuffix
+}
+
+const (
+	capabilityReasonPrefix = "needs "
+	capabilityReasonSuffix = " (cap_add)"
+)
+
+// NoCapabilityReason ends the reason of such a denial where the command
+// can keep no capability: no retry lets it through.
+const NoCapabilityReason = "only root with CAP_SYS_ADMIN (not in a user namespace) can keep a capability that lets it through"
+
+// NeededCapability is the capability a reason made by CapabilityReason
+// names, or "".
+func NeededCapability(reason string) string {
+	rest, ok := strings.CutSuffix(reason, capabilityReasonSuffix)
+	if !ok {
+		return ""
+	}
+	i := strings.LastIndex(rest, capabilityReasonPrefix)
+	if i < 0 {
+		return ""
+	}
+	c := rest[i+len(capabilityReasonPrefix):]
+	if !strings.HasPrefix(c, "CAP_") || strings.ContainsAny(c, " ;") {
+		return ""
+	}
+	return c
+}
 
 // Address is the network part of a Denial.
 type Address struct {

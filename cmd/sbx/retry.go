@@ -27,7 +27,7 @@ func retryCommandLine(sub string, fs *flag.FlagSet, args []string) *call.Command
 // runRetryFlags spell the escalation flags of the run flags (runFlags.register).
 var runRetryFlags = call.RetryFlags{Network: "network", SandboxPermissions: "sandbox-permissions", Escalate: "escalate",
 	Justification: "justification", AllowRead: "allow-read", AllowWrite: "allow-write",
-	AllowDomain: "allow-domain", DenyDomain: "deny-domain", AllowPrivateAddresses: "allow-private-addresses", Resolve: "resolve"}
+	AllowDomain: "allow-domain", DenyDomain: "deny-domain", AllowPrivateAddresses: "allow-private-addresses", Resolve: "resolve", CapAdd: "cap-add"}
 
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })

@@ -28,7 +28,7 @@ func Compile(c Call) (*linux.Plan, error) {
 }
 
 func compileFor(c Call, sys linux.System) (*linux.Plan, error) {
-	return linux.Compile(c.Policy, sys, linux.Options{Limits: c.Limits, NoDenialReports: c.NoDenialReports, Require: c.Require})
+	return linux.Compile(c.Policy, sys, linux.Options{Limits: c.Limits, NoDenialReports: c.NoDenialReports, Require: c.Require, Cwd: c.Cmd.Dir})
 }
 
 // execFailureStatus is the exit status of a command that could not be
@@ -130,6 +130,7 @@ func (b *linuxCall) finish(rep *report.Report) {}
 
 func (b *linuxCall) exit(rep *report.Report) {
 	setExit(rep, b.ws)
+	rep.Denials = append(rep.Denials, linux.SigsysDenial(b.plan, b.ws)...)
 	if rep.KilledBy == "" && b.ws.Signaled() && b.ws.Signal() == syscall.SIGKILL && rep.Resources.OOMKills > 0 {
 		rep.KilledBy = "memory"
 	}

@@ -137,8 +137,9 @@ var errJumpTooFar = errors.New("jump offset exceeds 255 instructions")
 //
 // The program is, in order:
 //
-//  1. arch != native arch         -> SECCOMP_RET_KILL_PROCESS
-//  2. nr has the x32 bit (amd64)  -> SECCOMP_RET_KILL_PROCESS
+//  1. arch != native arch         -> SECCOMP_RET_KILL_PROCESS (USER_NOTIF
+//     when the table has notify rules: see below)
+//  2. nr has the x32 bit (amd64)  -> the same
 //  3. a binary search on nr (JGT) down to a leaf of a few syscall numbers
 //     (seccompLeaf), then their rules in table order; the first rule whose
 //     Nr and every ArgCond match returns SECCOMP_RET_ERRNO|rule.Errno, or
@@ -154,9 +155,14 @@ var errJumpTooFar = errors.New("jump offset exceeds 255 instructions")
 // ~0.1 ms of every launch here; a search reaches a leaf in ~5 steps.
 //
 // A foreign arch or the x32 ABI means the process switched syscall ABI, so
-// every number in the table would mean something else: that is an evasion
-// attempt, not an error to report, hence KILL_PROCESS rather than an errno.
-// Kernels older than 4.14 do not know KILL_PROCESS and kill only the thread.
+// every number in the table would mean something else: no rule may apply
+// to it. Without a supervisor it is KILL_PROCESS (kernels older than 4.14
+// do not know KILL_PROCESS and kill only the thread), and the report can
+// only infer the cause from the SIGSYS death. A table that has notify rules
+// is loaded with a listener, so the prologue sends the call to the
+// supervisor instead (foreignABIRet): it names the syscall and the ABI in a
+// denial and refuses it with ENOSYS, never letting it continue
+// (notify_abi.go).
 //
 // The errors mean the table itself is invalid (a bad argument index or
 // operator, an errno of 0 that would fake success, a program too long for the
@@ -166,16 +172,17 @@ func CompileSeccomp(rules []SeccompRule) ([]unix.SockFilter, error) {
 	if err != nil {
 		return nil, err
 	}
+	foreign := foreignABIRet(rules)
 	prog := []unix.SockFilter{
 		stmt(opLdAbsW, seccompDataArchOff),
 		{Code: opJeqK, K: arch.audit, Jt: 1, Jf: 0},
-		stmt(opRetK, retKill),
+		stmt(opRetK, foreign),
 		stmt(opLdAbsW, seccompDataNrOff),
 	}
 	if arch.x32Bit != 0 {
 		prog = append(prog,
 			unix.SockFilter{Code: opJsetK, K: arch.x32Bit, Jt: 0, Jf: 1},
-			stmt(opRetK, retKill))
+			stmt(opRetK, foreign))
 	}
 	for i, r := range rules {
 		if err := r.validate(arch); err != nil {

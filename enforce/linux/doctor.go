@@ -50,6 +50,7 @@ func Doctor() []report.Check {
 		priv.Detail = fmt.Sprintf("euid %d, CAP_SYS_ADMIN only in the user namespace sbx serve made at start-up: namespaces made by the launcher thread inside it; no capability can be kept (--cap-add)", os.Geteuid())
 	}
 	out = append(out, priv)
+	out = append(out, rootAccessCheck(sys))
 	out = append(out, userNSCheck(sys))
 	out = append(out, cgroupCheck())
 	return out

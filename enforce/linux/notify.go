@@ -28,6 +28,10 @@ func (c call) fd(i int) int32   { return int32(uint32(c.args[i])) }
 func (c call) u32(i int) uint32 { return uint32(c.args[i]) }
 
 func (s *supervisor) decide(n *seccompNotif) decision {
+	if abi, name, foreign := foreignABI(n.Data.Arch, n.Data.Nr); foreign {
+		// First: under another ABI the number means another syscall.
+		return s.refuseForeignABI(n, abi, name)
+	}
 	c, ok := atForm(uint32(n.Data.Nr), n.Data.Args)
 	if !ok {
 		// The filter sent a call this file does not decode: a table and a

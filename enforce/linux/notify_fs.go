@@ -185,7 +185,7 @@ func (s *supervisor) entryAt(v *taskView, c call, op string, a denial.Access, di
 func (s *supervisor) entry(c call, op string, a denial.Access, r resolved) decision {
 	d, ok := s.entryVerdict(a, r)
 	if !ok {
-		return cont
+		return s.entryDAC(c, op, a, r)
 	}
 	return s.refuse(d.errno, report.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: d.reason})
 }
@@ -296,7 +296,8 @@ func (s *supervisor) objectFD(v *taskView, c call, op string, fd int32) decision
 func (s *supervisor) object(c call, op string, a denial.Access, r resolved) decision {
 	v := s.check.Path(a, r.path)
 	if v.Allowed {
-		return cont
+		d, _ := s.dacDenied(c, op, r.path, r.path, unix.W_OK)
+		return d
 	}
 	switch {
 	case op == "chmod":

@@ -51,6 +51,9 @@ type System struct {
 	// then true, but only there: no capability can be kept for a command
 	// (--cap-add), and the plans say the call runs in a user namespace.
 	ServerUserNS bool
+	// Creds are the command's credentials for file permissions (sbx's
+	// own); nil skips the writable-root-access check (rootaccess.go).
+	Creds *Creds
 }
 
 // Probe inspects the running kernel and user. It makes no namespaces: the
@@ -72,6 +75,11 @@ func Probe() System {
 	probed.Unlock()
 	s.LandlockABI, s.Privileged = LandlockABI(), hasCapSysAdmin()
 	s.ServerUserNS = inServerUserNS
+	if !s.ServerUserNS {
+		// Inside the unprivileged server's namespace uid 0 is the
+		// caller's own uid: its command has the caller's permissions.
+		s.Creds = probeCreds()
+	}
 	return s
 }
 
@@ -232,6 +240,10 @@ type Plan struct {
 	// every other one is dropped from every set, the bounding set
 	// included, and the securebits are locked (caps.go).
 	Capabilities []int `json:",omitempty"`
+	// Creds are the command's credentials the supervisor checks a write
+	// the policy allows with (rootaccess.go); nil: no check.
+	Creds        *Creds `json:"-"`
+	credsCanKeep bool
 	// Placeholders are carve-outs that do not exist yet (a missing .git in
 	// a writable root): Start creates each as an empty directory, which
 	// is bind-mounted read-only like ReadOnlyMounts, so the command cannot
@@ -355,6 +367,9 @@ type Options struct {
 	// Require are the features the call may not run without; where only
 	// the supervisor gives one, the supervisor becomes required.
 	Require []report.Feature
+	// Cwd is the command's working directory: inside a writable root, it
+	// is checked as one (rootaccess.go).
+	Cwd string
 }
 
 // Compile turns pol into a Plan for sys and the call's opts; nothing
@@ -366,6 +381,7 @@ func Compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p.setLimits(opts.Limits)
+	p.compileCwdAccess(opts.Cwd)
 	if opts.NoDenialReports {
 		p.withoutSupervisor()
 	}
@@ -386,6 +402,7 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 	if err := p.compileCapabilities(sys); err != nil {
 		return nil, err
 	}
+	p.compileRootAccess(sys)
 	sup := NotifyNone
 	if sys.UserNotif {
 		p.Supervise, sup = SuperviseBestEffort, NotifyWrites

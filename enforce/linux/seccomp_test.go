@@ -71,10 +71,21 @@ func condsHold(conds []ArgCond, d seccompData) bool {
 	return true
 }
 
+// foreignRetT is what the filter returns for a foreign ABI's syscall: the
+// supervisor's, when the table notifies it of anything.
+func foreignRetT(rules []SeccompRule) uint32 {
+	for _, r := range rules {
+		if r.Action == ActNotify {
+			return retNotifyT
+		}
+	}
+	return retKillT
+}
+
 // referenceRet is what the whole filter should return for d.
 func referenceRet(rules []SeccompRule, d seccompData) uint32 {
 	if d.Arch != unix.AUDIT_ARCH_X86_64 || uint32(d.Nr)&0x40000000 != 0 {
-		return retKillT
+		return foreignRetT(rules)
 	}
 	if i := firstMatch(rules, d); i >= 0 {
 		return wantRet(rules[i])
@@ -166,6 +177,12 @@ func seccompCases() []seccompCase {
 			cases = append(cases, seccompCase{name: name, table: seccompTableID{p, sup}, data: d, want: want})
 		}
 	}
+	// addForeign states a foreign ABI's syscall: killed without a
+	// supervisor, sent to it (which refuses and names it) with one.
+	addForeign := func(p SocketPolicy, name string, d seccompData) {
+		cases = append(cases, seccompCase{name: name, table: seccompTableID{p, NotifyNone}, data: d, want: retKillT},
+			seccompCase{name: name, table: seccompTableID{p, NotifyWrites}, data: d, want: retNotifyT})
+	}
 	denied := []struct {
 		name string
 		nr   uint32
@@ -217,14 +234,14 @@ func seccompCases() []seccompCase {
 		add(p, "ioctl TIOCSTI in arg2, not cmd", x86(unix.SYS_IOCTL, unix.TIOCSTI, unix.TCGETS, unix.TIOCSTI), retAllowT)
 		add(p, "ioctl 0x15412 is not TIOCSTI", x86(unix.SYS_IOCTL, 0, 0x10000|unix.TIOCSTI), retAllowT)
 
-		add(p, "i386 ioctl (int 0x80)", seccompData{Nr: 54, Arch: unix.AUDIT_ARCH_I386, Args: [6]uint64{0, unix.TIOCSTI}}, retKillT)
-		add(p, "i386 with an allowed number", seccompData{Nr: unix.SYS_READ, Arch: unix.AUDIT_ARCH_I386}, retKillT)
-		add(p, "aarch64 arch", seccompData{Nr: unix.SYS_READ, Arch: unix.AUDIT_ARCH_AARCH64}, retKillT)
-		add(p, "x32 ioctl", x86(0x40000000|514, 0, unix.TIOCSTI), retKillT)
-		add(p, "x32 getpid", x86(0x40000000|unix.SYS_GETPID), retKillT)
+		addForeign(p, "i386 ioctl (int 0x80)", seccompData{Nr: 54, Arch: unix.AUDIT_ARCH_I386, Args: [6]uint64{0, unix.TIOCSTI}})
+		addForeign(p, "i386 with an allowed number", seccompData{Nr: unix.SYS_READ, Arch: unix.AUDIT_ARCH_I386})
+		addForeign(p, "aarch64 arch", seccompData{Nr: unix.SYS_READ, Arch: unix.AUDIT_ARCH_AARCH64})
+		addForeign(p, "x32 ioctl", x86(0x40000000|514, 0, unix.TIOCSTI))
+		addForeign(p, "x32 getpid", x86(0x40000000|unix.SYS_GETPID))
 		// nr -1 (the "skip this syscall" value ptracers use) has the x32
 		// bit too; nothing issues it on purpose.
-		add(p, "nr -1", seccompData{Nr: -1, Arch: unix.AUDIT_ARCH_X86_64}, retKillT)
+		addForeign(p, "nr -1", seccompData{Nr: -1, Arch: unix.AUDIT_ARCH_X86_64})
 
 		// Secret memory hides a path from the supervisor; ENOSYS is what a
 		// kernel without secretmem says, so programs take their fallback.

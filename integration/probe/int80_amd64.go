@@ -2,7 +2,10 @@
 
 package main
 
-import "runtime/debug"
+import (
+	"runtime/debug"
+	"syscall"
+)
 
 func int80Getpid() int32
 
@@ -27,4 +30,17 @@ func int80() (r result) {
 		return fail("int80", errnoName(-int(n)), "int $0x80 getpid returned an error")
 	}
 	return result{Op: "int80", OK: true, Detail: "int $0x80 getpid returned " + itoa(int(n))}
+}
+
+// x32 runs getpid with the x32 syscall number (the x32 bit set): the same
+// instruction as a native syscall, so it works on every amd64 kernel; one
+// without x32 support answers ENOSYS, a filter that refuses the ABI kills
+// the process or (sbx's supervisor) answers ENOSYS and reports it.
+func x32() result {
+	const x32Bit = 0x40000000
+	r1, _, errno := syscall.RawSyscall(x32Bit|syscall.SYS_GETPID, 0, 0, 0)
+	if errno != 0 {
+		return fail("x32", errnoName(int(errno)), "x32 getpid returned an error")
+	}
+	return result{Op: "x32", OK: true, Detail: "x32 getpid returned " + itoa(int(r1))}
 }

@@ -39,7 +39,7 @@ const usage = `usage: probe ACTION [ARG...]
   sendmsg-loop N                        (times N sendmsg on a connected socketpair)
   unix-sendmsg-race OUTSIDE N           (sendmsg while a thread flips msg_name between none and OUTSIDE)
   sendto udp4|udp6 HOST:PORT            (one datagram, unconnected socket)
-  tiocsti | ptrace-parent | int80 | fd N | signal PID
+  tiocsti | ptrace-parent | int80 | x32 | fd N | signal PID
   mount-proc                            (a new procfs on /proc: run it in new mount and PID namespaces)
   setxattr-cap PATH | setxattr-acl PATH | chattr PATH | scan-environ NEEDLE
   sethostname | setdomainname | clock-settime | syslog | capeff   (what capabilities allow)
@@ -174,11 +174,11 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return sendTo(args[0], args[1])
-	case "tiocsti", "ptrace-parent", "int80", "setns", "mount-proc":
+	case "tiocsti", "ptrace-parent", "int80", "x32", "setns", "mount-proc":
 		if err := need(0); err != nil {
 			return result{}, err
 		}
-		return map[string]func() result{"tiocsti": tiocsti, "ptrace-parent": ptraceParent, "int80": int80, "setns": setnsSelf, "mount-proc": mountProc}[op](), nil
+		return map[string]func() result{"tiocsti": tiocsti, "ptrace-parent": ptraceParent, "int80": int80, "x32": x32, "setns": setnsSelf, "mount-proc": mountProc}[op](), nil
 	case "setxattr-cap", "setxattr-acl", "chattr", "scan-environ", "sethostname", "setdomainname", "clock-settime", "syslog", "capeff":
 		return privOp(op, args)
 	case "chmod", "secret-chmod", "unreadable-chmod":
