@@ -114,6 +114,13 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			}
 			continue
 		}
+		if d.Operation == "setid" {
+			// A set-id bit is refused under every sandbox (invariant 7):
+			// no grant lifts it, and asking for no sandbox to leave one is
+			// not a retry anyone should be offered.
+			unresolved(d, "a set-user-ID or set-group-ID file would outlive the call with more privilege: no grant allows it")
+			continue
+		}
 		if d.Address != nil || isNetworkOp(d.Operation) {
 			if in.Guard.DenyNetwork {
 				unresolved(d, "forbidden by guard: deny_network")
