@@ -106,7 +106,7 @@ func (s *supervisor) chmodSetgid(v *taskView, c call, mode uint32) decision {
 			}
 		}
 	}
-	op := &setgidChmod{s: s, c: c, mode: mode, obj: -1, root: -1}
+	op := &setgidChmod{s: s, c: c, mode: mode, obj: -1, root: -1, report: s.setidPath(c)}
 	if byFD {
 		t, errno, blind := openTaskSock(c.tid, c.fd(0))
 		switch {
@@ -153,6 +153,7 @@ type setgidChmod struct {
 	nofollow bool   // AT_SYMLINK_NOFOLLOW
 	obj      int    // the object: the task's fd, or what the lookup found
 	fchmod   bool   // fchmod(2): an O_PATH fd is EBADF
+	report   string // the path for a denial, as the supervisor resolved it
 }
 
 func (op *setgidChmod) close() {
@@ -200,7 +201,7 @@ func (op *setgidChmod) prepare() *outcome {
 	case unix.S_IFLNK:
 		return &outcome{errno: unix.EOPNOTSUPP} // a symlink's mode cannot change
 	}
-	d := op.s.refuse(unix.EPERM, report.Denial{Operation: SetidOperation, Path: op.path, Syscall: op.c.name, PID: op.c.tid, Reason: setgidFileReason})
+	d := op.s.refuse(unix.EPERM, report.Denial{Operation: SetidOperation, Path: op.report, Syscall: op.c.name, PID: op.c.tid, Reason: setgidFileReason})
 	return &outcome{errno: d.errno, denials: d.denials}
 }
 

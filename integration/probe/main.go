@@ -48,6 +48,7 @@ const usage = `usage: probe ACTION [ARG...]
   memfd-secret                          (does the kernel have it)
   tmpfile-link empty|proc DIR NEW       (O_TMPFILE in DIR, then linkat)
   chroot-then plain|userns chmod|chown|mkdir DIR NAME JAIL
+` + setidUsage + `
   curl [FLAGS] URL...                   (curl's subset the network tests use: see curl.go;
                                          curl's output and exit status, not a JSON line)`
 
@@ -213,6 +214,28 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return chrootThen(args[0], args[1], args[2], args[3], args[4]), nil
+	case "setid":
+		if err := need(3); err != nil {
+			return result{}, err
+		}
+		mode, err := parseMode(args[2])
+		if err != nil {
+			return result{}, err
+		}
+		return setidOp(args[0], args[1], mode), nil
+	case "pidfd-getfd", "kcmp", "euid":
+		if err := need(0); err != nil {
+			return result{}, err
+		}
+		return otherProcOp(op), nil
+	case "openat2", "statfs-nosuid":
+		if err := need(1); err != nil {
+			return result{}, err
+		}
+		if op == "openat2" {
+			return openat2Op(args[0]), nil
+		}
+		return statfsNosuid(args[0]), nil
 	case "fd", "signal":
 		if err := need(1); err != nil {
 			return result{}, err
