@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -133,8 +134,12 @@ func TestSetidCalls(t *testing.T) {
 						t.Errorf("%s g+s on a directory: denials %+v", call, rep.Denials)
 					}
 				} else {
-					// The filter alone cannot tell a directory from a file.
+					// The filter alone cannot tell a directory from a file,
+					// and the report says so.
 					want(t, r, "EPERM")
+					if reason := rep.degraded("denial-reports"); !strings.Contains(reason, "setgid directories cannot be made") {
+						t.Errorf("without the supervisor: denial-reports %q does not say setgid directories cannot be made", reason)
+					}
 				}
 			}
 		})

@@ -33,6 +33,11 @@ import "golang.org/x/sys/unix"
 // a denial in the report; without a listener the kernel fails a notified
 // call with ENOSYS, so a supervisor that is gone still refuses.
 
+// unsupervisedSetgid ends the reason of every "denial-reports" downgrade:
+// without the supervisor the filter refuses every S_ISGID chmod, which
+// directories need too.
+const unsupervisedSetgid = "; setgid directories cannot be made (the filter alone refuses every set-group-ID chmod: it cannot tell a directory from a file)"
+
 // setidBits are the mode bits a sandboxed call may not set.
 const setidBits = unix.S_ISUID | unix.S_ISGID
 
