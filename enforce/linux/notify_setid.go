@@ -5,6 +5,7 @@ package linux
 import (
 	"errors"
 	"fmt"
+	"sync"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -88,6 +89,9 @@ func (s *supervisor) chmodSetgid(v *taskView, c call, mode uint32) decision {
 	}
 	var flags uint32
 	if c.nr == unix.SYS_FCHMODAT2 {
+		if !haveFchmodat2() {
+			return decision{errno: unix.ENOSYS} // what the kernel says, not an emulation
+		}
 		flags = c.u32(3)
 	}
 	byFD := c.nr == unix.SYS_FCHMOD
@@ -216,3 +220,10 @@ func (op *setgidChmod) act() outcome {
 	}
 	return outcome{errno: errno}
 }
+
+// haveFchmodat2 reports whether the kernel has fchmodat2 (6.6+): asked
+// with a bad fd, it says EBADF, not ENOSYS.
+var haveFchmodat2 = sync.OnceValue(func() bool {
+	_, _, e := unix.Syscall6(unix.SYS_FCHMODAT2, ^uintptr(0), 0, 0, unix.AT_EMPTY_PATH, 0, 0)
+	return e != unix.ENOSYS
+})

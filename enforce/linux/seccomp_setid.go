@@ -27,7 +27,7 @@ import "golang.org/x/sys/unix"
 //     answers ENOSYS, as a kernel before 5.6 does: callers fall back to
 //     openat.
 //
-// Supervised, every rule here hands the call to the supervisor, which
+// Supervised, every mode row hands the call to the supervisor, which
 // refuses all but the setgid chmod of a directory from the same registers
 // the filter tested (no memory is read to decide), so that each refusal is
 // a denial in the report; without a listener the kernel fails a notified
