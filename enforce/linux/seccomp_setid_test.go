@@ -112,3 +112,28 @@ func TestSetidModeCountsLikeTheFilter(t *testing.T) {
 		}
 	}
 }
+
+// TestSetidForeignABI: a set-id chmod through the i386 ABI (int 0x80,
+// where chmod is 15 and fchmodat 306) or with the x32 bit is never let
+// through, whatever the filter's prologue does with a foreign ABI (it
+// kills the process today; it may report first).
+func TestSetidForeignABI(t *testing.T) {
+	for _, id := range allSeccompTables {
+		_, prog := compiledFor(t, id)
+		for _, d := range []seccompData{
+			{Nr: 15, Arch: unix.AUDIT_ARCH_I386, Args: [6]uint64{0x1000, 0o4755}},
+			{Nr: 306, Arch: unix.AUDIT_ARCH_I386, Args: [6]uint64{3, 0x1000, 0o2755}},
+			{Nr: 8, Arch: unix.AUDIT_ARCH_I386, Args: [6]uint64{0x1000, 0o4755}}, // creat
+			x86(0x40000000|unix.SYS_FCHMODAT, 3, 0x1000, 0o4755),
+			x86(0x40000000|unix.SYS_CHMOD, 0x1000, 0o4755),
+		} {
+			got, err := runFilter(prog, d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got == retAllowT || got == retErrno(0) {
+				t.Errorf("%s: nr %#x arch %#x mode %#o: %s", id, d.Nr, d.Arch, d.Args[1]|d.Args[2], describeRet(got))
+			}
+		}
+	}
+}
