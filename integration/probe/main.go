@@ -214,28 +214,8 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return chrootThen(args[0], args[1], args[2], args[3], args[4]), nil
-	case "setid":
-		if err := need(3); err != nil {
-			return result{}, err
-		}
-		mode, err := parseMode(args[2])
-		if err != nil {
-			return result{}, err
-		}
-		return setidOp(args[0], args[1], mode), nil
-	case "pidfd-getfd", "kcmp", "euid":
-		if err := need(0); err != nil {
-			return result{}, err
-		}
-		return otherProcOp(op), nil
-	case "openat2", "statfs-nosuid":
-		if err := need(1); err != nil {
-			return result{}, err
-		}
-		if op == "openat2" {
-			return openat2Op(args[0]), nil
-		}
-		return statfsNosuid(args[0]), nil
+	case "setid", "pidfd-getfd", "kcmp", "euid", "openat2", "statfs-nosuid":
+		return setidAction(op, args, need)
 	case "fd", "signal":
 		if err := need(1); err != nil {
 			return result{}, err

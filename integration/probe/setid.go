@@ -17,6 +17,28 @@ import (
 const setidUsage = `  setid chmod|fchmod|fchmodat2|openat|tmpfile|mknodat PATH MODE   (MODE octal; tmpfile: in PATH's directory, linked as PATH)
   pidfd-getfd | kcmp | openat2 PATH | statfs-nosuid PATH | euid`
 
+// setidAction runs the actions of this file; need checks the number of
+// arguments.
+func setidAction(op string, args []string, need func(int) error) (result, error) {
+	n := map[string]int{"setid": 3, "openat2": 1, "statfs-nosuid": 1}[op]
+	if err := need(n); err != nil {
+		return result{}, err
+	}
+	switch op {
+	case "setid":
+		mode, err := parseMode(args[2])
+		if err != nil {
+			return result{}, err
+		}
+		return setidOp(args[0], args[1], mode), nil
+	case "openat2":
+		return openat2Op(args[0]), nil
+	case "statfs-nosuid":
+		return statfsNosuid(args[0]), nil
+	}
+	return otherProcOp(op), nil
+}
+
 // setidOp is "setid CALL PATH MODE".
 func setidOp(call, path string, mode uint32) result {
 	op := "setid-" + call
