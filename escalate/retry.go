@@ -77,6 +77,9 @@ type Unresolved struct {
 	Reason    string          `json:"reason"`
 }
 
+// setidUnresolved is why a "setid" denial gets no retry.
+const setidUnresolved = "a set-user-ID or set-group-ID file would outlive the call with more privilege: no grant allows it"
+
 // guardReason starts the reason of a denial that only the guard explains;
 // a backend that finds the guard at fault by other means than the path (a
 // hard link of a masked file, found by inode) says so with it.
@@ -121,6 +124,13 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 					unresolved(d, reason)
 				}
 			}
+			continue
+		}
+		if d.Operation == "setid" {
+			// A set-id bit is refused under every sandbox (invariant 7):
+			// no grant lifts it, and asking for no sandbox to leave one is
+			// not a retry anyone should be offered.
+			unresolved(d, setidUnresolved)
 			continue
 		}
 		if d.Address != nil || isNetworkOp(d.Operation) {

@@ -62,6 +62,12 @@ func TestSmallestRetry(t *testing.T) {
 			`{"unresolved":[{"operation":"create","path":"` + out + `/locked/x","reason":"forbidden by guard: deny_write ` + out + `/locked"}]}`},
 		{"guard deny_read", pol, guard, profiles.Profile{}, []report.Denial{fs("write", out+"/secret/k")},
 			`{"unresolved":[{"operation":"write","path":"` + out + `/secret/k","reason":"forbidden by guard: deny_read ` + out + `/secret"}]}`},
+		// Issue 27 §2: no retry for a set-id bit, inside the roots or out,
+		// and none beside a denial that has one.
+		{"a set-id bit has no retry", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("setid", ws+"/suid"), fs("setid", out+"/file")},
+			`{"unresolved":[{"operation":"setid","path":"` + ws + `/suid","reason":"` + setidUnresolved + `"},{"operation":"setid","path":"` + out + `/file","reason":"` + setidUnresolved + `"}]}`},
+		{"a set-id bit beside a write", pol, Guard{}, profiles.Profile{}, []report.Denial{fs("setid", ws+"/suid"), fs("write", out+"/file")},
+			`{"sandbox_permissions":"with_additional_permissions","additional_permissions":` + toJSON(profiles.New(nil, nil, []string{out + "/file"})) + `,"justification":"","unresolved":[{"operation":"setid","path":"` + ws + `/suid","reason":"` + setidUnresolved + `"}],"grant":` + toJSON(profiles.New(nil, nil, []string{out + "/file"})) + `}`},
 		{"a hard link of a masked file, by the backend's reason", pol, guard, profiles.Profile{},
 			[]report.Denial{{Operation: "read", Path: ws + "/innocent", Reason: "forbidden by guard: a hard link of " + out + "/secret, which is hidden"}},
 			`{"unresolved":[{"operation":"read","path":"` + ws + `/innocent","reason":"forbidden by guard: a hard link of ` + out + `/secret, which is hidden"}]}`},

@@ -68,11 +68,10 @@ func (p *Plan) MountOps() []MountOp {
 func (op MountOp) String() string {
 	switch op.Kind {
 	case MountReadOnlyRoot:
-		roots := strings.Join(op.Roots, ", ")
-		if roots == "" {
-			roots = "(none)"
+		if len(op.Roots) == 0 {
+			return "every mount read-only but the writable roots (none)"
 		}
-		return "every mount read-only but the writable roots " + roots
+		return "every mount read-only but the writable roots " + strings.Join(op.Roots, ", ") + ", made nosuid"
 	case MountCarveOut:
 		return "ro-bind " + op.Path
 	case MountPlaceholder:

@@ -20,7 +20,7 @@ func TestMountOps(t *testing.T) {
 		got = append(got, op.String())
 	}
 	want := []string{
-		"every mount read-only but the writable roots /w, /tmp",
+		"every mount read-only but the writable roots /w, /tmp, made nosuid",
 		"ro-bind /w/.git",
 		"proc /proc (the call's PID namespace), ro-bind /proc/sys /proc/sysrq-trigger /proc/irq /proc/bus",
 		"ro-bind /w/.codex (empty placeholder directory, removed after the call)",

@@ -98,8 +98,16 @@ var forceRemount = false
 // remounted per mount point cost ~0.2 ms a call with the 20 mounts here.
 func setattrReadOnlyRoot(writeRoots, keep []string) (done bool, err error) {
 	if slices.Contains(writeRoots, "/") {
-		// Everything stays as it is. (A copy attached over "/" would not
-		// be seen: lookups start at the root below it.)
+		// Everything stays writable. (A copy attached over "/" would not
+		// be seen: lookups start at the root below it.) Nothing is
+		// set-id in the call: every mount becomes nosuid.
+		err := unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID})
+		if unsupportedSyscall(err) {
+			return false, nil
+		}
+		if err != nil {
+			return false, fmt.Errorf("nosuid root: mount_setattr: %w", err)
+		}
 		return true, nil
 	}
 	var trees []int
@@ -118,6 +126,18 @@ func setattrReadOnlyRoot(writeRoots, keep []string) (done bool, err error) {
 			return false, fmt.Errorf("read-only root: copy %s: open_tree: %w", w, err)
 		}
 		trees = append(trees, fd)
+		if len(trees) <= len(writeRoots) {
+			// A writable root's copy is nosuid, all of it (issue 27 §2: a
+			// set-id file there, made before the call by anyone, runs
+			// without its bits inside it; no_new_privs says the same for
+			// execve, this says it for the mount).
+			if err := unix.MountSetattr(fd, "", unix.AT_EMPTY_PATH|unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_NOSUID}); err != nil {
+				if len(trees) == 1 && unsupportedSyscall(err) {
+					return false, nil
+				}
+				return false, fmt.Errorf("writable root %s: nosuid: mount_setattr: %w", w, err)
+			}
+		}
 	}
 	err = unix.MountSetattr(unix.AT_FDCWD, "/", unix.AT_RECURSIVE, &unix.MountAttr{Attr_set: unix.MOUNT_ATTR_RDONLY})
 	if unsupportedSyscall(err) {
@@ -155,10 +175,15 @@ func remountReadOnlyRoot(writeRoots, keep []string, mountinfo string) error {
 		return fmt.Errorf("read-only root: %w", err)
 	}
 	for _, m := range mounts {
-		if profiles.CoveredBy(m.path, writeRoots) || profiles.CoveredBy(m.path, keep) {
+		if profiles.CoveredBy(m.path, keep) {
 			continue
 		}
-		err := remount(m.path, m.locked)
+		remountOne := remount
+		if profiles.CoveredBy(m.path, writeRoots) {
+			// Writable, and nosuid (see setattrReadOnlyRoot).
+			remountOne = remountNosuid
+		}
+		err := remountOne(m.path, m.locked)
 		if errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENOENT) {
 			continue
 		}
@@ -181,6 +206,9 @@ type mountPoint struct {
 var mountOptionFlags = map[string]uintptr{
 	"nosuid": unix.MS_NOSUID, "nodev": unix.MS_NODEV, "noexec": unix.MS_NOEXEC,
 	"noatime": unix.MS_NOATIME, "nodiratime": unix.MS_NODIRATIME, "relatime": unix.MS_RELATIME,
+	// Not locked, but a remount that leaves it out makes the mount
+	// writable: a read-only mount below a writable root stays read-only.
+	"ro": unix.MS_RDONLY,
 }
 
 // threadMountinfo lists the calling thread's mounts, while /proc is a
@@ -283,6 +311,15 @@ func remountReadOnly(path string) error {
 func remount(path string, locked uintptr) error {
 	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_RDONLY|locked, ""); err != nil {
 		return fmt.Errorf("remount %s read-only: %w", path, err)
+	}
+	return nil
+}
+
+// remountNosuid makes the mount at path nosuid, keeping its other flags
+// (its read-only flag too: see mountOptionFlags).
+func remountNosuid(path string, locked uintptr) error {
+	if err := unix.Mount("", path, "", unix.MS_BIND|unix.MS_REMOUNT|unix.MS_NOSUID|locked, ""); err != nil {
+		return fmt.Errorf("remount %s nosuid: %w", path, err)
 	}
 	return nil
 }

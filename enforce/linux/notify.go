@@ -58,6 +58,10 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 		return s.sendMmsg(c)
 	}
 	v := newTaskView(c.tid)
+	if mode, chmod, ok := setidMode(c); ok && mode&setidBits != 0 {
+		// Only set-id rows route such a call here: never CONTINUE it.
+		return s.setid(v, c, mode, chmod)
+	}
 	d := s.decidePath(v, c)
 	if d.errno != 0 && !v.rootKnown {
 		// Paths were resolved as if the task's root were "/". Before

@@ -408,7 +408,7 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 		p.Supervise, sup = SuperviseBestEffort, NotifyWrites
 	} else {
 		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureDenialReports,
-			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported"})
+			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported" + unsupervisedSetgid})
 	}
 	// Every sandboxed call gets a PID namespace, so that the whole tree dies
 	// with sbx; hence namespaces are always needed.
@@ -937,7 +937,7 @@ func (p *Plan) withoutSupervisor() {
 		return
 	}
 	p.Downgrades = append(p.UnsupervisedDowngrades(), report.Downgrade{Feature: report.FeatureDenialReports,
-		Reason: "turned off by the caller: operations the sandbox blocks are not reported"})
+		Reason: "turned off by the caller: operations the sandbox blocks are not reported" + unsupervisedSetgid})
 	p.SeccompProg, p.Supervise = p.SeccompPlainProg, SuperviseOff
 	p.unsupervised, p.unsupervisedOnly, p.supervisorFeatures = nil, nil, nil
 }

@@ -42,8 +42,8 @@ func TestParseMountinfo(t *testing.T) {
 	want := []mountPoint{
 		{"/", unix.MS_RELATIME},
 		{"/proc", unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC | unix.MS_RELATIME},
-		{"/my dir", unix.MS_NOATIME},
-		{"/tmp", unix.MS_NOEXEC}, // the top of the two mounts on /tmp
+		{"/my dir", unix.MS_RDONLY | unix.MS_NOATIME}, // ro: kept by a nosuid remount
+		{"/tmp", unix.MS_NOEXEC},                      // the top of the two mounts on /tmp
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("parseMountinfo = %+v, want %+v", got, want)
@@ -106,6 +106,9 @@ func testReadOnlyRoot(t *testing.T) {
 	type result struct {
 		viaSetattr                                                                                       bool
 		setup, inside, belowRW, belowRO, outsideFS, outsideTmp, outsideMount, devNull, kept, keptRO, all error
+		// nosuid of the writable root and of a mount below it (issue 27
+		// §2), and of the kept mount, which keeps its flags.
+		nosuidRoot, nosuidBelow, nosuidKept, nosuidAll bool
 	}
 	inNamespace := func(roots []string, check func(r *result)) result {
 		done := make(chan result, 1)
@@ -161,6 +164,7 @@ func testReadOnlyRoot(t *testing.T) {
 		r.devNull = os.WriteFile(os.DevNull, []byte("x"), 0)
 		r.kept = write(filepath.Join(keep, "f"))
 		r.keptRO = write(filepath.Join(keep, "ro", "f"))
+		r.nosuidRoot, r.nosuidBelow, r.nosuidKept = nosuid(root), nosuid(filepath.Join(root, "rw")), nosuid(keep)
 	})
 	if r.setup != nil {
 		t.Fatalf("set up: %v", r.setup)
@@ -195,9 +199,21 @@ func testReadOnlyRoot(t *testing.T) {
 	if !errors.Is(r.keptRO, unix.EROFS) {
 		t.Errorf("write on a read-only mount below the kept one: %v, want EROFS", r.keptRO)
 	}
-	r = inNamespace([]string{root, "/"}, func(r *result) { r.all = write(filepath.Join(outside, "all")) })
+	if !r.nosuidRoot || !r.nosuidBelow {
+		t.Errorf("the writable root is nosuid: %t, a mount below it: %t; want both", r.nosuidRoot, r.nosuidBelow)
+	}
+	if r.nosuidKept {
+		t.Error("the kept mount became nosuid: it keeps its flags")
+	}
+	r = inNamespace([]string{root, "/"}, func(r *result) {
+		r.all = write(filepath.Join(outside, "all"))
+		r.nosuidAll = nosuid(outside)
+	})
 	if r.setup != nil || r.all != nil {
 		t.Errorf(`with "/" a writable root: set up %v, write outside %v`, r.setup, r.all)
+	}
+	if !r.nosuidAll {
+		t.Errorf(`with "/" a writable root: %s is not nosuid`, outside)
 	}
 	// The host's mounts are untouched.
 	if err := os.WriteFile(filepath.Join(outside, "g"), []byte("x"), 0o644); err != nil {
@@ -209,4 +225,10 @@ func testReadOnlyRoot(t *testing.T) {
 // asked with a bad fd, it says EBADF, not ENOSYS.
 func hasMountSetattr() bool {
 	return !errors.Is(unix.MountSetattr(-1, "", unix.AT_EMPTY_PATH, &unix.MountAttr{}), unix.ENOSYS)
+}
+
+// nosuid reports whether the mount of path is nosuid.
+func nosuid(path string) bool {
+	var st unix.Statfs_t
+	return unix.Statfs(path, &st) == nil && st.Flags&unix.ST_NOSUID != 0
 }

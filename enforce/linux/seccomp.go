@@ -139,7 +139,9 @@ func SeccompRules(s SocketPolicy) []SeccompRule { return SeccompTable(s, NotifyN
 // never lets one through (see supervise.go), and without a listener the
 // kernel fails them with ENOSYS. Either way the call is refused.
 func SeccompTable(s SocketPolicy, sup NotifyScope) []SeccompRule {
-	rules := alwaysRules()
+	// The set-id rows come before every notification rule of the same
+	// calls: a set-id mode is refused whatever the write rules decide.
+	rules := append(alwaysRules(), setidRules(sup)...)
 	switch s {
 	case SocketsAny:
 	case SocketsLoopbackNetns:
@@ -187,8 +189,7 @@ func writeNotifyRules() []SeccompRule {
 	}
 	rules := []SeccompRule{
 		n("openat", unix.SYS_OPENAT, "open for writing, creating or truncating", argAnySet(2, openWriteFlags)),
-		// struct open_how is behind a pointer, which seccomp cannot read.
-		n("openat2", unix.SYS_OPENAT2, "any openat2: its flags are behind a pointer"),
+		// openat2 is not here: setidRules answer it ENOSYS.
 		n("mkdirat", unix.SYS_MKDIRAT, "creates a directory"),
 		n("mknodat", unix.SYS_MKNODAT, "creates a file, fifo, socket or device node"),
 		n("unlinkat", unix.SYS_UNLINKAT, "removes a file or directory"),

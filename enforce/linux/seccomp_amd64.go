@@ -28,3 +28,13 @@ func legacyWriteNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRu
 func legacyReadNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRule, reason string) []SeccompRule {
 	return []SeccompRule{n("open", unix.SYS_OPEN, reason)}
 }
+
+// legacyModeCalls are the pre-*at calls of modeCalls.
+func legacyModeCalls() []modeCall {
+	return []modeCall{
+		{name: "open", nr: unix.SYS_OPEN, mode: 2, flags: 1},
+		{name: "creat", nr: unix.SYS_CREAT, mode: 1, flags: -1},
+		{name: "mknod", nr: unix.SYS_MKNOD, mode: 1, flags: -1},
+		{name: "chmod", nr: unix.SYS_CHMOD, mode: 1, flags: -1, chmod: true},
+	}
+}

@@ -12,3 +12,6 @@ func legacyWriteNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRu
 func legacyReadNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRule, reason string) []SeccompRule {
 	return nil
 }
+
+// legacyModeCalls: only the *at forms elsewhere.
+func legacyModeCalls() []modeCall { return nil }

@@ -294,7 +294,7 @@ func seccompCases() []seccompCase {
 	add(uo, "socket AF_VSOCK", x86(unix.SYS_SOCKET, unix.AF_VSOCK, unix.SOCK_STREAM), eafno)
 	add(uo, "socket AF_PACKET", x86(unix.SYS_SOCKET, unix.AF_PACKET, unix.SOCK_RAW), eafno)
 	add(uo, "socketpair AF_TIPC", x86(unix.SYS_SOCKETPAIR, unix.AF_TIPC, unix.SOCK_SEQPACKET), eafno)
-	return supervisedCases(cases)
+	return append(supervisedCases(cases), setidCases()...)
 }
 
 func compiledFor(t *testing.T, p seccompTableID) ([]SeccompRule, []unix.SockFilter) {

@@ -389,7 +389,7 @@ func loadFilter(p *Plan) (listener, error) {
 	if err := LoadSeccomp(p.SeccompPlainProg); err != nil {
 		return listener{fd: -1}, err
 	}
-	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported"}, nil
+	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported" + unsupervisedSetgid}, nil
 }
 
 // attach gives the supervisor what loadFilter produced on the launcher

@@ -50,6 +50,7 @@ const usage = `usage: probe ACTION [ARG...]
   chroot-then plain|userns chmod|chown|mkdir DIR NAME JAIL
   forge-status exit|exec-failed|kill-init [FILE]   (writes the stage's status pipe: see forge.go;
                                          exits 3, exec-failed 0)
+` + setidUsage + `
   curl [FLAGS] URL...                   (curl's subset the network tests use: see curl.go;
                                          curl's output and exit status, not a JSON line)`
 
@@ -218,6 +219,8 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return chrootThen(args[0], args[1], args[2], args[3], args[4]), nil
+	case "setid", "pidfd-getfd", "kcmp", "euid", "openat2", "statfs-nosuid":
+		return setidAction(op, args, need)
 	case "fd", "signal":
 		if err := need(1); err != nil {
 			return result{}, err
