@@ -10,6 +10,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -326,27 +327,53 @@ func boundName(fd int) (string, error) {
 }
 
 // controlPlaneDenial reports a connect the supervisor made for the task on
-// sock (to path) that reached an sbx server: a process running this sbx
-// binary (by inode), which refuses the call (CallPeer) with a JSON-RPC
-// error. The supervisor only reports it; the server is the wall. A server
-// run from another binary is refused all the same, without this denial.
+// sock (to path) that reached an sbx server, which refuses the call
+// (CallPeer) with a JSON-RPC error: the supervisor only reports it, on the
+// evidence of that refusal, read with MSG_PEEK (the task still reads it).
+// Only a listener whose process was started as "sbx serve" (or as the
+// unprivileged server's re-execution in its user namespace, "sbx
+// __serve-userns": its /proc/PID/cmdline, world-readable) is waited for,
+// up to refusalWait: every other server may well wait for its client to speak
+// first. A server that sbx cannot see (another PID namespace) refuses the
+// call all the same, without this denial.
 func (s *supervisor) controlPlaneDenial(c call, sock int, path string) []report.Denial {
 	cred, err := unix.GetsockoptUcred(sock, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil || cred.Pid <= 0 {
 		return nil
 	}
-	// /proc/PID/exe needs ptrace access, which the effective capabilities
-	// of this thread (lowered to the command's where sbx is root) may not
-	// give: the stat runs on another thread of sbx's (this one is locked).
-	same := make(chan bool)
-	go func() {
-		var peer, self unix.Stat_t
-		same <- unix.Stat(fmt.Sprintf("/proc/%d/exe", cred.Pid), &peer) == nil && unix.Stat("/proc/self/exe", &self) == nil &&
-			peer.Dev == self.Dev && peer.Ino == self.Ino
-	}()
-	if !<-same {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", cred.Pid))
+	if err != nil {
+		return nil
+	}
+	argv := strings.Split(string(b), "\x00")
+	if len(argv) < 2 || (argv[1] != "serve" && argv[1] != "__serve-userns") {
+		return nil
+	}
+	fds := []unix.PollFd{{Fd: int32(sock), Events: unix.POLLIN}}
+	deadline := time.Now().Add(refusalWait)
+	for {
+		n, err := unix.Poll(fds, int(time.Until(deadline).Milliseconds())+1)
+		if errors.Is(err, unix.EINTR) && time.Now().Before(deadline) {
+			continue
+		}
+		if err != nil || n == 0 {
+			return nil
+		}
+		break
+	}
+	buf := make([]byte, len(refusalLine)+64)
+	n, _, err := unix.Recvfrom(sock, buf, unix.MSG_PEEK|unix.MSG_DONTWAIT)
+	if err != nil || !strings.Contains(string(buf[:max(n, 0)]), refusalLine) {
 		return nil
 	}
 	return []report.Denial{{Operation: "connect", Path: path, Syscall: c.name, PID: c.tid, Source: SupervisorSource,
 		Confidence: Observed, Count: 1, Address: &report.Address{Family: "unix", Address: path}, Reason: report.ReasonControlPlane}}
 }
+
+// refusalLine is what an sbx server's refusal of a call starts its error
+// message with (serve/listen_linux.go: refusePeer, errCallPeer).
+const refusalLine = `"message":"connection refused: a sandboxed call never reaches an sbx server`
+
+// refusalWait bounds the wait for an sbx server's refusal: it checks a
+// connect the supervisor marked first, from the socket's address alone.
+const refusalWait = time.Second

@@ -45,11 +45,14 @@ func sbxEscape(sock, out string, bound bool) result {
 		{"exec", ""},
 	}
 	turn := ""
+	// Each attempt its own session: the server keeps sessions past a
+	// connection.
+	session := fmt.Sprintf("escape-%d-%d", os.Getpid(), time.Now().UnixNano())
 	for i, s := range steps {
-		params := s.params
+		params := strings.ReplaceAll(s.params, `"escape"`, fmt.Sprintf("%q", session))
 		if s.method == "exec" {
 			cmd, _ := json.Marshal([]string{"sh", "-c", "echo escaped > " + out})
-			params = fmt.Sprintf(`{"session_id":"escape","turn_id":%q,"call_id":"c1","cwd":"/","command":%s}`, turn, cmd)
+			params = fmt.Sprintf(`{"session_id":%q,"turn_id":%q,"call_id":"c1","cwd":"/","command":%s}`, session, turn, cmd)
 		}
 		if _, err := fmt.Fprintf(c, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`+"\n", i+1, s.method, params); err != nil {
 			// A server that refused the connection may have closed it
@@ -77,6 +80,14 @@ func sbxEscape(sock, out string, bound bool) result {
 			if m.ID == nil || *m.ID != i+1 {
 				continue // a notification (exec output)
 			}
+			if s.method == "exec" {
+				var x struct {
+					ExitCode int    `json:"exit_code"`
+					Error    string `json:"error"`
+				}
+				json.Unmarshal(m.Result, &x)
+				r.Detail = fmt.Sprintf("exec: exit %d %s", x.ExitCode, x.Error)
+			}
 			if s.method == "turn/begin" {
 				var t struct {
 					TurnID string `json:"turn_id"`
@@ -87,6 +98,7 @@ func sbxEscape(sock, out string, bound bool) result {
 			break
 		}
 	}
+	// OK: the server ran the command (its exit status is in Detail).
 	r.OK = true
 	return r
 }
