@@ -110,7 +110,9 @@ func CallPeer(fd int) (string, error) {
 		return "connected by this server's own supervisor for one of its calls", nil
 	}
 	reason, err := callAncestry(pid)
-	if pidfd >= 0 && unix.PidfdSendSignal(pidfd, 0, nil, 0) != nil {
+	// Signal 0 checks permission too: EPERM (a peer of another uid, root
+	// for a server in its user namespace) says it is alive.
+	if pidfd >= 0 && errors.Is(unix.PidfdSendSignal(pidfd, 0, nil, 0), unix.ESRCH) {
 		// The pid read in /proc may have been another process's by now.
 		return "", fmt.Errorf("peer pid %d ended before it was checked", pid)
 	}
