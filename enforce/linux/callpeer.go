@@ -75,6 +75,13 @@ const maxAncestry = 4096
 // on, or Landlock ABI 9), is not recognised. One through its supervisor
 // is (the abstract mark).
 //
+// IMPORTANT: a call without a PID namespace (an unprivileged caller where
+// user namespaces are refused; root on arm64, which has no init program
+// yet: both report pidns) carries no init to find. Its connects that the
+// supervisor carries out are marked all the same; one it makes itself
+// (the network on, Landlock ABI 9, the supervisor off) looks like any
+// process of the server's uid, and is served.
+//
 // IMPORTANT: before Linux 6.5 (no SO_PEERPIDFD) the peer's pid is not
 // pinned: a peer that exits after its connect and whose pid is reused
 // before the check (a full wrap of pid_max) would be judged by the new

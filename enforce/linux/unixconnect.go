@@ -39,6 +39,9 @@ import (
 // uid and gid as the command's. Where sbx runs as root, the operation runs
 // on a thread whose effective capabilities are the command's (none unless
 // --cap-add), so file permissions apply as they would to the command.
+// Before it connects a stream or seqpacket socket, the supervisor binds it
+// to an abstract address "@sbx-call/RANDOM", by which sbx servers refuse
+// it (markCallSocket in callpeer.go).
 //
 // IMPORTANT: what stays open, where the supervisor runs:
 //   - without a private network namespace (no user namespaces) and with
