@@ -111,6 +111,12 @@ func CallPeer(fd int) (string, error) {
 	if pid == 0 {
 		return "", nil // another PID namespace: see above
 	}
+	// SO_PEERCRED's pid is of the server's PID namespace, /proc's of the
+	// one it was mounted in: they must be the same, or every pid read
+	// there names another process.
+	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
+		return "", fmt.Errorf("/proc is not of the server's PID namespace (/proc/self is %q, the server is pid %d: %v)", self, os.Getpid(), err)
+	}
 	if pid == os.Getpid() {
 		// Only the server's own supervisor connects from the server's
 		// process: for one of its calls.
