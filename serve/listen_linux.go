@@ -172,6 +172,12 @@ func refusePeer(c *os.File, reason error) {
 	if _, err := c.Write(append(b, '\n')); err != nil {
 		return
 	}
+	select {
+	case lingering <- struct{}{}:
+		defer func() { <-lingering }()
+	default:
+		return // refused peers keep no more than cap(lingering) fds open
+	}
 	if rc, err := c.SyscallConn(); err == nil {
 		rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_WR) })
 	}
@@ -180,6 +186,11 @@ func refusePeer(c *os.File, reason error) {
 
 // refuseLinger bounds how long a refused connection is kept to drain.
 const refuseLinger = 2 * time.Second
+
+// lingering bounds the refused connections kept to drain at once: a call
+// that connects in a loop must not run the server out of fds (EMFILE would
+// end its accept loop).
+var lingering = make(chan struct{}, 16)
 
 // overflowUID is the kernel's default /proc/sys/kernel/overflowuid.
 const overflowUID = 65534
