@@ -48,3 +48,10 @@ func TestInitELF(t *testing.T) {
 		}
 	}
 }
+
+// TestInitCodeSize pins the size the listing in pidinit.go states.
+func TestInitCodeSize(t *testing.T) {
+	if len(initCode) != 131 {
+		t.Errorf("initCode is %d bytes; the comment says 131", len(initCode))
+	}
+}
