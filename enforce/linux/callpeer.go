@@ -36,6 +36,13 @@ import (
 // an init named CallInitName (callAncestry). A command can name itself
 // CallInitName too; that only gets itself refused.
 //
+// IMPORTANT: the stage's name is as safe as its memory: code the command
+// wrote into the stage could rename it. /proc/1/mem is out of the
+// command's reach because Landlock refuses opening it for writing (no
+// writable root covers /proc) and ptrace is refused; making the stage
+// non-dumpable before it forks the command (issue 27 §3) closes it for
+// good.
+//
 // A connect the seccomp supervisor carries out for a call (unixconnect.go)
 // comes from sbx's own process, outside the call: the supervisor first
 // binds the task's socket to an abstract address CallSocketPrefix+random,
