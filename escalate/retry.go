@@ -133,6 +133,10 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			unresolved(d, setidUnresolved)
 			continue
 		}
+		if d.Reason == report.ReasonCallSocketBound || d.Reason == report.ReasonControlPlane {
+			unresolved(d, d.Reason) // never a grant towards sbx's control plane
+			continue
+		}
 		if d.Address != nil || isNetworkOp(d.Operation) {
 			if in.Guard.DenyNetwork {
 				unresolved(d, "forbidden by guard: deny_network")

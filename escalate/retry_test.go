@@ -82,6 +82,9 @@ func TestSmallestRetry(t *testing.T) {
 			`{"unresolved":[{"operation":"create","path":"` + ws + `/other/.env","reason":"forbidden: ` + ws + `/other/.env matches the deny_write pattern **/.env"}]}`},
 		{"an existing match (a carve-out) gets no escalation", globPol(pol, ws), Guard{}, profiles.Profile{}, []report.Denial{fs("write", ws+"/sub/.env")},
 			`{"unresolved":[{"operation":"write","path":"` + ws + `/sub/.env","reason":"forbidden: ` + ws + `/sub/.env matches the deny_write pattern **/.env"}]}`},
+		{"a connect of a socket the command bound (an sbx server would not see the call's mark) gets no retry", pol, Guard{}, profiles.Profile{},
+			[]report.Denial{{Operation: "connect", Path: ws + "/s.sock", Address: &report.Address{Family: "unix", Address: ws + "/s.sock"}, Reason: report.ReasonCallSocketBound}},
+			`{"unresolved":[{"operation":"connect","path":"` + ws + `/s.sock","address":{"family":"unix","address":"` + ws + `/s.sock"},"reason":"` + report.ReasonCallSocketBound + `"}]}`},
 		{"read-only mode: the workspace file", policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}}, Guard{}, profiles.Profile{},
 			[]report.Denial{fs("create", ws+"/out.txt")}, write(ws)},
 	}

@@ -623,8 +623,8 @@ func peerClient(path string) int {
 
 // TestServePeerCredentials: the socket is made 0600, and a client of
 // another uid that reaches it anyway (the file opened up) is refused by
-// its peer credentials, with the reason logged, while root and the
-// server's own uid are served.
+// its peer credentials, with the reason logged and sent to it as a
+// JSON-RPC error, while root and the server's own uid are served.
 func TestServePeerCredentials(t *testing.T) {
 	if !isRoot() {
 		t.Skip("SKIP: needs root, to run a client as another uid")
@@ -660,9 +660,11 @@ func TestServePeerCredentials(t *testing.T) {
 	if got := as(uid, gid); !strings.Contains(got, "permission denied") {
 		t.Errorf("uid %d reached a 0600 socket: %s", uid, got)
 	}
-	// Opened up by mistake: the peer check still refuses.
+	// Opened up by mistake: the peer check still refuses, with a JSON-RPC
+	// error that says why (issue 27: a refusal is never a silent close).
 	os.Chmod(sock, 0o666)
-	if got := as(uid, gid); !strings.HasPrefix(got, "closed:") {
+	if got := as(uid, gid); !strings.HasPrefix(got, "answered:") || !strings.Contains(got, `"code":-32004`) ||
+		!strings.Contains(got, "is neither the server's uid") || strings.Contains(got, `"result"`) {
 		t.Errorf("uid %d was served: %s", uid, got)
 	}
 	time.Sleep(100 * time.Millisecond)

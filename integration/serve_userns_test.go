@@ -210,7 +210,7 @@ func TestServeUserNSPeerRoot(t *testing.T) {
 	if !strings.HasPrefix(got, "answered:") || !strings.Contains(got, `"server_user_namespace":{"available":true`) {
 		t.Fatalf("the server's own uid: %s (stderr %s)", got, stderr.String())
 	}
-	if got := as(0, 0); !strings.HasPrefix(got, "closed:") {
+	if got := as(0, 0); !strings.HasPrefix(got, "answered:") || !strings.Contains(got, `"code":-32004`) || strings.Contains(got, `"result"`) {
 		t.Errorf("root was served by the unprivileged server: %s", got)
 	}
 	time.Sleep(100 * time.Millisecond)

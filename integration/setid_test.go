@@ -30,11 +30,12 @@ func setidBits(path string) uint32 {
 	return st.Mode & (unix.S_ISUID | unix.S_ISGID)
 }
 
-// noRetry fails when the report offers a retry that would run anything.
+// noRetry fails when the report offers a retry that would run anything:
+// neither a refused set-id bit nor a connect to sbx's control plane has one.
 func noRetry(t *testing.T, rep *report) {
 	t.Helper()
 	raw, ok := rep.raw["retry"]
-	if !ok {
+	if !ok || string(raw) == "null" {
 		return
 	}
 	var r map[string]json.RawMessage
@@ -43,7 +44,7 @@ func noRetry(t *testing.T, rep *report) {
 	}
 	for _, k := range []string{"argv", "request", "grant", "sandbox_permissions", "additional_permissions"} {
 		if _, ok := r[k]; ok {
-			t.Errorf("a refused set-id bit has a retry (%s): %s", k, raw)
+			t.Errorf("a retry that would run anything (%s): %s", k, raw)
 		}
 	}
 }

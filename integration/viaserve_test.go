@@ -390,9 +390,15 @@ func runViaServe(t *testing.T, dir string, args, command []string) (outcome, *re
 // serveExec runs one call on a connection of its own.
 func serveExec(t *testing.T, sc serveCall) (outcome, *report) {
 	t.Helper()
-	conn, err := net.Dial("unix", serveSocket)
+	return serveExecAt(t, serveSocket, sc)
+}
+
+// serveExecAt is serveExec on the server listening at sock.
+func serveExecAt(t *testing.T, sock string, sc serveCall) (outcome, *report) {
+	t.Helper()
+	conn, err := net.Dial("unix", sock)
 	if err != nil {
-		t.Fatalf("via serve: dial %s: %v", serveSocket, err)
+		t.Fatalf("via serve: dial %s: %v", sock, err)
 	}
 	defer conn.Close()
 	conn.SetDeadline(time.Now().Add(60 * time.Second))

@@ -169,6 +169,20 @@ func NeededCapability(reason string) string {
 	return c
 }
 
+// ReasonControlPlane is the reason of a connect to an sbx server's socket
+// that the seccomp supervisor carried out for a call: the server refuses
+// every sandboxed call (a call never reaches sbx's control plane), so it
+// has no retry.
+const ReasonControlPlane = "an sbx server's socket: a sandboxed call never reaches sbx's control plane, and the server refused it"
+
+// ReasonCallSocketBound is the reason of a connect the seccomp supervisor
+// refused because the command had bound its unix socket itself: the
+// supervisor marks each socket it connects for a call, so that sbx servers
+// refuse it (a call never reaches sbx's control plane), and cannot mark a
+// bound one. No grant changes that, so it has no retry.
+const ReasonCallSocketBound = "a unix socket the command bound itself is not connected for it by the supervisor: " +
+	"sbx marks each socket it connects for a call (an abstract address), so that sbx servers refuse it"
+
 // Address is the network part of a Denial.
 type Address struct {
 	Family  string `json:"family"`

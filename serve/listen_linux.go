@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -12,8 +13,11 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/enforce/host"
 )
 
 // Listener is a listening unix socket. It is made with raw system calls,
@@ -104,23 +108,38 @@ func (l *Listener) accept() (*os.File, PeerCred, error) {
 			return nil, PeerCred{}, err
 		}
 		cred, err := unix.GetsockoptUcred(fd, unix.SOL_SOCKET, unix.SO_PEERCRED)
-		f := os.NewFile(uintptr(fd), "sbx-serve-conn")
 		if err != nil {
-			f.Close()
+			unix.Close(fd)
 			return nil, PeerCred{}, fmt.Errorf("getsockopt SO_PEERCRED: %w", err)
 		}
-		return f, PeerCred{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}, nil
+		p := PeerCred{PID: int(cred.Pid), UID: int(cred.Uid), GID: int(cred.Gid)}
+		if p.call, err = host.CallPeer(fd); err != nil {
+			p.call = "sbx could not tell whether it is a sandboxed call (" + err.Error() + ")"
+		}
+		return os.NewFile(uintptr(fd), "sbx-serve-conn"), p, nil
 	}
 }
 
 // PeerCred is a connected peer's credentials, as the kernel gives them
 // (SO_PEERCRED: what they were at connect time).
-type PeerCred struct{ PID, UID, GID int }
+type PeerCred struct {
+	PID, UID, GID int
+	// call, when not empty, says why the peer is a sandboxed call (or
+	// that sbx could not tell): see host.CallPeer.
+	call string
+}
 
 // allowedPeer: only the server's own uid, and root, may talk to it. Any
-// other uid would run commands with the server's authority.
+// other uid would run commands with the server's authority. And no
+// process inside a sandbox, whatever its uid, may: the server would run
+// its commands in any mode it asks for, danger-full-access included
+// (DESIGN.md, invariant 6); the uid alone cannot tell, since a call runs
+// as its caller.
 func allowedPeer(p PeerCred) error {
 	if p.UID == os.Getuid() || p.UID == 0 {
+		if p.call != "" {
+			return fmt.Errorf("%w: %s", errCallPeer, p.call)
+		}
 		return nil
 	}
 	err := fmt.Errorf("uid %d (pid %d) is neither the server's uid %d nor root", p.UID, p.PID, os.Getuid())
@@ -132,6 +151,46 @@ func allowedPeer(p PeerCred) error {
 	}
 	return err
 }
+
+// errCallPeer starts the refusal of a peer inside an sbx sandbox.
+var errCallPeer = errors.New("a sandboxed call never reaches an sbx server")
+
+// refusePeer tells a refused peer why, as a JSON-RPC error with a null id
+// (the server reads none of its requests), and closes the connection: a
+// client sees the reason, not an unexplained end of file. What the peer
+// sends meanwhile is read and dropped for up to refuseLinger, so that a
+// client that writes its first request after the refusal gets the error
+// on its next read rather than EPIPE on that write.
+func refusePeer(c *os.File, reason error) {
+	defer c.Close()
+	b, err := json.Marshal(response{JSONRPC: "2.0", ID: json.RawMessage("null"), Error: &Error{
+		Code: CodeDenied, Message: "connection refused: " + reason.Error(), Data: ErrorData{Kind: KindDenied}}})
+	if err != nil {
+		return
+	}
+	c.SetDeadline(time.Now().Add(refuseLinger))
+	if _, err := c.Write(append(b, '\n')); err != nil {
+		return
+	}
+	select {
+	case lingering <- struct{}{}:
+		defer func() { <-lingering }()
+	default:
+		return // refused peers keep no more than cap(lingering) fds open
+	}
+	if rc, err := c.SyscallConn(); err == nil {
+		rc.Control(func(fd uintptr) { unix.Shutdown(int(fd), unix.SHUT_WR) })
+	}
+	io.Copy(io.Discard, io.LimitReader(c, 1<<20))
+}
+
+// refuseLinger bounds how long a refused connection is kept to drain.
+const refuseLinger = 2 * time.Second
+
+// lingering bounds the refused connections kept to drain at once: a call
+// that connects in a loop must not run the server out of fds (EMFILE would
+// end its accept loop).
+var lingering = make(chan struct{}, 16)
 
 // overflowUID is the kernel's default /proc/sys/kernel/overflowuid.
 const overflowUID = 65534
@@ -165,7 +224,7 @@ func (s *Server) ServeListener(ctx context.Context, l *Listener) error {
 		}
 		if err := allowedPeer(cred); err != nil {
 			s.Logf("refused a connection: %v", err)
-			c.Close()
+			go refusePeer(c, err)
 			continue
 		}
 		mu.Lock()

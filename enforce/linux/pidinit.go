@@ -13,8 +13,9 @@ import (
 
 // The launcher thread has no process to spare as init of the command's PID
 // namespace, and a second Go start would cost ~2 ms per call. So init is
-// this 103-byte x86-64 program, loaded from a memfd:
+// this 131-byte x86-64 program, loaded from a memfd:
 //
+//	      prctl(PR_SET_NAME, "sbx-init")  the mark by which sbx servers refuse the call (callpeer.go)
 //	loop: n = read(0, sp, 1)         fd 0 is a pipe whose write end only sbx holds
 //	      if n == -EINTR: jmp loop
 //	      if n != 1: exit(0)         end of file: sbx closed it or died
@@ -38,17 +39,21 @@ import (
 // init, in the mount namespace it shares with the launcher thread, once
 // that thread has made every other mount of the call read-only.
 var initCode = []byte{
-	0x31, 0xFF, //                   loop: xor edi, edi          (fd 0)
+	0xBF, 0x0F, 0x00, 0x00, 0x00, // mov edi, 15                 (PR_SET_NAME)
+	0x48, 0x8D, 0x35, 0x6E, 0x00, 0x00, 0x00, // lea rsi, [rip+0x6e]  ("sbx-init" at 0x7a)
+	0xB8, 0x9D, 0x00, 0x00, 0x00, // mov eax, 157                (SYS_prctl)
+	0x0F, 0x05, //                   syscall
+	0x31, 0xFF, //                   loop: xor edi, edi          (fd 0, offset 0x13)
 	0x48, 0x89, 0xE6, //             mov rsi, rsp                (1 byte of argc as buffer)
 	0xBA, 0x01, 0x00, 0x00, 0x00, // mov edx, 1
 	0x31, 0xC0, //                   xor eax, eax                (SYS_read)
 	0x0F, 0x05, //                   syscall
 	0x48, 0x83, 0xF8, 0xFC, //       cmp rax, -4                 (-EINTR)
-	0x74, 0xEC, //                   je loop                     (-20: offset 0)
+	0x74, 0xEC, //                   je loop                     (-20: offset 0x13)
 	0x48, 0x83, 0xF8, 0x01, //       cmp rax, 1
-	0x75, 0x39, //                   jne exit                    (+57: offset 0x53)
-	0x48, 0x8D, 0x3D, 0x3B, 0x00, 0x00, 0x00, // lea rdi, [rip+0x3b]  ("proc" at 0x5c)
-	0x48, 0x8D, 0x35, 0x39, 0x00, 0x00, 0x00, // lea rsi, [rip+0x39]  ("/proc" at 0x61)
+	0x75, 0x39, //                   jne exit                    (+57: offset 0x66)
+	0x48, 0x8D, 0x3D, 0x3B, 0x00, 0x00, 0x00, // lea rdi, [rip+0x3b]  ("proc" at 0x6f)
+	0x48, 0x8D, 0x35, 0x39, 0x00, 0x00, 0x00, // lea rsi, [rip+0x39]  ("/proc" at 0x74)
 	0x48, 0x89, 0xFA, //             mov rdx, rdi                (fstype "proc")
 	0x41, 0xBA, 0x0E, 0x00, 0x00, 0x00, // mov r10d, 0xe         (MS_NOSUID|MS_NODEV|MS_NOEXEC)
 	0x45, 0x31, 0xC0, //             xor r8d, r8d                (no data)
@@ -61,12 +66,13 @@ var initCode = []byte{
 	0xB8, 0x01, 0x00, 0x00, 0x00, // mov eax, 1                  (SYS_write)
 	0x0F, 0x05, //                   syscall
 	0x58,       //                   pop rax
-	0xEB, 0xAD, //                   jmp loop                    (-83: offset 0)
+	0xEB, 0xAD, //                   jmp loop                    (-83: offset 0x13)
 	0x31, 0xFF, //                   exit: xor edi, edi
 	0xB8, 0x3C, 0x00, 0x00, 0x00, // mov eax, 60                 (SYS_exit)
 	0x0F, 0x05, //                   syscall
 	'p', 'r', 'o', 'c', 0, //        "proc"
 	'/', 'p', 'r', 'o', 'c', 0, //   "/proc"
+	's', 'b', 'x', '-', 'i', 'n', 'i', 't', 0, // "sbx-init" (CallInitName)
 }
 
 const initBase = 0x400000

@@ -30,20 +30,28 @@ func TestInitELF(t *testing.T) {
 		t.Fatalf("code at entry %#x: %x, %v", f.Entry, code, err)
 	}
 	// The jumps must land where the listing in pidinit.go says: the two
-	// back to the read at offset 0, the one forward on the exit.
-	for _, j := range []struct{ at, next, want int }{{0x12, 0x14, 0}, {0x18, 0x1a, 0x53}, {0x51, 0x53, 0}} {
+	// back to the read at offset 0x13 (after the prctl), the one forward on
+	// the exit.
+	for _, j := range []struct{ at, next, want int }{{0x25, 0x27, 0x13}, {0x2b, 0x2d, 0x66}, {0x64, 0x66, 0x13}} {
 		if got := j.next + int(int8(initCode[j.at+1])); got != j.want {
 			t.Errorf("jump at %#x lands on %#x, want %#x", j.at, got, j.want)
 		}
 	}
-	// The rip-relative leas must point at the two strings.
+	// The rip-relative leas must point at the three strings.
 	for _, l := range []struct {
 		at   int
 		want string
-	}{{0x1a, "proc\x00"}, {0x21, "/proc\x00"}} {
+	}{{0x05, CallInitName + "\x00"}, {0x2d, "proc\x00"}, {0x34, "/proc\x00"}} {
 		off := l.at + 7 + int(int32(binary.LittleEndian.Uint32(initCode[l.at+3:])))
 		if got := string(initCode[off : off+len(l.want)]); got != l.want {
 			t.Errorf("lea at %#x points at %q, want %q", l.at, got, l.want)
 		}
+	}
+}
+
+// TestInitCodeSize pins the size the listing in pidinit.go states.
+func TestInitCodeSize(t *testing.T) {
+	if len(initCode) != 131 {
+		t.Errorf("initCode is %d bytes; the comment says 131", len(initCode))
 	}
 }

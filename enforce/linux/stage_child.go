@@ -127,6 +127,14 @@ func StageMain() int {
 // whatever is left in the namespace, and if sbx dies first, the stage's
 // parent-death signal does.
 func stageInit(pl stagePayload) int {
+	// The mark of a call's PID namespace init, which sbx servers refuse
+	// (callpeer.go): set before the command exists, by the stage itself
+	// (only a task names itself), on this main thread, whose name is the
+	// process's.
+	if err := nameCallInit(); err != nil {
+		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
+		return 125
+	}
 	status := os.NewFile(uintptr(pl.StatusFD), "stage-status")
 	// The command will run as the stage's uid, without capabilities, in
 	// the stage's PID namespace: while the stage is dumpable, the command

@@ -39,6 +39,9 @@ import (
 // uid and gid as the command's. Where sbx runs as root, the operation runs
 // on a thread whose effective capabilities are the command's (none unless
 // --cap-add), so file permissions apply as they would to the command.
+// Before it connects a stream or seqpacket socket, the supervisor binds it
+// to an abstract address "@sbx-call/RANDOM", by which sbx servers refuse
+// it (markCallSocket in callpeer.go).
 //
 // IMPORTANT: what stays open, where the supervisor runs:
 //   - without a private network namespace (no user namespaces) and with
@@ -441,8 +444,17 @@ func (s *supervisor) unixConnect(c call) decision {
 			return pre
 		}
 	}
-	return decision{op: s.performAt(c, "connect", t, a, nil, func(addr []byte) outcome {
-		return outcome{errno: rawSockaddrCall(unix.SYS_CONNECT, t.sock, addr), denials: pre.denials}
+	target := ""
+	mark := func(si *socketInode) *outcome {
+		target = si.path
+		return s.markCallSocket(c, t, si)
+	}
+	return decision{op: s.performAt(c, "connect", t, a, mark, func(addr []byte) outcome {
+		out := outcome{errno: rawSockaddrCall(unix.SYS_CONNECT, t.sock, addr), denials: pre.denials}
+		if out.errno == 0 && target != "" {
+			out.denials = append(out.denials, s.controlPlaneDenial(c, t.sock, target)...)
+		}
+		return out
 	})}
 }
 
@@ -452,7 +464,8 @@ func (s *supervisor) unixConnect(c call) decision {
 // socket file it names (unixTarget, refusing one outside the writable
 // roots), and act gets the /proc/self/fd path of that file instead, so
 // nothing the task changes later is read again. refuse, when not nil, may
-// still refuse once the target is known.
+// still refuse once the target is known, or prepare the task's socket for
+// it (a connect's is marked as a call's: markCallSocket).
 func (s *supervisor) performAt(c call, op string, t *taskSocket, a sockaddrCopy, refuse func(si *socketInode) *outcome, act func(addr []byte) outcome) *performed {
 	addr := a.raw
 	var si *socketInode

@@ -33,6 +33,8 @@ const usage = `usage: probe ACTION [ARG...]
   listen-and-connect tcp4|tcp6 [PORT]   (PORT 0 or none: any free port)
   abstract-connect NAME   (connect to the abstract unix socket @NAME)
   unix-connect PATH | unix-serve PATH   (pathname unix sockets)
+  sbx-escape SOCKET OUT | sbx-escape-bound SOCKET OUT
+                                        (as an sbx server's client: a danger-full-access exec writing OUT)
   unix-connect-nonblock PATH | unix-sendto PATH | unix-dgram-serve PATH
   unix-race INSIDE OUTSIDE N            (connects while a thread flips the sockaddr)
   unix-sendmsg-dontroute PATH | unix-sendmmsg PATH
@@ -128,6 +130,11 @@ func run(args []string) (result, error) {
 			return result{}, err
 		}
 		return abstractConnect(args[0]), nil
+	case "sbx-escape", "sbx-escape-bound":
+		if err := need(2); err != nil {
+			return result{}, err
+		}
+		return sbxEscape(args[0], args[1], op == "sbx-escape-bound"), nil
 	case "unix-connect", "unix-serve":
 		if err := need(1); err != nil {
 			return result{}, err
