@@ -623,17 +623,22 @@ func (rf *runFlags) checkPaths(set map[string]bool) error {
 	for _, f := range []struct {
 		name   string
 		values []string
+		repeat bool // a repeatable flag: its errors name the value (--protect[1])
 	}{
-		{"cwd", []string{rf.cwd}}, {"writable-root", rf.writableRoots}, {"allow-read", rf.allowRead},
-		{"allow-write", rf.allowWrite}, {"read-only", rf.readOnly}, {"protect", rf.protect},
-		{"guard", []string{rf.guard}}, {"grants", []string{rf.grants}},
+		{"cwd", []string{rf.cwd}, false}, {"writable-root", rf.writableRoots, true}, {"allow-read", rf.allowRead, true},
+		{"allow-write", rf.allowWrite, true}, {"read-only", rf.readOnly, true}, {"protect", rf.protect, true},
+		{"guard", []string{rf.guard}, false}, {"grants", []string{rf.grants}, false},
 	} {
 		if !set[f.name] {
 			continue
 		}
-		for _, v := range f.values {
+		for i, v := range f.values {
 			if err := profiles.CheckString(profiles.KindPath, v); err != nil {
-				return &profiles.FieldError{Field: "--" + f.name, Err: err}
+				field := "--" + f.name
+				if f.repeat {
+					field = fmt.Sprintf("%s[%d]", field, i)
+				}
+				return &profiles.FieldError{Field: field, Err: err}
 			}
 		}
 	}

@@ -329,6 +329,7 @@ class Retry:
     reason: Optional[str] = None
     unresolved: Optional[List[Dict[str, Any]]] = None
     grant: Optional[Profile] = None
+    cap_add: Optional[List[str]] = None
     argv: Optional[List[str]] = None
     request: Optional[Dict[str, Any]] = None
 
@@ -397,6 +398,7 @@ class Report:
                 reason=r.get("reason"),
                 unresolved=r.get("unresolved"),
                 grant=Profile.from_dict(r["grant"]) if r.get("grant") is not None else None,
+                cap_add=r.get("cap_add"),
                 argv=r.get("argv"),
                 request=r.get("request"),
             )

@@ -154,6 +154,8 @@ export interface Retry {
   unresolved?: Array<{ operation: string; path?: string; address?: Denial["address"]; reason: string }>;
   /** Add to the same request's grants once the user approved: withGrant(). */
   grant?: Profile;
+  /** Capabilities to keep (root over another uid's files): send as cap_add, asked about. */
+  cap_add?: string[];
   argv?: string[];
   /** The same call asking sbx for approval; fill in `justification`. */
   request?: ExecRequest;
