@@ -36,6 +36,7 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/run"
 )
 
 func init() { runtime.LockOSThread() }
@@ -84,8 +85,8 @@ func Main() {
 	switch os.Args[1] {
 	case host.StageCommand:
 		os.Exit(host.StageMain())
-	case execjson.FSStageCommand:
-		os.Exit(execjson.FSStageMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	case run.FSStageCommand:
+		os.Exit(run.FSStageMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 }
 
@@ -106,7 +107,11 @@ func Run(ctx context.Context, req *Request, opt Options) (Response, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	return execjson.Exec(ctx, req, execjson.Options{Env: env, Raw: raw, Events: opt.Events})
+	r, in, err := req.Call(env)
+	if err != nil {
+		return Response{}, err
+	}
+	return run.Exec(ctx, req, r, in, run.Options{Raw: raw, Events: opt.Events})
 }
 
 // FS makes the one file-system change of req.FS under the sandbox the

@@ -1,4 +1,4 @@
-package execjson
+package run
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/fsop"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/policy/denial"
@@ -70,41 +71,36 @@ type FSOptions struct {
 // RunFS runs the FSStageCommand stage for op under the call req describes,
 // with content as its stdin, and makes the result. The error is a refusal
 // (exit 125): nothing ran.
-func RunFS(ctx context.Context, req call.Request, op fsop.Op, content string, opt FSOptions) (FSResult, error) {
+func RunFS(ctx context.Context, req call.Request, op fsop.Op, content string, opt FSOptions) (execjson.FSResult, error) {
 	exe, err := opt.Executable()
 	if err != nil {
-		return FSResult{}, Internal(fmt.Errorf("executable: %w", err))
+		return execjson.FSResult{}, execjson.Internal(fmt.Errorf("executable: %w", err))
 	}
 	// The spec (argv[2]) is made once the policy is known.
 	req.Command, req.Shell = []string{exe, FSStageCommand, ""}, nil
 	p, err := call.Prepare(ctx, req)
 	if err != nil {
-		return FSResult{}, err
+		return execjson.FSResult{}, err
 	}
 	if opt.Dispatch != nil {
 		if err := opt.Dispatch(); err != nil {
-			return FSResult{}, err
+			return execjson.FSResult{}, err
 		}
 	}
-	c := p.Call
-	c.ForwardSignals = opt.RelaySignals
-	op.InPlace = inPlaceTargets(op, content, c.Cmd.Dir, c.Policy)
+	p.Call.ForwardSignals = opt.RelaySignals
+	op.InPlace = inPlaceTargets(op, content, p.Call.Cmd.Dir, p.Call.Policy)
 	spec, err := json.Marshal(op)
 	if err != nil {
-		return FSResult{}, err
+		return execjson.FSResult{}, err
 	}
-	c.Cmd.Argv[2] = string(spec)
-	out, err := Capture(ctx, c, 0, Input{Stdin: content})
+	p.Call.Cmd.Argv[2] = string(spec)
+	out, err := Capture(ctx, p, 0, IO{Stdin: content})
 	if err != nil {
 		// A required feature missing is still unsupported (ErrorFor
 		// looks for it first); anything else is sbx's own failure.
-		return FSResult{}, Internal(fmt.Errorf("fs helper: %w", err))
+		return execjson.FSResult{}, execjson.Internal(fmt.Errorf("fs helper: %w", err))
 	}
-	res := FSResult{CallReport: out.CallReport, Op: op.Kind}
-	res.Permissions, res.Env = p.Permissions, p.Env
-	if len(res.Denials) > 0 {
-		res.Retry = p.Retry(res.Denials, opt.Form)
-	}
+	res := execjson.FSResult{CallReport: result(p, out, opt.Form).CallReport, Op: op.Kind}
 	var st FSStageResult
 	died := json.Unmarshal([]byte(out.Stdout), &st) != nil
 	switch {
@@ -122,12 +118,12 @@ func RunFS(ctx context.Context, req call.Request, op fsop.Op, content string, op
 	}
 	code := 0
 	if !res.OK {
-		res.Error = &ErrorObject{Kind: KindFSFailed, Message: st.Error}
+		res.Error = &execjson.ErrorObject{Kind: execjson.KindFSFailed, Message: st.Error}
 		res.ErrorDetail = res.Error
 		code = 1
 		// Denied only on the supervisor's evidence, never from an errno.
 		if len(res.Denials) > 0 {
-			res.Error.Kind, code = KindFSDenied, ExitDenied
+			res.Error.Kind, code = execjson.KindFSDenied, execjson.ExitDenied
 		}
 		if died {
 			code = max(code, out.ExitCode)

@@ -1,0 +1,286 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/report"
+)
+
+// DefaultMaxOutput is the cap of each captured stream without
+// max_output_bytes.
+const DefaultMaxOutput = 1 << 20
+
+// IO is what a call reads and where its output goes.
+type IO struct {
+	// Stdin is the text the command reads, on a pipe (then end-of-file)
+	// or typed into the pty.
+	Stdin string
+	// Stdout and Stderr receive the output; on a pty everything the
+	// terminal shows goes to Stdout (stderr merged, input echoed, lines
+	// ending "\r\n") and Stderr is unused. Nil discards.
+	Stdout, Stderr io.Writer
+	// PTY, when set, runs the command on a fresh pty of that size.
+	PTY *execjson.PTYSize
+	// pipes, when not nil, are the pipes made ahead for a prestarted
+	// stage (Prestart); otherwise Run makes them.
+	pipes *callPipes
+}
+
+// Run runs the prepared call p with stdio and returns what
+// host.Run saw. The command's whole tree is killed when ctx ends (the
+// report then says killed_by "signal"). p.Call's ForwardSignals and
+// Cleanup are the caller's to set before.
+func Run(ctx context.Context, p *call.Prepared, stdio IO) (report.Report, error) {
+	return execCall(ctx, p.Call, stdio)
+}
+
+// Output is a call's report with its captured output.
+type Output struct {
+	report.Report
+	Stdout, Stderr                   string
+	StdoutTruncated, StderrTruncated bool
+}
+
+// Capture runs p with its output captured in capped buffers of
+// maxOutput bytes each (0: DefaultMaxOutput); in's Stdout and Stderr are
+// ignored.
+func Capture(ctx context.Context, p *call.Prepared, maxOutput int, in IO) (Output, error) {
+	if maxOutput == 0 {
+		maxOutput = DefaultMaxOutput
+	}
+	stdout, stderr := host.NewCappedBuffer(maxOutput), host.NewCappedBuffer(maxOutput)
+	in.Stdout, in.Stderr = stdout, stderr
+	rep, err := Run(ctx, p, in)
+	return Output{Report: rep, Stdout: stdout.String(), Stderr: stderr.String(),
+		StdoutTruncated: stdout.Truncated(), StderrTruncated: stderr.Truncated()}, err
+}
+
+// Stream runs p with its output sent to sink as events, each with callID,
+// nothing buffered; past maxOutput bytes per stream (0: no cap) output is
+// dropped and the output says truncated. in's Stdout and Stderr are
+// ignored.
+func Stream(ctx context.Context, p *call.Prepared, maxOutput int, in IO, sink execjson.EventSink, callID string) (Output, error) {
+	var mu sync.Mutex
+	stdout := &eventWriter{mu: &mu, sink: sink, stream: "stdout", callID: callID, limit: int64(maxOutput)}
+	stderr := &eventWriter{mu: &mu, sink: sink, stream: "stderr", callID: callID, limit: int64(maxOutput)}
+	in.Stdout, in.Stderr = stdout, stderr
+	rep, err := Run(ctx, p, in)
+	return Output{Report: rep, StdoutTruncated: stdout.truncated, StderrTruncated: stderr.truncated}, err
+}
+
+// Prestart makes the namespaces (or, unprivileged, the stage) r will most
+// likely want while it is prepared, on pipes it puts in stdio
+// (host.Prestart), when r is a call that can be guessed so and stdio has no
+// pty. release
+// throws away whatever the call did not use. Prestart is one slot per
+// process: only a process that runs one call at a time may use it.
+func Prestart(r call.Request, stdio *IO) (release func(), err error) {
+	netns, ok := call.PrestartHint(r)
+	if !ok || stdio.PTY != nil {
+		return func() {}, nil
+	}
+	if stdio.pipes, err = newCallPipes(stdio.Stdin); err != nil {
+		return nil, err
+	}
+	pipes := stdio.pipes
+	host.Prestart(netns, [3]*os.File{pipes.stdin, pipes.outW, pipes.errW})
+	return func() {
+		host.DiscardPrestart()
+		pipes.close()
+	}, nil
+}
+
+// Options are what the caller of Exec decides beyond the call.
+type Options struct {
+	// Raw is the request as received: a retry hint repeats it.
+	Raw []byte
+	// Events receives the output of a "stream": true request (required
+	// for one).
+	Events execjson.EventSink
+	// Prestart makes the call's namespaces while it is prepared (see
+	// Prestart): only a process that runs one call at a time (sbx exec)
+	// may set it.
+	Prestart bool
+	// RelaySignals relays SIGTERM, SIGHUP, SIGINT and SIGQUIT received by
+	// this process to the command (sbx exec: a runtime cancels a call so).
+	// A server running many calls leaves it off and cancels through ctx.
+	RelaySignals bool
+	// Dispatch, when set, is asked once the call is prepared and approved,
+	// just before it starts; an error ends the call there, a refusal with
+	// nothing started (a server checks for cancellation here). It changes
+	// nothing in the call.
+	Dispatch func() error
+	// Executable is the sbx binary whose FSStageCommand makes an fs
+	// change (default os.Executable).
+	Executable func() (string, error)
+	// Cleanup, when set, counts the clean-up Exec may leave running when
+	// it returns (host.Call.Cleanup): the caller waits for it before it
+	// answers. Nil: Exec returns once everything is done.
+	Cleanup *sync.WaitGroup
+}
+
+// Exec prepares and runs the call r that req made (req.Call, plus what
+// the caller adds to it, such as a server's session mode, grants and
+// approver) with in as its input, and maps the outcome to the wire
+// result. An error is a refusal (exit 125, written with
+// execjson.NewRefusal): nothing ran. Cancelling ctx settles a pending
+// approval cancelled and kills a running command's tree (its result then
+// says killed_by "signal").
+func Exec(ctx context.Context, req *execjson.Request, r call.Request, in execjson.Input, opt Options) (execjson.Response, error) {
+	if req.FS != nil {
+		return execFS(ctx, req, r, opt)
+	}
+	if req.Stream && opt.Events == nil {
+		return execjson.Response{}, execjson.Internal(errors.New("stream: no event sink"))
+	}
+	stdio := IO{Stdin: in.Stdin, PTY: in.PTY}
+	if opt.Prestart {
+		// As in sbx run: namespaces (or the stage, on these pipes) are
+		// made while the call is resolved.
+		release, err := Prestart(r, &stdio)
+		if err != nil {
+			return execjson.Response{}, execjson.Internal(err)
+		}
+		defer release()
+	}
+	p, err := call.Prepare(ctx, r)
+	if err != nil && !errors.Is(err, call.ErrNotFound) {
+		return execjson.Response{}, err
+	}
+	if err == nil && opt.Dispatch != nil {
+		if err := opt.Dispatch(); err != nil {
+			return execjson.Response{}, err
+		}
+	}
+	res := execjson.Result{CallReport: execjson.PreparedReport(p)}
+	if err == nil {
+		p.Call.ForwardSignals, p.Call.Cleanup = opt.RelaySignals, opt.Cleanup
+		var out Output
+		if req.Stream {
+			out, err = Stream(ctx, p, req.MaxOutputBytes, stdio, opt.Events, req.CallID)
+		} else {
+			out, err = Capture(ctx, p, req.MaxOutputBytes, stdio)
+		}
+		res = result(p, out, call.RetryForm{Request: opt.Raw})
+	}
+	if err != nil {
+		var code int
+		err, code = execjson.StartFailure(err, p.Call.Cmd, res.ExitCode)
+		if code == execjson.ExitRefused {
+			// A required feature missing is still unsupported (ErrorFor
+			// looks for it first); anything else is sbx's own failure.
+			return execjson.Response{}, execjson.Internal(err)
+		}
+		res.ExitCode, res.Error = code, err.Error()
+		res.ErrorDetail = execjson.ErrorFor(err, execjson.KindExecFailed)
+	}
+	res.CallID = req.CallID
+	return execjson.Response{Result: &res}, nil
+}
+
+// result maps a call's output to the wire result, with the retry hint in
+// form when the sandbox denied something.
+func result(p *call.Prepared, out Output, form call.RetryForm) execjson.Result {
+	res := execjson.Result{CallReport: execjson.CallReport{Report: out.Report, Permissions: p.Permissions, Env: p.Env},
+		Stdout: out.Stdout, Stderr: out.Stderr, StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated}
+	if len(res.Denials) > 0 {
+		res.Retry = p.Retry(res.Denials, form)
+	}
+	return res
+}
+
+// execFS runs the "fs" request: the result is `sbx fs --json`'s, with the
+// retry as an `sbx exec` request.
+func execFS(ctx context.Context, req *execjson.Request, r call.Request, opt Options) (execjson.Response, error) {
+	op, input, err := req.FS.Change()
+	if err != nil {
+		return execjson.Response{}, err
+	}
+	r.Escalation.Tool = "fs"
+	exe := opt.Executable
+	if exe == nil {
+		exe = os.Executable
+	}
+	res, err := RunFS(ctx, r, op, input, FSOptions{Form: call.RetryForm{Request: opt.Raw}, Executable: exe, Dispatch: opt.Dispatch, RelaySignals: opt.RelaySignals})
+	if err != nil {
+		return execjson.Response{}, err
+	}
+	res.CallID = req.CallID
+	return execjson.Response{FS: &res}, nil
+}
+
+// execCall runs call with its output copied to stdout and stderr and
+// in.Stdin as its input, on pipes or on a pty (where stderr is merged
+// into stdout).
+func execCall(ctx context.Context, call host.Call, in IO) (report.Report, error) {
+	stdout, stderr := orDiscard(in.Stdout), orDiscard(in.Stderr)
+	if in.PTY != nil {
+		return execOnPTY(ctx, call, *in.PTY, in.Stdin, stdout)
+	}
+	p := in.pipes
+	if p == nil {
+		var err error
+		if p, err = newCallPipes(in.Stdin); err != nil {
+			return report.Report{}, err
+		}
+	}
+	defer p.stopStdin()
+	var wg sync.WaitGroup
+	for _, s := range []struct {
+		r *os.File
+		w io.Writer
+	}{{p.outR, stdout}, {p.errR, stderr}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			io.Copy(s.w, s.r)
+			s.r.Close()
+		}()
+	}
+	call.Cmd.Stdin, call.Cmd.Stdout, call.Cmd.Stderr = p.stdin, p.outW, p.errW
+	// Our copies of the write ends must go, or the readers never see EOF:
+	// once the command runs (the readers then finish while Run ends the
+	// call), else once Run returns.
+	closeWrite := sync.OnceFunc(func() {
+		p.outW.Close()
+		p.errW.Close()
+	})
+	call.Started = closeWrite
+	rep, err := host.Run(ctx, call)
+	closeWrite()
+	drained := make(chan struct{})
+	go func() { wg.Wait(); close(drained) }()
+	drain(drained, p.outR, p.errR)
+	return rep, err
+}
+
+// execOnPTY runs call on a fresh pty of size, types stdin into it and
+// copies what the terminal shows to stdout: stderr is merged there, and
+// the terminal echoes the input and ends lines with "\r\n".
+func execOnPTY(ctx context.Context, call host.Call, size execjson.PTYSize, stdin string, stdout io.Writer) (report.Report, error) {
+	p, err := AttachPTY(&call, size)
+	if err != nil {
+		return report.Report{}, err
+	}
+	defer p.Close()
+	// Blocks while the terminal's input queue is full; the Close ends it.
+	go io.WriteString(p.Master, PTYInput(stdin))
+	drained := CopyOut(p.Master, stdout)
+	rep, err := host.Run(ctx, call)
+	FinishPTY(p, drained)
+	return rep, err
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
