@@ -20,20 +20,12 @@ import (
 // sandbox: it performs the one change of its spec with plain system calls
 // (package fsop), so Landlock, the read-only mounts and the denial
 // supervisor judge it exactly as they judge a command, and prints the
-// outcome as one FSStageResult.
+// outcome as one execjson.FSStageResult.
 const FSStageCommand = "__fs"
-
-// FSStageResult is the stage's output. Error is the system call's (or the
-// patch's) message, unchanged; whether the sandbox caused it is for the
-// outer sbx to say, from the supervisor's evidence.
-type FSStageResult struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
-}
 
 // FSStageMain is the FSStageCommand stage: args is what follows the
 // subcommand (one JSON fsop.Op). It performs the change, reading its
-// content from stdin where the op takes one, writes one FSStageResult to
+// content from stdin where the op takes one, writes one execjson.FSStageResult to
 // stdout and returns the exit status (125: args is not a stage's).
 func FSStageMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var op fsop.Op
@@ -45,9 +37,9 @@ func FSStageMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if op.Kind.TakesInput() {
 		in = stdin
 	}
-	res := FSStageResult{OK: true}
+	res := execjson.FSStageResult{OK: true}
 	if err := op.Run(in); err != nil {
-		res = FSStageResult{Error: err.Error()}
+		res = execjson.FSStageResult{Error: err.Error()}
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -100,36 +92,8 @@ func RunFS(ctx context.Context, req call.Request, op fsop.Op, content string, op
 		// looks for it first); anything else is sbx's own failure.
 		return execjson.FSResult{}, execjson.Internal(fmt.Errorf("fs helper: %w", err))
 	}
-	res := execjson.FSResult{CallReport: result(p, out, opt.Form).CallReport, Op: op.Kind}
-	var st FSStageResult
-	died := json.Unmarshal([]byte(out.Stdout), &st) != nil
-	switch {
-	case died:
-		// The helper died before it could say (a timeout, a limit).
-		st.Error = fmt.Sprintf("fs helper exited %d without a result", out.ExitCode)
-		if out.KilledBy != "" {
-			st.Error = fmt.Sprintf("fs helper killed (%s) before it reported a result: the change may be partly made", out.KilledBy)
-		}
-		if msg := strings.TrimSpace(out.Stderr); msg != "" {
-			st.Error += ": " + msg
-		}
-	case st.OK:
-		res.OK = true
-	}
-	code := 0
-	if !res.OK {
-		res.Error = &execjson.ErrorObject{Kind: execjson.KindFSFailed, Message: st.Error}
-		res.ErrorDetail = res.Error
-		code = 1
-		// Denied only on the supervisor's evidence, never from an errno.
-		if len(res.Denials) > 0 {
-			res.Error.Kind, code = execjson.KindFSDenied, execjson.ExitDenied
-		}
-		if died {
-			code = max(code, out.ExitCode)
-		}
-	}
-	res.ExitCode = code
+	rep := execjson.NewCallReport(p, out.Report, opt.Form)
+	res := execjson.NewFSResult(rep, op.Kind, out.Stdout, out.Stderr)
 	return res, nil
 }
 

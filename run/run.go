@@ -171,15 +171,9 @@ func Exec(ctx context.Context, req *execjson.Request, r call.Request, in execjso
 		res = result(p, out, call.RetryForm{Request: opt.Raw})
 	}
 	if err != nil {
-		var code int
-		err, code = execjson.StartFailure(err, p.Call.Cmd, res.ExitCode)
-		if code == execjson.ExitRefused {
-			// A required feature missing is still unsupported (ErrorFor
-			// looks for it first); anything else is sbx's own failure.
-			return execjson.Response{}, execjson.Internal(err)
+		if err := res.StartFailed(err, p.Call.Cmd); err != nil {
+			return execjson.Response{}, err
 		}
-		res.ExitCode, res.Error = code, err.Error()
-		res.ErrorDetail = execjson.ErrorFor(err, execjson.KindExecFailed)
 	}
 	res.CallID = req.CallID
 	return execjson.Response{Result: &res}, nil
@@ -188,12 +182,8 @@ func Exec(ctx context.Context, req *execjson.Request, r call.Request, in execjso
 // result maps a call's output to the wire result, with the retry hint in
 // form when the sandbox denied something.
 func result(p *call.Prepared, out Output, form call.RetryForm) execjson.Result {
-	res := execjson.Result{CallReport: execjson.CallReport{Report: out.Report, Permissions: p.Permissions, Env: p.Env},
+	return execjson.Result{CallReport: execjson.NewCallReport(p, out.Report, form),
 		Stdout: out.Stdout, Stderr: out.Stderr, StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated}
-	if len(res.Denials) > 0 {
-		res.Retry = p.Retry(res.Denials, form)
-	}
-	return res
 }
 
 // execFS runs the "fs" request: the result is `sbx fs --json`'s, with the
