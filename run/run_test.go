@@ -231,16 +231,32 @@ func TestRunCancel(t *testing.T) {
 }
 
 // TestPrestart: a call prepared while its namespaces were made on the
-// prestart pipes runs on them, its input and output intact.
+// prestart pipes runs on them, its input and output intact, and the slot
+// is free again for the next call; a call on a pty, or one with no
+// sandbox, makes nothing ahead and runs as without.
 func TestPrestart(t *testing.T) {
-	req := decode(t, `{"cwd": "`+t.TempDir()+`", "command": ["sh", "-c", "cat; echo err >&2"], "stdin": "in\n"}`)
-	r, in := callOf(t, req)
-	resp, err := Exec(context.Background(), req, r, in, Options{Prestart: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.Result.ExitCode != 0 || resp.Result.Stdout != "in\n" || resp.Result.Stderr != "err\n" {
-		t.Errorf("prestarted call: %d %q %q", resp.Result.ExitCode, resp.Result.Stdout, resp.Result.Stderr)
+	ws := t.TempDir()
+	for _, tt := range []struct{ name, req, want string }{
+		{"pipes", `"command": ["sh", "-c", "cat; echo err >&2"], "stdin": "in\n"`, "in\n"},
+		{"again", `"command": ["sh", "-c", "cat; echo err >&2"], "stdin": "in\n"`, "in\n"},
+		{"pty", `"command": ["sh", "-c", "test -t 0 && echo tty"], "pty": {"rows": 10, "cols": 40}`, "tty\r\n"},
+		{"full access", `"sandbox_mode": "danger-full-access", "command": ["sh", "-c", "cat; echo err >&2"], "stdin": "in\n"`, "in\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			req := decode(t, `{"cwd": "`+ws+`", `+tt.req+`}`)
+			r, in := callOf(t, req)
+			resp, err := Exec(context.Background(), req, r, in, Options{Prestart: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantErr := "err\n"
+			if in.PTY != nil {
+				wantErr = ""
+			}
+			if resp.Result.ExitCode != 0 || !strings.Contains(resp.Result.Stdout, tt.want) || resp.Result.Stderr != wantErr {
+				t.Errorf("prestarted call: %d %q %q", resp.Result.ExitCode, resp.Result.Stdout, resp.Result.Stderr)
+			}
+		})
 	}
 }
 
@@ -267,6 +283,20 @@ func TestRunFS(t *testing.T) {
 	}
 	if res.OK || res.Error == nil || res.Error.Kind != execjson.KindFSDenied || res.ExitCode != execjson.ExitDenied || res.Retry == nil {
 		t.Errorf("denied write: ok %v exit %d error %+v retry %+v", res.OK, res.ExitCode, res.Error, res.Retry)
+	}
+	// An existing file granted alone is written in place: the helper
+	// cannot create its temp file beside it.
+	if err := os.WriteFile(filepath.Join(ws, "one.txt"), []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r, _ = callOf(t, decode(t, `{"cwd": "`+ws+`", "command": ["true"], "preauthorized": true,
+		"additional_permissions": {"file_system": {"write": ["one.txt"]}}}`))
+	res, err = RunFS(context.Background(), r, fsop.Op{Kind: fsop.Write, Path: "one.txt"}, "new", opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(ws, "one.txt")); !res.OK || string(b) != "new" || len(res.Denials) != 0 {
+		t.Errorf("write of a file granted alone: ok %v error %+v denials %+v, file %q", res.OK, res.Error, res.Denials, b)
 	}
 	// A bad spec is refused by the stage itself.
 	var out, errOut bytes.Buffer
