@@ -5,7 +5,8 @@
 // Its request and result types are the contract's (package execjson, the
 // same types `sbx exec` and `sbx serve` decode and print), so what a
 // program builds here is what a runtime would send sbx as JSON, and the
-// schemas in docs/schema describe both.
+// schemas in docs/schema describe both. It runs them through the same run
+// stage (package run) as `sbx exec` and `sbx serve`.
 //
 // A program that uses it calls Main first in its main function: an
 // unprivileged call re-executes the program itself as the sandbox's stage
