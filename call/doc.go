@@ -21,7 +21,7 @@
 //		Escalation: call.Escalation{ApprovalPolicy: profiles.ApprovalNever},
 //	})
 //	if err != nil { /* refused: a *profiles.FieldError names the field; escalate.ErrDenied; call.ErrNotFound */ }
-//	rep, err := host.Run(ctx, p.Call)
+//	rep, err := run.Run(ctx, p, run.IO{Stdout: os.Stdout, Stderr: os.Stderr}) // package run; or host.Run(ctx, p.Call)
 //	if len(rep.Denials) > 0 {
 //		hint := p.Retry(rep.Denials, call.RetryForm{Request: rawRequest})
 //	}

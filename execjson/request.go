@@ -117,9 +117,6 @@ func Decode(data []byte) (*Request, error) {
 type Input struct {
 	PTY   *PTYSize // nil: pipes
 	Stdin string
-	// pipes, when not nil, are the pipes to use, made ahead (see
-	// newCallPipes); otherwise execCall makes them.
-	pipes *callPipes
 }
 
 // Call checks the request's fields and maps it to the call it describes,

@@ -2,6 +2,7 @@ package execjson
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/profiles"
@@ -46,5 +47,16 @@ func TestDecodeStrings(t *testing.T) {
 				t.Fatalf("%s: err %v, want %s: %v", tt.in, err, tt.field, tt.want)
 			}
 		})
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	var fe *profiles.FieldError
+	for _, in := range []string{`{"cwd": "/", "SANDBOX_MODE": "danger-full-access"}`, `{"cwd": "/", "cwd": "/etc"}`} {
+		if _, err := Decode([]byte(in)); err == nil {
+			t.Errorf("%s decoded", in)
+		} else if !errors.As(err, &fe) && !strings.Contains(err.Error(), "duplicate") {
+			t.Errorf("%s: %v does not name the field", in, err)
+		}
 	}
 }

@@ -13,10 +13,11 @@ import (
 // TestLayers: the vocabulary is the ground floor, and the policy side of
 // the pipeline imports no mechanism (issue 14): report imports no sbx
 // package; profiles, policy, policy/denial and escalate none of enforce,
-// netproxy, serve or the CLI.
+// netproxy, serve or the CLI; and the wire contract (execjson) does not
+// reach up to the run stage, which runs calls for it (issue 28 §2).
 func TestLayers(t *testing.T) {
 	const module = "github.com/sbx-sandbox/sbx/"
-	mechanism := []string{"enforce", "netproxy", "serve", "execjson", "call", "cmd", "sandbox", "fsop", "shells"}
+	mechanism := []string{"enforce", "netproxy", "serve", "execjson", "run", "call", "cmd", "sandbox", "fsop", "shells"}
 	for _, tt := range []struct {
 		dir       string
 		forbidden []string
@@ -26,6 +27,7 @@ func TestLayers(t *testing.T) {
 		{"../policy", mechanism},
 		{"../policy/denial", mechanism},
 		{"../escalate", mechanism},
+		{"../execjson", []string{"run", "cmd", "serve", "sandbox"}},
 	} {
 		files, err := filepath.Glob(filepath.Join(tt.dir, "*.go"))
 		if err != nil || len(files) == 0 {

@@ -5,7 +5,8 @@
 // Its request and result types are the contract's (package execjson, the
 // same types `sbx exec` and `sbx serve` decode and print), so what a
 // program builds here is what a runtime would send sbx as JSON, and the
-// schemas in docs/schema describe both.
+// schemas in docs/schema describe both. It runs them through the same run
+// stage (package run) as `sbx exec` and `sbx serve`.
 //
 // A program that uses it calls Main first in its main function: an
 // unprivileged call re-executes the program itself as the sandbox's stage
@@ -36,6 +37,7 @@ import (
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/run"
 )
 
 func init() { runtime.LockOSThread() }
@@ -84,8 +86,8 @@ func Main() {
 	switch os.Args[1] {
 	case host.StageCommand:
 		os.Exit(host.StageMain())
-	case execjson.FSStageCommand:
-		os.Exit(execjson.FSStageMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	case run.FSStageCommand:
+		os.Exit(run.FSStageMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 	}
 }
 
@@ -106,7 +108,11 @@ func Run(ctx context.Context, req *Request, opt Options) (Response, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	return execjson.Exec(ctx, req, execjson.Options{Env: env, Raw: raw, Events: opt.Events})
+	r, in, err := req.Call(env)
+	if err != nil {
+		return Response{}, err
+	}
+	return run.Exec(ctx, req, r, in, run.Options{Raw: raw, Events: opt.Events})
 }
 
 // FS makes the one file-system change of req.FS under the sandbox the

@@ -3,8 +3,10 @@
 // (docs/serve.md). It owns the session state that profiles/ and escalate/
 // model (the knobs pinned when a session opens, preset intents, turns,
 // grants stored by environment id and scope, child sessions) and runs
-// each exec request through package execjson, the code path of
-// `sbx exec`, launching in-process: no new Go start per call.
+// each exec request through packages execjson (the request) and run (the
+// call), the code path of `sbx exec`, launching in-process: no new Go
+// start per call. The server makes the call it wants from the request
+// (its session's mode, grants and approver) and hands it to run.Exec.
 //
 //	cl := serve.NewClientAnswerer()
 //	srv := serve.New(serve.Options{Client: cl, Answerer: serve.Waterfall{cl,

@@ -113,7 +113,7 @@ func asError(err error) *Error {
 	return &Error{Code: CodeInternal, Message: err.Error(), Data: ErrorData{Kind: KindInternal}}
 }
 
-// refusalError maps a refusal of execjson.Exec: the same classification
+// refusalError maps a refusal of run.Exec: the same classification
 // as sbx exec's refusal object, which goes along as data.detail.
 func refusalError(err error) *Error {
 	var e *Error

@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/run"
 )
 
 func contextWithCancel() (context.Context, context.CancelFunc) {
@@ -248,37 +249,19 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 		})
 	}
 	dispatched := false
-	opt := execjson.Options{
-		Env: c.srv.opt.Env, Raw: raw, Executable: c.srv.opt.Executable, Cleanup: &cleanup,
-		Events: func(ev execjson.OutputEvent) error { return c.notify("exec/output", ev) },
-		Adjust: func(r *call.Request) error {
-			if ctx.Err() != nil {
-				return errCancelled
-			}
-			sess.mu.Lock()
-			r.Mode, r.Escalation.ApprovalPolicy, r.Escalation.GuardPath = sess.mode, sess.policy, sess.guard
-			sess.mu.Unlock()
-			r.Escalation.EnvironmentID = env
-			r.Escalation.Grants = sess.grantsFor(env, p.TurnID)
-			r.Escalation.Approver = approver
-			r.Escalation.Control = withGuardFile(c.srv.opt.Control, r.Escalation.GuardPath)
-			return nil
-		},
-		Dispatch: func() error {
-			if err := started(); err != nil {
-				return asError(err)
-			}
-			if hooks != nil && hooks.Dispatching != nil {
-				hooks.Dispatching(p.CallID)
-			}
-			if ctx.Err() != nil {
-				return errCancelled
-			}
-			dispatched = true
-			return nil
-		},
-	}
-	resp, err := execjson.Exec(ctx, &p.Request, opt)
+	resp, err := c.execCall(ctx, sess, env, p, raw, approver, &cleanup, func() error {
+		if err := started(); err != nil {
+			return asError(err)
+		}
+		if hooks != nil && hooks.Dispatching != nil {
+			hooks.Dispatching(p.CallID)
+		}
+		if ctx.Err() != nil {
+			return errCancelled
+		}
+		dispatched = true
+		return nil
+	})
 	asked, decided := ap.wait()
 	fin := callFinishedRecord{CallID: p.CallID}
 	var result any
@@ -320,6 +303,33 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 		return nil, asError(fmt.Errorf("call %s finished (%s) but %w", p.CallID, fin.Outcome, err))
 	}
 	return result, e
+}
+
+// execCall makes the call p's request describes, sets what the session
+// holds on it (the standing mode and approval policy, the guard, stored
+// grants, the approver, the control paths: a request cannot name them),
+// and hands it to run.Exec; dispatch is its last check before the command
+// starts.
+func (c *conn) execCall(ctx context.Context, sess *session, env string, p *execParams, raw json.RawMessage,
+	approver escalate.Approver, cleanup *sync.WaitGroup, dispatch func() error) (execjson.Response, error) {
+	r, in, err := p.Request.Call(c.srv.opt.Env)
+	if err != nil {
+		return execjson.Response{}, err
+	}
+	if ctx.Err() != nil {
+		return execjson.Response{}, errCancelled
+	}
+	sess.mu.Lock()
+	r.Mode, r.Escalation.ApprovalPolicy, r.Escalation.GuardPath = sess.mode, sess.policy, sess.guard
+	sess.mu.Unlock()
+	r.Escalation.EnvironmentID = env
+	r.Escalation.Grants = sess.grantsFor(env, p.TurnID)
+	r.Escalation.Approver = approver
+	r.Escalation.Control = withGuardFile(c.srv.opt.Control, r.Escalation.GuardPath)
+	return run.Exec(ctx, &p.Request, r, in, run.Options{
+		Raw: raw, Executable: c.srv.opt.Executable, Cleanup: cleanup, Dispatch: dispatch,
+		Events: func(ev execjson.OutputEvent) error { return c.notify("exec/output", ev) },
+	})
 }
 
 // shownCommand is the argv an approval shows: the request's command when

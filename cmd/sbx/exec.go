@@ -8,6 +8,7 @@ import (
 	"os"
 
 	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/run"
 )
 
 func init() {
@@ -65,8 +66,12 @@ func execCmd(args []string, stdio Stdio) int {
 	if err != nil {
 		return execRefuse(stdio, err)
 	}
-	resp, err := execjson.Exec(context.Background(), req, execjson.Options{
-		Env: os.Environ(), Raw: data, Events: execjson.LineSink(stdio.Out), Prestart: true, RelaySignals: true,
+	r, in, err := req.Call(os.Environ())
+	if err != nil {
+		return execRefuse(stdio, err)
+	}
+	resp, err := run.Exec(context.Background(), req, r, in, run.Options{
+		Raw: data, Events: execjson.LineSink(stdio.Out), Prestart: true, RelaySignals: true,
 		Executable: func() (string, error) { return selfExecutable() },
 	})
 	if err != nil {

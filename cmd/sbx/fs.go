@@ -14,6 +14,7 @@ import (
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/fsop"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/run"
 )
 
 func init() {
@@ -234,7 +235,7 @@ var selfExecutable = os.Executable
 // content as its stdin, and makes the result; form is the form of the
 // call a retry repeats. The error is a refusal (exit 125): nothing ran.
 func runFS(req call.Request, op fsop.Op, content string, form call.RetryForm) (fsResult, error) {
-	return execjson.RunFS(context.Background(), req, op, content, execjson.FSOptions{
+	return run.RunFS(context.Background(), req, op, content, run.FSOptions{
 		Form: form, Executable: func() (string, error) { return selfExecutable() }, RelaySignals: true,
 	})
 }

@@ -17,11 +17,11 @@ import (
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
-	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/policy/denial"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/run"
 )
 
 func init() {
@@ -184,8 +184,8 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	if err != nil {
 		return probeReport{}, err
 	}
-	c.ForwardSignals = true
-	res, err := execjson.Capture(context.Background(), c, 0, execjson.Input{})
+	p.Call.ForwardSignals = true
+	res, err := run.Capture(context.Background(), p, 0, run.IO{})
 	if err == nil && res.ExitCode != 0 {
 		err = fmt.Errorf("probe stage exited %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/run"
 )
 
 // ptySize is the window size of a call's pseudo-terminal.
@@ -70,7 +71,7 @@ func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (rep
 			size = ptySize{Rows: int(r), Cols: int(c)}
 		}
 	}
-	p, err := execjson.AttachPTY(&call, execjson.PTYSize(size))
+	p, err := run.AttachPTY(&call, execjson.PTYSize(size))
 	if err != nil {
 		return report.Report{}, err
 	}
@@ -85,7 +86,7 @@ func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (rep
 	}
 	switch {
 	case closeStdin:
-		go io.WriteString(p.Master, execjson.PTYInput(""))
+		go io.WriteString(p.Master, run.PTYInput(""))
 	case onTerminal:
 		// Ends with sbx: a read of sbx's stdin cannot be interrupted.
 		go io.Copy(p.Master, os.Stdin)
@@ -95,15 +96,15 @@ func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (rep
 		go func() {
 			lw := &lastByteWriter{w: p.Master}
 			if _, err := io.Copy(lw, os.Stdin); err == nil {
-				io.WriteString(p.Master, execjson.PTYEOF(lw.n > 0 && lw.last != '\n'))
+				io.WriteString(p.Master, run.PTYEOF(lw.n > 0 && lw.last != '\n'))
 			}
 		}()
 	}
-	drained := execjson.CopyOut(p.Master, out)
+	drained := run.CopyOut(p.Master, out)
 	rep, err := host.Run(context.Background(), call)
-	execjson.FinishPTY(p, drained)
+	run.FinishPTY(p, drained)
 	return rep, err
 }
 
-// ptyInput is what is typed into a pty (execjson.PTYInput).
-func ptyInput(text string) string { return execjson.PTYInput(text) }
+// ptyInput is what is typed into a pty (run.PTYInput).
+func ptyInput(text string) string { return run.PTYInput(text) }

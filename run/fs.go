@@ -1,4 +1,4 @@
-package execjson
+package run
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
+	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/fsop"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/policy/denial"
@@ -19,20 +20,12 @@ import (
 // sandbox: it performs the one change of its spec with plain system calls
 // (package fsop), so Landlock, the read-only mounts and the denial
 // supervisor judge it exactly as they judge a command, and prints the
-// outcome as one FSStageResult.
+// outcome as one execjson.FSStageResult.
 const FSStageCommand = "__fs"
-
-// FSStageResult is the stage's output. Error is the system call's (or the
-// patch's) message, unchanged; whether the sandbox caused it is for the
-// outer sbx to say, from the supervisor's evidence.
-type FSStageResult struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
-}
 
 // FSStageMain is the FSStageCommand stage: args is what follows the
 // subcommand (one JSON fsop.Op). It performs the change, reading its
-// content from stdin where the op takes one, writes one FSStageResult to
+// content from stdin where the op takes one, writes one execjson.FSStageResult to
 // stdout and returns the exit status (125: args is not a stage's).
 func FSStageMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	var op fsop.Op
@@ -44,9 +37,9 @@ func FSStageMain(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if op.Kind.TakesInput() {
 		in = stdin
 	}
-	res := FSStageResult{OK: true}
+	res := execjson.FSStageResult{OK: true}
 	if err := op.Run(in); err != nil {
-		res = FSStageResult{Error: err.Error()}
+		res = execjson.FSStageResult{Error: err.Error()}
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -70,70 +63,37 @@ type FSOptions struct {
 // RunFS runs the FSStageCommand stage for op under the call req describes,
 // with content as its stdin, and makes the result. The error is a refusal
 // (exit 125): nothing ran.
-func RunFS(ctx context.Context, req call.Request, op fsop.Op, content string, opt FSOptions) (FSResult, error) {
+func RunFS(ctx context.Context, req call.Request, op fsop.Op, content string, opt FSOptions) (execjson.FSResult, error) {
 	exe, err := opt.Executable()
 	if err != nil {
-		return FSResult{}, Internal(fmt.Errorf("executable: %w", err))
+		return execjson.FSResult{}, execjson.Internal(fmt.Errorf("executable: %w", err))
 	}
 	// The spec (argv[2]) is made once the policy is known.
 	req.Command, req.Shell = []string{exe, FSStageCommand, ""}, nil
 	p, err := call.Prepare(ctx, req)
 	if err != nil {
-		return FSResult{}, err
+		return execjson.FSResult{}, err
 	}
 	if opt.Dispatch != nil {
 		if err := opt.Dispatch(); err != nil {
-			return FSResult{}, err
+			return execjson.FSResult{}, err
 		}
 	}
-	c := p.Call
-	c.ForwardSignals = opt.RelaySignals
-	op.InPlace = inPlaceTargets(op, content, c.Cmd.Dir, c.Policy)
+	p.Call.ForwardSignals = opt.RelaySignals
+	op.InPlace = inPlaceTargets(op, content, p.Call.Cmd.Dir, p.Call.Policy)
 	spec, err := json.Marshal(op)
 	if err != nil {
-		return FSResult{}, err
+		return execjson.FSResult{}, err
 	}
-	c.Cmd.Argv[2] = string(spec)
-	out, err := Capture(ctx, c, 0, Input{Stdin: content})
+	p.Call.Cmd.Argv[2] = string(spec)
+	out, err := Capture(ctx, p, 0, IO{Stdin: content})
 	if err != nil {
 		// A required feature missing is still unsupported (ErrorFor
 		// looks for it first); anything else is sbx's own failure.
-		return FSResult{}, Internal(fmt.Errorf("fs helper: %w", err))
+		return execjson.FSResult{}, execjson.Internal(fmt.Errorf("fs helper: %w", err))
 	}
-	res := FSResult{CallReport: out.CallReport, Op: op.Kind}
-	res.Permissions, res.Env = p.Permissions, p.Env
-	if len(res.Denials) > 0 {
-		res.Retry = p.Retry(res.Denials, opt.Form)
-	}
-	var st FSStageResult
-	died := json.Unmarshal([]byte(out.Stdout), &st) != nil
-	switch {
-	case died:
-		// The helper died before it could say (a timeout, a limit).
-		st.Error = fmt.Sprintf("fs helper exited %d without a result", out.ExitCode)
-		if out.KilledBy != "" {
-			st.Error = fmt.Sprintf("fs helper killed (%s) before it reported a result: the change may be partly made", out.KilledBy)
-		}
-		if msg := strings.TrimSpace(out.Stderr); msg != "" {
-			st.Error += ": " + msg
-		}
-	case st.OK:
-		res.OK = true
-	}
-	code := 0
-	if !res.OK {
-		res.Error = &ErrorObject{Kind: KindFSFailed, Message: st.Error}
-		res.ErrorDetail = res.Error
-		code = 1
-		// Denied only on the supervisor's evidence, never from an errno.
-		if len(res.Denials) > 0 {
-			res.Error.Kind, code = KindFSDenied, ExitDenied
-		}
-		if died {
-			code = max(code, out.ExitCode)
-		}
-	}
-	res.ExitCode = code
+	rep := execjson.NewCallReport(p, out.Report, opt.Form)
+	res := execjson.NewFSResult(rep, op.Kind, out.Stdout, out.Stderr)
 	return res, nil
 }
 

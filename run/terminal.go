@@ -1,4 +1,4 @@
-package execjson
+package run
 
 import (
 	"fmt"
@@ -9,36 +9,12 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/enforce/host"
-	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/execjson"
 )
-
-// PTYSize is the window size of a call's pseudo-terminal.
-type PTYSize struct{ Rows, Cols int }
-
-// DefaultPTYSize is the size of a pty whose size is not given.
-var DefaultPTYSize = PTYSize{Rows: 24, Cols: 80}
-
-// MaxStdinBytes caps exec's "stdin" text: it is held in memory with the
-// request, and a command that wants more should read a file.
-const MaxStdinBytes = 1 << 20
-
-// Check refuses sizes a terminal cannot have, naming the field as
-// prefix+"rows" or prefix+"cols".
-func (s PTYSize) Check(prefix string) error {
-	for _, v := range []struct {
-		name string
-		n    int
-	}{{"rows", s.Rows}, {"cols", s.Cols}} {
-		if v.n < 1 || v.n > 65535 {
-			return &profiles.FieldError{Field: prefix + v.name, Err: fmt.Errorf("%d is not between 1 and 65535", v.n)}
-		}
-	}
-	return nil
-}
 
 // AttachPTY opens a pty of size and makes its slave the command's stdio,
 // controlling terminal and only openable terminal.
-func AttachPTY(call *host.Call, size PTYSize) (*host.PTY, error) {
+func AttachPTY(call *host.Call, size execjson.PTYSize) (*host.PTY, error) {
 	p, err := host.OpenPTY(uint16(size.Rows), uint16(size.Cols))
 	if err != nil {
 		return nil, err
