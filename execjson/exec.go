@@ -9,6 +9,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/report"
 )
 
@@ -33,6 +34,10 @@ type Options struct {
 	// this process to the command (sbx exec: a runtime cancels a call so).
 	// A server running many calls leaves it off and cancels through ctx.
 	RelaySignals bool
+	// Approver, when set, is asked instead of the request's approver
+	// program: an in-process answerer (sandbox.Options.Approver), or sbx
+	// exec's program wrapped so that its signals cancel the ask.
+	Approver escalate.Approver
 	// Adjust, when set, changes the call before it is prepared: a server
 	// adds what its session holds (the standing mode, stored grants, the
 	// approver). Its error is a refusal.
@@ -81,6 +86,9 @@ func Exec(ctx context.Context, req *Request, opt Options) (Response, error) {
 	r, in, err := req.Call(opt.Env)
 	if err != nil {
 		return Response{}, err
+	}
+	if opt.Approver != nil {
+		r.Escalation.Approver = opt.Approver
 	}
 	if opt.Adjust != nil {
 		if err := opt.Adjust(&r); err != nil {

@@ -34,6 +34,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/report"
 )
@@ -62,6 +63,32 @@ type FSResult = execjson.FSResult
 // OutputEvent is one event of a streamed call's output.
 type OutputEvent = execjson.OutputEvent
 
+// Question is the one approval question every answerer gets (the shape
+// an --approver program reads on its stdin, and an sbx server's clients in
+// approval/requested): target_mode, additional_permissions,
+// new_permissions, merged_permissions, cap_add, justification, command and
+// the ids.
+type Question = escalate.ApprovalRequest
+
+// Approver answers approval questions in-process (Options.Approver). Only
+// an exact AllowedOnce lets the call proceed; any other outcome, an error,
+// a panic, or an answer after ctx ends denies it.
+type Approver = escalate.Approver
+
+// ApproverFunc adapts a function to Approver.
+type ApproverFunc = escalate.ApproverFunc
+
+// Outcome is an approver's answer.
+type Outcome = escalate.Outcome
+
+// The outcomes. Only AllowedOnce proceeds; each other has its own error.
+const (
+	AllowedOnce = escalate.AllowedOnce
+	Rejected    = escalate.Rejected
+	Cancelled   = escalate.Cancelled
+	Unavailable = escalate.Unavailable
+)
+
 // Check is one line of Doctor.
 type Check = report.Check
 
@@ -73,6 +100,10 @@ type Options struct {
 	// Events receives the output of a Stream request as it comes
 	// (required for one).
 	Events func(OutputEvent) error
+	// Approver, when set, answers the call's approval questions
+	// in-process, instead of the approver program the request names
+	// ("approver"). Cancelling Run's ctx settles a pending one cancelled.
+	Approver Approver
 }
 
 // Main runs sbx's stages when this process is one and exits; otherwise it
@@ -106,7 +137,7 @@ func Run(ctx context.Context, req *Request, opt Options) (Response, error) {
 	if env == nil {
 		env = os.Environ()
 	}
-	return execjson.Exec(ctx, req, execjson.Options{Env: env, Raw: raw, Events: opt.Events})
+	return execjson.Exec(ctx, req, execjson.Options{Env: env, Raw: raw, Events: opt.Events, Approver: opt.Approver})
 }
 
 // FS makes the one file-system change of req.FS under the sandbox the

@@ -182,10 +182,10 @@ type acpPermissionResponse struct {
 // ACPRequestID is the JSON-RPC id of an approval's session/request_permission.
 func ACPRequestID(approvalID string) string { return "sbx-approval-" + approvalID }
 
-// Answer sends session/request_permission and waits for its response, or
+// Approve sends session/request_permission and waits for its response, or
 // for ctx (cancellation, the answer timeout): then the request is
 // withdrawn with $/cancel_request.
-func (a *ACPAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
+func (a *ACPAnswerer) Approve(ctx context.Context, q Question) (escalate.Outcome, error) {
 	if q.CallID == "" || q.ACPSessionID == "" {
 		return escalate.Unavailable, errors.New("acp: the call has no call_id or its session no acp_session_id")
 	}
@@ -237,7 +237,7 @@ func (a *ACPAnswerer) withdraw(id string) {
 // acpParams is the question as ACP asks it: the call (toolCallId is its
 // call_id, the title its reason) and the two options.
 func acpParams(q Question) acpPermissionRequest {
-	tool := q.toolName()
+	tool := toolName(q)
 	title := q.Justification
 	if title == "" {
 		title = tool + " call " + q.CallID + " asks for more than its sandbox allows"

@@ -242,7 +242,7 @@ func TestACPBinding(t *testing.T) {
 
 	// A question without a call_id is not claimed.
 	var a *ACPAnswerer = c.srv.opt.Answerer.(Waterfall)[0].(*ACPAnswerer)
-	if a.Claim(Question{ACPSessionID: "acp-7"}) || !a.Claim(Question{ACPSessionID: "acp-7", ApprovalRequest: escalate.ApprovalRequest{CallID: "c"}}) {
+	if a.Claim(Question{ACPSessionID: "acp-7"}) || !a.Claim(Question{ACPSessionID: "acp-7", CallID: "c"}) {
 		t.Error("Claim: a call_id and an acp_session_id are both needed")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/execjson"
 )
 
@@ -65,10 +66,16 @@ func execCmd(args []string, stdio Stdio) int {
 	if err != nil {
 		return execRefuse(stdio, err)
 	}
-	resp, err := execjson.Exec(context.Background(), req, execjson.Options{
+	opt := execjson.Options{
 		Env: os.Environ(), Raw: data, Events: execjson.LineSink(stdio.Out), Prestart: true, RelaySignals: true,
 		Executable: func() (string, error) { return selfExecutable() },
-	})
+	}
+	if len(req.Approver) > 0 {
+		// The request's program, asked as execjson would, but SIGINT or
+		// SIGTERM to sbx settles its ask cancelled.
+		opt.Approver = withInterrupt(escalate.CommandApprover{Argv: req.Approver})
+	}
+	resp, err := execjson.Exec(context.Background(), req, opt)
 	if err != nil {
 		return execRefuse(stdio, err)
 	}
