@@ -32,6 +32,12 @@ type callSignals struct {
 	ready  chan struct{}  // closed once both are subscribed
 }
 
+// subscribeSignals subscribes the call's signals in the background.
+//
+// IMPORTANT: this subscription is process-wide state inside a library
+// (STYLE.md: it belongs to cmd/sbx, handed in as a channel or a context, as
+// the approval's signals and SIGWINCH now are; #28 §3 left it here). An
+// embedding program that sets ForwardSignals shares these signals with sbx.
 func subscribeSignals(c Call) *callSignals {
 	s := &callSignals{ready: make(chan struct{})}
 	if c.ForwardSignals {
