@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
 )
 
@@ -32,3 +33,8 @@ func withInterrupt(approver escalate.Approver) escalate.Approver {
 	}
 	return interruptible{approver}
 }
+
+// The program, not the library, catches signals: host relays SIGINT,
+// SIGTERM, SIGHUP and SIGQUIT to a running command, and hears sbx's
+// parent-death signal, through this process's signal.Notify.
+func init() { host.SetNotifier(host.Notifier{Notify: signal.Notify, Stop: signal.Stop}) }
