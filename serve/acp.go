@@ -135,12 +135,10 @@ type acpPermissionRequest struct {
 }
 
 // acpQuestion is sbx's own facts in _meta (ACP's extension point): the
-// session and approval, for a client that wants to show them.
+// one question every answerer gets (session and approval ids, what is
+// asked, what is new), for a client that wants to show them.
 type acpQuestion struct {
-	SBX struct {
-		SessionID  string `json:"session_id"`
-		ApprovalID string `json:"approval_id"`
-	} `json:"sbx"`
+	SBX Question `json:"sbx"`
 }
 
 // acpToolCall is a ToolCallUpdate: the call, by its call_id.
@@ -249,8 +247,7 @@ func acpParams(q Question) acpPermissionRequest {
 	if q.Command != nil {
 		tc.RawInput = &acpToolCallRaw{Command: q.Command}
 	}
-	meta := &acpQuestion{}
-	meta.SBX.SessionID, meta.SBX.ApprovalID = q.SessionID, q.ApprovalID
+	meta := &acpQuestion{SBX: q}
 	return acpPermissionRequest{SessionID: q.ACPSessionID, ToolCall: tc, Options: acpOptions, Meta: meta}
 }
 

@@ -96,8 +96,8 @@ type approval struct {
 // made durable: denied, as unavailable.
 var errLog = errors.New("approval log")
 
-// Approve implements escalate.Approver. escalate.Decide may stop waiting
-// when its own context ends; Approve still finishes its decided record,
+// Approve implements escalate.Approver. escalate.Obtain (through
+// escalate.Ask) may stop waiting when its own context ends; Approve still finishes its decided record,
 // and wait waits for that.
 func (a *approval) Approve(_ context.Context, req escalate.ApprovalRequest) (escalate.Outcome, error) {
 	defer a.done()
