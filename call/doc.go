@@ -37,9 +37,11 @@
 //     guarded, before any approver is asked; a with_additional_permissions
 //     request the guard would strip whole, or a write into a read-only
 //     carve-out, is refused without asking.
-//   - Approval fails closed (escalate.Decide): only an exact allowed-once
-//     proceeds, and approval policy never asks nobody. SIGINT or SIGTERM
-//     while the approver is asked settles the approval cancelled.
+//   - Approval fails closed (escalate.Validate once, then escalate.Obtain):
+//     only an exact allowed-once proceeds, and approval policy never asks
+//     nobody. ctx ending while the approver is asked settles the approval
+//     cancelled; the package catches no signal (sbx's SIGINT and SIGTERM
+//     reach an ask through the approver cmd/sbx wraps).
 //   - The guard is applied last and only takes away; what it removed is in
 //     Permissions.GuardRemoved, and it is loaded once: the retry reads the
 //     same guard, so what it forbids gets no retry.

@@ -4,11 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"os/signal"
 	"reflect"
 	"strings"
-	"syscall"
 
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/policy"
@@ -73,9 +70,11 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 		Granted:          profiles.Merge(grants.Session, grants.Turn),
 		StrictAutoReview: eff.StrictAutoReview,
 		CapAdd:           e.CapAdd,
+		Command:          e.Command,
 	}
-	// Nothing is asked that would then be refused: the policy the call
-	// would run with, if approved, is built and guarded first.
+	// Validated once, here (Obtain below does not again). Nothing is asked
+	// that would then be refused: the policy the call would run with, if
+	// approved, is built and guarded first.
 	if err := escalate.Validate(call); err != nil {
 		return policy.Policy{}, rep, guard, err
 	}
@@ -104,11 +103,11 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	if err := checkRequest(call, final, applied); err != nil {
 		return policy.Policy{}, rep, guard, err
 	}
-	// SIGINT or SIGTERM while the approver is asked settles the approval
-	// cancelled (Decide drops a late answer); the call never starts.
-	askCtx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
-	dec, err := escalate.Decide(askCtx, call, e.ApprovalPolicy, e.Approver)
-	stop()
+	// ctx ending while the approver is asked settles the approval
+	// cancelled (Ask drops a late answer); the call never starts. The
+	// library installs no signal handler: sbx's own SIGINT and SIGTERM
+	// reach here through the approver cmd/sbx wraps (its interruptible).
+	dec, err := escalate.Obtain(ctx, call, e.ApprovalPolicy, e.Approver)
 	if err != nil {
 		return policy.Policy{}, rep, guard, err
 	}

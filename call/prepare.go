@@ -49,6 +49,16 @@ type Prepared struct {
 // Policy is the final policy the call runs with.
 func (p *Prepared) Policy() policy.Policy { return p.Call.Policy }
 
+// shownCommand is the argv an approval shows: the request's command when
+// it is what runs. A shell spec makes the argv run another one, and an fs
+// change's argv is its stage's: nothing is shown rather than a guess.
+func shownCommand(r Request) []string {
+	if r.Shell != nil || r.Escalation.Tool == "fs" || len(r.Command) == 0 {
+		return nil
+	}
+	return r.Command
+}
+
 // Prepare validates r and decides the call: normalisation, grants, the
 // ladder and approval (fail closed; SIGINT or SIGTERM while the approver
 // is asked settles it cancelled), the guard, and path resolution. Every
@@ -56,6 +66,7 @@ func (p *Prepared) Policy() policy.Policy { return p.Call.Policy }
 // returns one. On ErrNotFound (the command does not resolve) it returns
 // the Prepared call too, without a command, for the report.
 func Prepare(ctx context.Context, r Request) (*Prepared, error) {
+	r.Escalation.Command = shownCommand(r)
 	if r.Shell != nil {
 		if len(r.Command) > 0 {
 			return nil, &profiles.FieldError{Field: "shell", Err: errors.New("give a command or a shell script, not both")}

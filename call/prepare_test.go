@@ -291,3 +291,22 @@ func TestPrepare(t *testing.T) {
 		})
 	}
 }
+
+// TestShownCommand: the argv is shown only when it is what runs (moved
+// from serve: Prepare fills the one question's command for every answerer).
+func TestShownCommand(t *testing.T) {
+	argv := []string{"sh", "-c", "x"}
+	for _, tt := range []struct {
+		name string
+		req  Request
+		want []string
+	}{
+		{"argv", Request{Command: argv}, argv},
+		{"shell spec", Request{Command: argv, Shell: &shells.Spec{}}, nil},
+		{"fs", Request{Command: argv, Escalation: Escalation{Tool: "fs"}}, nil},
+	} {
+		if got := shownCommand(tt.req); !slices.Equal(got, tt.want) {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

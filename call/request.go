@@ -78,6 +78,10 @@ type Escalation struct {
 	// (Prepare sets it: cap_add but for the caller's own, preauthorized
 	// under use_default), which escalate asks about.
 	CapAdd []string
+	// Command is the argv the approver is shown (Prepare sets it: the
+	// command when no shell spec rewrites it and the call is not a
+	// file-system change's stage; nil otherwise).
+	Command []string
 }
 
 // PrestartHint guesses, before Prepare, whether the call will be launched

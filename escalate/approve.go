@@ -50,9 +50,12 @@ var (
 	ErrUnknownOutcome  error = &denial{"the approver's answer is not a known outcome"}
 )
 
-// ApprovalRequest is what an approver is shown. Exactly one of TargetMode
-// (require_escalated) and AdditionalPermissions (with_additional_permissions)
-// is set.
+// ApprovalRequest is the one approval question: what every answerer is
+// shown, the same for each (the --approver program's stdin, the terminal
+// prompt, a client's approval/requested, the browser panel, an ACP
+// editor, an in-process Approver). Exactly one of TargetMode
+// (require_escalated) and AdditionalPermissions (with_additional_permissions,
+// or a strict review of the grants) is set.
 type ApprovalRequest struct {
 	// ApprovalID identifies this one question (random, fresh per ask), so
 	// that an approver program can log it and match its answer.
@@ -77,10 +80,26 @@ type ApprovalRequest struct {
 	// CapAdd are the Linux capabilities the command would keep (cap_add):
 	// a widening of its own, asked about with the rest.
 	CapAdd []string `json:"cap_add,omitempty"`
+	// Command is the call's argv, only when that argv is what runs (no
+	// shell spec rewrote it, not a file-system change): nil otherwise,
+	// never a guess.
+	Command []string `json:"command,omitempty"`
+	// SessionID and TurnID place the question in an sbx server's session
+	// and turn ("" outside one); ACPSessionID is the ACP session that
+	// session is bound to (session/open's acp_session_id), "" when none.
+	SessionID    string `json:"session_id,omitempty"`
+	TurnID       string `json:"turn_id,omitempty"`
+	ACPSessionID string `json:"acp_session_id,omitempty"`
 }
 
-// Approver answers approval requests. An implementation should honour ctx,
-// but Decide does not rely on it: once ctx is done, a late answer is ignored.
+// Approver is the one answerer interface: every answerer (the --approver
+// program, the terminal, an sbx server's clients, browser panel and ACP
+// editor, an in-process one) takes the one question and gives an Outcome.
+// The vocabulary is closed: only AllowedOnce lets the call proceed; any
+// other outcome, an unknown word or an error denies it. An implementation
+// should honour ctx, but nothing relies on it: Ask stops waiting once ctx
+// is done and drops a late answer. Approve may be called concurrently for
+// different questions.
 type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Outcome, error)
 }
@@ -150,14 +169,25 @@ var askRules = map[profiles.ApprovalPolicy]askRule{
 	profiles.ApprovalOnFailure: refuseAsking,
 }
 
-// Decide validates the call, and when it asks for something the standing
-// policy and grants do not cover, obtains approval under the approval policy.
-// Validation errors come first and nobody is asked; every refusal after that
-// matches ErrDenied. Only an exact allowed-once proceeds.
+// Decide validates the call (Validate), then obtains what it runs with
+// (Obtain). Validation errors come first and nobody is asked; every refusal
+// after that matches ErrDenied. Only an exact allowed-once proceeds.
 func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Approver) (Decision, error) {
 	if err := Validate(c); err != nil {
 		return Decision{}, err
 	}
+	return Obtain(ctx, c, ap, approver)
+}
+
+// Obtain is Decide for a call Validate has passed (call.Prepare checks it
+// once, then builds and guards the policy the call would run with, then
+// obtains): when the call asks for something the standing policy and grants
+// do not cover, it obtains approval under the approval policy. Every refusal
+// matches ErrDenied. Only an exact allowed-once proceeds.
+//
+// IMPORTANT: Obtain does not validate; a caller that has not run Validate
+// on c must call Decide.
+func Obtain(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Approver) (Decision, error) {
 	dec := Decision{Mode: c.Standing.Mode}
 	switch c.SandboxPermissions {
 	case UseDefault:
@@ -186,7 +216,7 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 	case refuseAsking:
 		return Decision{}, fmt.Errorf("approval denied: approval policy %s: %w", ap, ErrOnlyOnRequest)
 	}
-	if err := ask(ctx, approver, requestFor(c)); err != nil {
+	if _, err := Ask(ctx, approver, requestFor(c), 0); err != nil {
 		return Decision{}, fmt.Errorf("approval denied: %w", err)
 	}
 	dec.Via = ViaApproval
@@ -195,7 +225,7 @@ func Decide(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 
 func requestFor(c Call) ApprovalRequest {
 	req := ApprovalRequest{ApprovalID: newApprovalID(), CallID: c.CallID, EnvironmentID: c.EnvironmentID, Tool: c.Tool,
-		Justification: c.Justification, Cwd: c.Cwd, StandingMode: c.Standing.Mode, CapAdd: c.CapAdd}
+		Justification: c.Justification, Cwd: c.Cwd, StandingMode: c.Standing.Mode, CapAdd: c.CapAdd, Command: c.Command}
 	if c.SandboxPermissions != RequireEscalated {
 		merged := profiles.Merge(c.Merged, c.Granted, c.Additional)
 		asked := c.Additional
@@ -230,71 +260,6 @@ func newApprovalID() string {
 		return fmt.Sprintf("t%x", time.Now().UnixNano())
 	}
 	return hex.EncodeToString(b[:])
-}
-
-type answer struct {
-	outcome Outcome
-	err     error
-}
-
-// ask races the approver against ctx: cancellation settles at once and a
-// later answer is dropped (the goroutine finishes into a buffered channel).
-func ask(ctx context.Context, approver Approver, req ApprovalRequest) error {
-	if approver == nil {
-		return ErrNoApprover
-	}
-	if ctx.Err() != nil {
-		return contextDenial(ctx)
-	}
-	ch := make(chan answer, 1)
-	go func() {
-		// A panicking approver (say, a typed nil) is a failed one: denied.
-		defer func() {
-			if r := recover(); r != nil {
-				ch <- answer{err: fmt.Errorf("panic: %v", r)}
-			}
-		}()
-		o, err := approver.Approve(ctx, req)
-		ch <- answer{o, err}
-	}()
-	select {
-	case <-ctx.Done():
-		return contextDenial(ctx)
-	case a := <-ch:
-		if ctx.Err() != nil {
-			return contextDenial(ctx) // answered, but after cancellation
-		}
-		return outcomeError(a)
-	}
-}
-
-func outcomeError(a answer) error {
-	switch {
-	case a.err != nil && errors.Is(a.err, ErrDenied):
-		return a.err
-	case errors.Is(a.err, context.DeadlineExceeded):
-		return fmt.Errorf("%w: %v", ErrTimeout, a.err)
-	case a.err != nil:
-		return fmt.Errorf("%w: %v", ErrApproverFailed, a.err)
-	}
-	switch a.outcome {
-	case AllowedOnce:
-		return nil
-	case Rejected:
-		return ErrRejected
-	case Cancelled:
-		return ErrCancelled
-	case Unavailable:
-		return ErrUnavailable
-	}
-	return fmt.Errorf("%w: %q", ErrUnknownOutcome, string(a.outcome))
-}
-
-func contextDenial(ctx context.Context) error {
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return ErrTimeout
-	}
-	return ErrCancelled
 }
 
 // ChildPolicy is the approval policy of a delegated child: always never,

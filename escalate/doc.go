@@ -22,6 +22,12 @@
 //   - Validate refuses an unpaired or empty justification, a same-level or
 //     narrowing target, and additional permissions that add nothing, each with
 //     its own sentinel error, before any approver is asked.
+//   - Approver is the one answerer interface and ApprovalRequest the one
+//     question, the same for every answerer (the --approver program, the
+//     terminal, sbx serve's clients, panel and ACP editor, an in-process
+//     one); Ask is the one race of an answer against cancellation and a
+//     timeout. Decide is Validate, then Obtain; a caller that validates
+//     first (call.Prepare) calls Obtain, so a call is validated once.
 //   - Decide proceeds on an exact allowed-once only. No approver, a rejected,
 //     cancelled or unavailable answer, an approver error, a timeout, a late
 //     answer after cancellation, a malformed answer and an unknown outcome are

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -89,6 +90,15 @@ func prompt(req ApprovalRequest) string {
 	for _, c := range req.CapAdd {
 		// A capability is a widening of its own: shown whatever else is.
 		fmt.Fprintf(&b, "  keep capability: %s\n", clean(c))
+	}
+	if req.Command != nil {
+		// The one question's command, as every answerer is shown it: each
+		// argument cleaned and quoted, so that one cannot pose as two.
+		q := make([]string, len(req.Command))
+		for i, arg := range req.Command {
+			q[i] = strconv.Quote(clean(arg))
+		}
+		fmt.Fprintf(&b, "  command: %s\n", strings.Join(q, " "))
 	}
 	if req.Justification != "" {
 		fmt.Fprintf(&b, "  justification: %s\n", clean(req.Justification))

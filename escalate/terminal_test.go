@@ -70,3 +70,17 @@ func TestTerminalPromptNeutralisesControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// The terminal is shown the one question's command, when there is one,
+// each argument quoted and cleaned.
+func TestTerminalPromptShowsCommand(t *testing.T) {
+	r := ApprovalRequest{CallID: "c1", Tool: "shell", Cwd: repo, Command: []string{"touch", "a b\x1b[2K"},
+		AdditionalPermissions: &profiles.Profile{Network: &profiles.Network{Enabled: true}}}
+	if got := prompt(r); !strings.Contains(got, `  command: "touch" "a b?[2K"`+"\n") || strings.Contains(got, "\x1b") {
+		t.Errorf("prompt %q: want the command, quoted and cleaned", got)
+	}
+	r.Command = nil
+	if got := prompt(r); strings.Contains(got, "command:") {
+		t.Errorf("prompt %q: no command to show", got)
+	}
+}

@@ -103,6 +103,9 @@ type Call struct {
 	// shown to the approver with the grants and the request as what the call
 	// would run with.
 	Merged profiles.Profile
+	// Command is the argv shown to the approver (ApprovalRequest.Command),
+	// nil when that argv is not what runs.
+	Command []string
 }
 
 // Validate checks the call's escalation fields, before anyone is asked:

@@ -111,3 +111,44 @@ func ExampleFS() {
 	// false false denied 3
 	// "hi\n" false
 }
+
+// An in-process approver answers a call that asks for more: it is shown
+// the one question every answerer gets (what is new, the command, the
+// reason), and only allowed-once lets the call run.
+func ExampleOptions_approver() {
+	ws, _ := os.MkdirTemp("", "sandbox-example-ws-")
+	outside, _ := os.MkdirTemp("/var/tmp", "sandbox-example-out-")
+	defer os.RemoveAll(ws)
+	defer os.RemoveAll(outside)
+	for _, answer := range []sandbox.Outcome{sandbox.AllowedOnce, sandbox.Rejected} {
+		req, err := sandbox.Decode([]byte(fmt.Sprintf(`{
+			"command": ["touch", %q],
+			"cwd": %q,
+			"sandbox_mode": "workspace-write",
+			"approval_policy": "on-request",
+			"sandbox_permissions": "with_additional_permissions",
+			"additional_permissions": {"file_system": {"write": [%q]}},
+			"justification": "write the build output"
+		}`, filepath.Join(outside, string(answer)), ws, outside)))
+		if err != nil {
+			fmt.Println("refused:", err)
+			return
+		}
+		approver := sandbox.ApproverFunc(func(_ context.Context, q sandbox.Question) (sandbox.Outcome, error) {
+			fmt.Println("asked:", q.Justification, q.NewPermissions.WritePaths()[0] == outside, q.Command[0])
+			return answer, nil
+		})
+		res, err := sandbox.Run(context.Background(), req, sandbox.Options{Approver: approver})
+		if err != nil {
+			fmt.Println("refused:", err)
+			continue
+		}
+		_, err = os.Stat(filepath.Join(outside, string(answer)))
+		fmt.Println("exit:", res.Result.ExitCode, "created:", err == nil)
+	}
+	// Output:
+	// asked: write the build output true touch
+	// exit: 0 created: true
+	// asked: write the build output true touch
+	// refused: approval denied: the approver rejected the call
+}

@@ -35,6 +35,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/run"
@@ -64,6 +65,32 @@ type FSResult = execjson.FSResult
 // OutputEvent is one event of a streamed call's output.
 type OutputEvent = execjson.OutputEvent
 
+// Question is the one approval question every answerer gets (the shape
+// an --approver program reads on its stdin, and an sbx server's clients in
+// approval/requested): target_mode, additional_permissions,
+// new_permissions, merged_permissions, cap_add, justification, command and
+// the ids.
+type Question = escalate.ApprovalRequest
+
+// Approver answers approval questions in-process (Options.Approver). Only
+// an exact AllowedOnce lets the call proceed; any other outcome, an error,
+// a panic, or an answer after ctx ends denies it.
+type Approver = escalate.Approver
+
+// ApproverFunc adapts a function to Approver.
+type ApproverFunc = escalate.ApproverFunc
+
+// Outcome is an approver's answer.
+type Outcome = escalate.Outcome
+
+// The outcomes. Only AllowedOnce proceeds; each other has its own error.
+const (
+	AllowedOnce = escalate.AllowedOnce
+	Rejected    = escalate.Rejected
+	Cancelled   = escalate.Cancelled
+	Unavailable = escalate.Unavailable
+)
+
 // Check is one line of Doctor.
 type Check = report.Check
 
@@ -75,6 +102,10 @@ type Options struct {
 	// Events receives the output of a Stream request as it comes
 	// (required for one).
 	Events func(OutputEvent) error
+	// Approver, when set, answers the call's approval questions
+	// in-process, instead of the approver program the request names
+	// ("approver"). Cancelling Run's ctx settles a pending one cancelled.
+	Approver Approver
 }
 
 // Main runs sbx's stages when this process is one and exits; otherwise it
@@ -111,6 +142,9 @@ func Run(ctx context.Context, req *Request, opt Options) (Response, error) {
 	r, in, err := req.Call(env)
 	if err != nil {
 		return Response{}, err
+	}
+	if opt.Approver != nil {
+		r.Escalation.Approver = opt.Approver
 	}
 	return run.Exec(ctx, req, r, in, run.Options{Raw: raw, Events: opt.Events})
 }

@@ -135,12 +135,10 @@ type acpPermissionRequest struct {
 }
 
 // acpQuestion is sbx's own facts in _meta (ACP's extension point): the
-// session and approval, for a client that wants to show them.
+// one question every answerer gets (session and approval ids, what is
+// asked, what is new), for a client that wants to show them.
 type acpQuestion struct {
-	SBX struct {
-		SessionID  string `json:"session_id"`
-		ApprovalID string `json:"approval_id"`
-	} `json:"sbx"`
+	SBX Question `json:"sbx"`
 }
 
 // acpToolCall is a ToolCallUpdate: the call, by its call_id.
@@ -182,10 +180,10 @@ type acpPermissionResponse struct {
 // ACPRequestID is the JSON-RPC id of an approval's session/request_permission.
 func ACPRequestID(approvalID string) string { return "sbx-approval-" + approvalID }
 
-// Answer sends session/request_permission and waits for its response, or
+// Approve sends session/request_permission and waits for its response, or
 // for ctx (cancellation, the answer timeout): then the request is
 // withdrawn with $/cancel_request.
-func (a *ACPAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
+func (a *ACPAnswerer) Approve(ctx context.Context, q Question) (escalate.Outcome, error) {
 	if q.CallID == "" || q.ACPSessionID == "" {
 		return escalate.Unavailable, errors.New("acp: the call has no call_id or its session no acp_session_id")
 	}
@@ -237,7 +235,7 @@ func (a *ACPAnswerer) withdraw(id string) {
 // acpParams is the question as ACP asks it: the call (toolCallId is its
 // call_id, the title its reason) and the two options.
 func acpParams(q Question) acpPermissionRequest {
-	tool := q.toolName()
+	tool := toolName(q)
 	title := q.Justification
 	if title == "" {
 		title = tool + " call " + q.CallID + " asks for more than its sandbox allows"
@@ -249,8 +247,7 @@ func acpParams(q Question) acpPermissionRequest {
 	if q.Command != nil {
 		tc.RawInput = &acpToolCallRaw{Command: q.Command}
 	}
-	meta := &acpQuestion{}
-	meta.SBX.SessionID, meta.SBX.ApprovalID = q.SessionID, q.ApprovalID
+	meta := &acpQuestion{SBX: q}
 	return acpPermissionRequest{SessionID: q.ACPSessionID, ToolCall: tc, Options: acpOptions, Meta: meta}
 }
 

@@ -156,6 +156,10 @@ func TestACPAnswers(t *testing.T) {
 				fmt.Sprint(tc["rawInput"]) != "map[command:[sh -c echo ran > "+out+"/marker]]" || meta["session_id"] != "s" {
 				t.Fatalf("session/request_permission %v", req)
 			}
+			// The one question, as every answerer gets it (an addition of #28).
+			if meta["cwd"] != ws || meta["new_permissions"] == nil || meta["additional_permissions"] == nil || meta["tool"] != "shell" {
+				t.Errorf("_meta.sbx %v: want the whole question", meta)
+			}
 			if opts, _ := json.Marshal(p["options"]); string(opts) != `[{"kind":"allow_once","name":"Allow once","optionId":"allow-once"},{"kind":"reject_once","name":"Reject","optionId":"reject-once"}]` {
 				t.Fatalf("options %s", opts)
 			}
@@ -242,7 +246,7 @@ func TestACPBinding(t *testing.T) {
 
 	// A question without a call_id is not claimed.
 	var a *ACPAnswerer = c.srv.opt.Answerer.(Waterfall)[0].(*ACPAnswerer)
-	if a.Claim(Question{ACPSessionID: "acp-7"}) || !a.Claim(Question{ACPSessionID: "acp-7", ApprovalRequest: escalate.ApprovalRequest{CallID: "c"}}) {
+	if a.Claim(Question{ACPSessionID: "acp-7"}) || !a.Claim(Question{ACPSessionID: "acp-7", CallID: "c"}) {
 		t.Error("Claim: a call_id and an acp_session_id are both needed")
 	}
 }

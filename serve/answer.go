@@ -10,64 +10,41 @@ import (
 	"github.com/sbx-sandbox/sbx/escalate"
 )
 
-// Question is one approval question as an Answerer sees it: what
-// escalate.Decide asks about (with its fresh approval id), and where in
-// the server it comes from.
-type Question struct {
-	SessionID string `json:"session_id"`
-	TurnID    string `json:"turn_id"`
-	// Command is the call's argv, only for a shell call whose argv is
-	// what runs (no "shell" spec rewrites it, no fs change): nil
-	// otherwise, never a guess.
-	Command []string `json:"command,omitempty"`
-	// ACPSessionID is the ACP session the session is bound to
-	// (session/open's acp_session_id), "" when none: only then does the
-	// ACP answerer claim the question.
-	ACPSessionID string `json:"acp_session_id,omitempty"`
-	escalate.ApprovalRequest
-}
+// Question is the one approval question (escalate.ApprovalRequest): what
+// escalate asks about, with its fresh approval id, and where in the server
+// it comes from (session_id, turn_id, acp_session_id; the ACP answerer
+// claims only a question with an acp_session_id). Every answerer gets the
+// same question.
+type Question = escalate.ApprovalRequest
 
 // toolName is the question's tool as the records and the answerers name
 // it: an exec call without one is a shell call.
-func (q Question) toolName() string {
+func toolName(q Question) string {
 	if q.Tool == "" {
 		return "shell"
 	}
 	return q.Tool
 }
 
-// Answerer answers approval questions for the server. The outcome
-// vocabulary is closed: only escalate.AllowedOnce lets the call proceed,
-// and anything else (rejected, cancelled, unavailable, an unknown word, an
-// error) denies it.
+// Answerer is escalate's one answerer interface, as the server names it:
+// it answers approval questions. The outcome vocabulary is closed: only
+// escalate.AllowedOnce lets the call proceed, and anything else (rejected,
+// cancelled, unavailable, an unknown word, an error) denies it.
 //
-// Answer must honour ctx: it is cancelled when the call is cancelled, its
+// Approve must honour ctx: it is cancelled when the call is cancelled, its
 // turn ends or its client goes away. The server does not wait for an
-// answerer past that: the approval settles cancelled at once and an answer
-// that comes later is dropped. Answer may be called concurrently for
-// different questions.
+// answerer past that (escalate.Ask): the approval settles cancelled at once
+// and an answer that comes later is dropped. Approve may be called
+// concurrently for different questions.
 //
-// Implementations: ApproverAnswerer (an escalate.Approver), and the
-// entries of a Waterfall (the Claimers ClientAnswerer, TerminalAnswerer
-// and Always, around the --approver program), itself an Answerer.
-type Answerer interface {
-	Answer(ctx context.Context, q Question) (escalate.Outcome, error)
-}
+// Implementations: any escalate.Approver (CommandApprover for sbx serve
+// --approver CMD), and the entries of a Waterfall (the Claimers
+// ClientAnswerer, TerminalAnswerer, WebAnswerer, ACPAnswerer and Always,
+// around the --approver program), itself an Answerer.
+type Answerer = escalate.Approver
 
 // AnswererFunc adapts a function to Answerer (tests, in-process runtimes).
-type AnswererFunc func(ctx context.Context, q Question) (escalate.Outcome, error)
-
-func (f AnswererFunc) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
-	return f(ctx, q)
-}
-
-// ApproverAnswerer answers with an escalate.Approver: CommandApprover
-// (sbx serve --approver CMD) or TerminalApprover.
-type ApproverAnswerer struct{ Approver escalate.Approver }
-
-func (a ApproverAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
-	return a.Approver.Approve(ctx, q.ApprovalRequest)
-}
+type AnswererFunc = escalate.ApproverFunc
 
 // askedRecord and decidedRecord are the approval records' data. The asked
 // record has no copy of the call's arguments: call_id links it to the
@@ -91,11 +68,9 @@ type decidedRecord struct {
 // answer in the session's log and settles the race between the answerer
 // and cancellation itself, so what the log says is what happened.
 type approval struct {
-	sess   *session
-	turnID string
-	callID string
-	// command is the call's argv when it is shown (Question.Command).
-	command  []string
+	sess     *session
+	turnID   string
+	callID   string
 	answerer Answerer
 	// timeout bounds each ask (Options.AnswerTimeout).
 	timeout time.Duration
@@ -121,8 +96,8 @@ type approval struct {
 // made durable: denied, as unavailable.
 var errLog = errors.New("approval log")
 
-// Approve implements escalate.Approver. escalate.Decide may stop waiting
-// when its own context ends; Approve still finishes its decided record,
+// Approve implements escalate.Approver. escalate.Obtain (through
+// escalate.Ask) may stop waiting when its own context ends; Approve still finishes its decided record,
 // and wait waits for that.
 func (a *approval) Approve(_ context.Context, req escalate.ApprovalRequest) (escalate.Outcome, error) {
 	defer a.done()
@@ -132,7 +107,7 @@ func (a *approval) Approve(_ context.Context, req escalate.ApprovalRequest) (esc
 		// without asking (and nothing to record: nothing was asked).
 		return escalate.Cancelled, nil
 	}
-	asked := askedRecord{ApprovalID: req.ApprovalID, SessionID: a.sess.id, TurnID: a.turnID, ToolName: Question{ApprovalRequest: req}.toolName(),
+	asked := askedRecord{ApprovalID: req.ApprovalID, SessionID: a.sess.id, TurnID: a.turnID, ToolName: toolName(req),
 		CallID: a.callID, Reason: req.Justification}
 	if err := a.sess.append(RecApprovalAsked, asked); err != nil {
 		return escalate.Unavailable, fmt.Errorf("%w: %v", errLog, err)
@@ -156,10 +131,9 @@ func (a *approval) Approve(_ context.Context, req escalate.ApprovalRequest) (esc
 	return outcome, nil
 }
 
-// answer races the answerer against ctx and the answer timeout.
-// Cancellation settles cancelled at once, the timeout unavailable; an
-// answer that arrives later goes into the buffered channel and is dropped.
-// Whatever is not an exact known outcome is unavailable.
+// answer asks the answerer the question, placed in the server, through
+// escalate.Ask: cancellation settles cancelled at once, the answer timeout
+// unavailable, and whatever is not an exact known outcome is unavailable.
 func (a *approval) answer(ctx context.Context, req escalate.ApprovalRequest) escalate.Outcome {
 	if a.answerer == nil {
 		return escalate.Unavailable
@@ -167,47 +141,13 @@ func (a *approval) answer(ctx context.Context, req escalate.ApprovalRequest) esc
 	if a.hooks != nil && a.hooks.Asking != nil {
 		a.hooks.Asking(a.callID)
 	}
-	type result struct {
-		o   escalate.Outcome
-		err error
-	}
 	timeout := a.timeout
 	if timeout <= 0 {
 		timeout = DefaultAnswerTimeout
 	}
-	askCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	ch := make(chan result, 1)
-	go func() {
-		defer func() {
-			if r := recover(); r != nil {
-				ch <- result{err: fmt.Errorf("answerer panicked: %v", r)}
-			}
-		}()
-		o, err := a.answerer.Answer(askCtx, Question{SessionID: a.sess.id, TurnID: a.turnID, Command: a.command, ACPSessionID: a.sess.acpSessionID, ApprovalRequest: req})
-		ch <- result{o, err}
-	}()
-	select {
-	case <-askCtx.Done():
-		if ctx.Err() == nil {
-			return escalate.Unavailable // the answerer hung: timed out
-		}
-		return escalate.Cancelled
-	case r := <-ch:
-		if ctx.Err() != nil {
-			return escalate.Cancelled // answered, but after cancellation
-		}
-		if askCtx.Err() != nil {
-			return escalate.Unavailable // answered, but after the timeout
-		}
-		switch {
-		case r.err != nil:
-			return escalate.Unavailable
-		case r.o == escalate.AllowedOnce, r.o == escalate.Rejected, r.o == escalate.Cancelled, r.o == escalate.Unavailable:
-			return r.o
-		}
-		return escalate.Unavailable
-	}
+	req.SessionID, req.TurnID, req.ACPSessionID = a.sess.id, a.turnID, a.sess.acpSessionID
+	o, _ := escalate.Ask(ctx, a.answerer, req, timeout)
+	return o
 }
 
 // start counts an ask in; false once the call is past its approvals.

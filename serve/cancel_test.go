@@ -25,7 +25,7 @@ func newRace(outcome escalate.Outcome, honour bool) *race {
 	return &race{asked: make(chan Question, 1), release: make(chan struct{}), outcome: outcome, honour: honour, returned: make(chan struct{})}
 }
 
-func (r *race) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
+func (r *race) Approve(ctx context.Context, q Question) (escalate.Outcome, error) {
 	defer close(r.returned)
 	r.asked <- q
 	if r.honour {

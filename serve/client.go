@@ -77,8 +77,13 @@ func NewClientAnswerer() *ClientAnswerer {
 	return &ClientAnswerer{conns: map[*conn]struct{}{}, pending: map[string]*clientAsk{}, settled: map[string]string{}}
 }
 
-// approvalRequested is approval/requested's params. Command is the call's
-// argv, only when it is shown faithfully (Question.Command).
+// approvalRequested is approval/requested's params: the one question
+// every answerer gets (escalate.ApprovalRequest: target_mode,
+// additional_permissions, new_permissions, merged_permissions, cap_add,
+// standing_mode, cwd, the ids...), with the names this request had before
+// it carried all of it (tool_name, reason) kept. The outer fields shadow
+// the question's of the same key. Command is the call's argv, only when it
+// is shown faithfully (Question.Command).
 type approvalRequested struct {
 	SessionID  string   `json:"session_id"`
 	ApprovalID string   `json:"approval_id"`
@@ -86,6 +91,7 @@ type approvalRequested struct {
 	CallID     string   `json:"call_id,omitempty"`
 	Reason     string   `json:"reason"`
 	Command    []string `json:"command,omitempty"`
+	escalate.ApprovalRequest
 }
 
 // approvalAnswer is a client's result for approval/requested, decoded
@@ -139,15 +145,15 @@ func (a *ClientAnswerer) Claim(q Question) bool {
 	return len(a.connsLocked(q.SessionID)) > 0
 }
 
-// Answer sends approval/requested to every attached client bound to the
+// Approve sends approval/requested to every attached client bound to the
 // session and waits for the first valid response, or for ctx
 // (cancellation, the answer timeout).
-func (a *ClientAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
-	tool := q.toolName()
+func (a *ClientAnswerer) Approve(ctx context.Context, q Question) (escalate.Outcome, error) {
+	tool := toolName(q)
 	ask := &clientAsk{rpcID: RPCID(q.ApprovalID), ctx: ctx, sessionID: q.SessionID, approvalID: q.ApprovalID,
 		done: make(chan escalate.Outcome, 1)}
 	ask.req = request{JSONRPC: "2.0", ID: ask.rpcID, Method: "approval/requested", Params: approvalRequested{
-		SessionID: q.SessionID, ApprovalID: q.ApprovalID, ToolName: tool, CallID: q.CallID, Reason: q.Justification, Command: q.Command}}
+		SessionID: q.SessionID, ApprovalID: q.ApprovalID, ToolName: tool, CallID: q.CallID, Reason: q.Justification, Command: q.Command, ApprovalRequest: q}}
 	a.mu.Lock()
 	if a.pending[ask.rpcID] != nil || a.settled[ask.rpcID] != "" {
 		a.mu.Unlock()

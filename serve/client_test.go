@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/escalate"
-	"github.com/sbx-sandbox/sbx/execjson"
-	"github.com/sbx-sandbox/sbx/shells"
 )
 
 // clientServer starts a server whose waterfall is the client answerer
@@ -417,24 +415,6 @@ func TestInitializeApprovals(t *testing.T) {
 	}
 	if caps := c.ok("initialize", map[string]any{"capabilities": map[string]any{"approvals": true, "later": 1}})["capabilities"].(map[string]any); caps["approvals"] != false {
 		t.Errorf("a server without a client answerer: %v", caps)
-	}
-}
-
-// TestShownCommand: the argv is shown only when it is what runs.
-func TestShownCommand(t *testing.T) {
-	argv := []string{"sh", "-c", "x"}
-	for _, tt := range []struct {
-		name string
-		req  execjson.Request
-		want []string
-	}{
-		{"argv", execjson.Request{Command: argv}, argv},
-		{"shell spec", execjson.Request{Command: argv, Shell: &shells.Spec{}}, nil},
-		{"fs", execjson.Request{FS: &execjson.FSRequest{}}, nil},
-	} {
-		if got := shownCommand(&tt.req); !slices.Equal(got, tt.want) {
-			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
-		}
 	}
 }
 

@@ -10,15 +10,16 @@
 //
 //	cl := serve.NewClientAnswerer()
 //	srv := serve.New(serve.Options{Client: cl, Answerer: serve.Waterfall{cl,
-//		serve.Always{Answerer: serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: argv}}}}})
+//		serve.Always{Answerer: escalate.CommandApprover{Argv: argv}}}})
 //	err := srv.ServeConn(ctx, os.Stdin, os.Stdout) // or srv.ServeListener(ctx, l) after serve.Listen(path)
 //
-// Approvals go to an Answerer, a seam; sbx serve's is a Waterfall of
+// Approvals go to an Answerer (escalate.Approver, the one answerer
+// interface, asked the one question escalate.ApprovalRequest), a seam; sbx serve's is a Waterfall of
 // Claimers (--answerers), the first that claims a question answering it:
 // the ClientAnswerer (approval/requested to the clients that declare
 // approvals, their responses read strictly and routed by rpc id), the
 // TerminalAnswerer and the --approver program (Always around an
-// ApproverAnswerer), the WebAnswerer, a browser panel on loopback
+// escalate.CommandApprover), the WebAnswerer, a browser panel on loopback
 // (WebAnswerer.ListenWeb, then WebPanel.Serve) that answers the client
 // answerer's pending approvals through its settling path, and the
 // ACPAnswerer (session/request_permission to an Agent Client Protocol

@@ -239,7 +239,7 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 	defer stopTurn()
 	stopServer := context.AfterFunc(c.srv.asking, stopAsk)
 	defer stopServer()
-	ap := &approval{sess: sess, turnID: p.TurnID, callID: p.CallID, command: shownCommand(&p.Request), answerer: c.srv.opt.Answerer,
+	ap := &approval{sess: sess, turnID: p.TurnID, callID: p.CallID, answerer: c.srv.opt.Answerer,
 		timeout: c.srv.opt.AnswerTimeout, ctx: askCtx, hooks: hooks}
 	var approver escalate.Approver = ap
 	if hooks != nil && hooks.BeforeAsk != nil {
@@ -330,16 +330,6 @@ func (c *conn) execCall(ctx context.Context, sess *session, env string, p *execP
 		Raw: raw, Executable: c.srv.opt.Executable, Cleanup: cleanup, Dispatch: dispatch,
 		Events: func(ev execjson.OutputEvent) error { return c.notify("exec/output", ev) },
 	})
-}
-
-// shownCommand is the argv an approval shows: the request's command when
-// it is what runs. A "shell" spec makes the argv run another one, and an
-// fs request has none: nothing is shown rather than a guess.
-func shownCommand(r *execjson.Request) []string {
-	if r.FS != nil || r.Shell != nil || len(r.Command) == 0 {
-		return nil
-	}
-	return r.Command
 }
 
 // killedBySignal: the server relays no signals, so a kill "signal" is its

@@ -33,11 +33,11 @@ type Claimer interface {
 // as every Answerer's is: only allowed-once proceeds.
 type Waterfall []Claimer
 
-// Answer asks the first answerer that claims q.
-func (w Waterfall) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
+// Approve asks the first answerer that claims q.
+func (w Waterfall) Approve(ctx context.Context, q Question) (escalate.Outcome, error) {
 	for _, c := range w {
 		if c.Claim(q) {
-			return c.Answer(ctx, q)
+			return c.Approve(ctx, q)
 		}
 	}
 	return escalate.Unavailable, nil
@@ -70,6 +70,6 @@ func (t TerminalAnswerer) Claim(Question) bool {
 	return true
 }
 
-func (t TerminalAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
-	return t.Approver.Approve(ctx, q.ApprovalRequest)
+func (t TerminalAnswerer) Approve(ctx context.Context, q Question) (escalate.Outcome, error) {
+	return t.Approver.Approve(ctx, q)
 }

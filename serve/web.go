@@ -96,17 +96,17 @@ func (w *WebAnswerer) Claim(q Question) bool {
 	if e != nil {
 		return false
 	}
-	tool := q.toolName()
+	tool := toolName(q)
 	rec, ok := sess.newestUndecided(func(r askedRecord) bool {
 		return r.SessionID == q.SessionID && r.ToolName == tool && r.CallID == q.CallID && !w.board.isPending(RPCID(r.ApprovalID))
 	})
 	return ok && rec.ApprovalID == q.ApprovalID
 }
 
-// Answer puts q on the board (the panels see it, and so do the clients
+// Approve puts q on the board (the panels see it, and so do the clients
 // attached to it) and waits for its first answer or for ctx.
-func (w *WebAnswerer) Answer(ctx context.Context, q Question) (escalate.Outcome, error) {
-	return w.board.Answer(ctx, q)
+func (w *WebAnswerer) Approve(ctx context.Context, q Question) (escalate.Outcome, error) {
+	return w.board.Approve(ctx, q)
 }
 
 // ParseWebAddr reads --web's address: 127.0.0.1 or [::1] and a port (0:

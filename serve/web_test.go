@@ -671,7 +671,7 @@ func TestWebClaimsTheAuditFact(t *testing.T) {
 	p.c.openTurn("s", map[string]any{"preset": "auto"})
 	w := p.panel.w
 	q := func(approval, call string) Question {
-		return Question{SessionID: "s", ApprovalRequest: escalate.ApprovalRequest{ApprovalID: approval, CallID: call}}
+		return Question{SessionID: "s", ApprovalID: approval, CallID: call}
 	}
 	if w.Claim(q("a1", "c1")) {
 		t.Fatal("claimed with no panel open")
@@ -697,8 +697,8 @@ func TestWebClaimsTheAuditFact(t *testing.T) {
 		{"superseded by a newer ask of its call", q("a1", "c1"), false},
 		{"another call's", q("a2", "c2"), false},
 		{"its own call's", q("b1", "c2"), true},
-		{"another session's", Question{SessionID: "other", ApprovalRequest: escalate.ApprovalRequest{ApprovalID: "b1", CallID: "c2"}}, false},
-		{"another tool's", Question{SessionID: "s", ApprovalRequest: escalate.ApprovalRequest{ApprovalID: "b1", CallID: "c2", Tool: "fs"}}, false},
+		{"another session's", Question{SessionID: "other", ApprovalID: "b1", CallID: "c2"}, false},
+		{"another tool's", Question{SessionID: "s", ApprovalID: "b1", CallID: "c2", Tool: "fs"}, false},
 	} {
 		if got := w.Claim(tt.q); got != tt.want {
 			t.Errorf("%s: claimed %v, want %v", tt.name, got, tt.want)
@@ -724,7 +724,7 @@ func TestWebClaimsTheAuditFact(t *testing.T) {
 	})}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if o, _ := (Waterfall{w, next}).Answer(ctx, q("ghost", "c1")); o != escalate.Rejected || len(passed) != 1 {
+	if o, _ := (Waterfall{w, next}).Approve(ctx, q("ghost", "c1")); o != escalate.Rejected || len(passed) != 1 {
 		t.Errorf("a question without its record: %s, passed %v", o, passed)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/execjson"
 	"github.com/sbx-sandbox/sbx/run"
 )
@@ -69,6 +70,11 @@ func execCmd(args []string, stdio Stdio) int {
 	r, in, err := req.Call(os.Environ())
 	if err != nil {
 		return execRefuse(stdio, err)
+	}
+	if len(req.Approver) > 0 {
+		// The request's program, asked as the call would, but SIGINT or
+		// SIGTERM to sbx settles its ask cancelled.
+		r.Escalation.Approver = withInterrupt(escalate.CommandApprover{Argv: req.Approver})
 	}
 	resp, err := run.Exec(context.Background(), req, r, in, run.Options{
 		Raw: data, Events: execjson.LineSink(stdio.Out), Prestart: true, RelaySignals: true,

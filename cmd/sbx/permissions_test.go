@@ -171,3 +171,28 @@ func TestFSApprovalToolIsFS(t *testing.T) {
 		t.Errorf("exit %d, asked %+v, stderr %q; want one question with tool fs", code, got, e.String())
 	}
 }
+
+// The approver program is shown the command when it is what runs (the one
+// question: what sbx serve's clients are shown too), and no command for an
+// fs change or a shell spec, never a guess.
+func TestApproverSeesCommand(t *testing.T) {
+	a := newApprover(t, "rejected")
+	runMain(t, "--cwd", t.TempDir(), "--sandbox-permissions", "with_additional_permissions", "--network",
+		"--justification", "fetch", "--approver", a.prog, "--", "/bin/echo", "hi")
+	ws, out := t.TempDir(), t.TempDir()
+	var o, e bytes.Buffer
+	Main([]string{"fs", "--cwd", ws, "--sandbox-permissions", "with_additional_permissions", "--allow-write", out,
+		"--justification", "j", "--approver", a.prog, "--", "remove", out + "/x"}, Stdio{In: strings.NewReader(""), Out: &o, Err: &e})
+	execMain(t, `{"shell":{"kind":"sh","script":"echo hi"},"cwd":"`+ws+`","sandbox_permissions":"with_additional_permissions",`+
+		`"justification":"j","approval_policy":"on-request","approver":["`+a.prog+`"],"additional_permissions":{"network":{"enabled":true}}}`)
+	got := a.asked(t)
+	if len(got) != 3 {
+		t.Fatalf("asked %+v, want three questions", got)
+	}
+	if c := got[0].Command; len(c) != 2 || c[0] != "/bin/echo" || c[1] != "hi" {
+		t.Errorf("sbx run: command %q, want [/bin/echo hi]", c)
+	}
+	if got[1].Command != nil || got[2].Command != nil {
+		t.Errorf("fs change %q, shell spec %q: want no command", got[1].Command, got[2].Command)
+	}
+}

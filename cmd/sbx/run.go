@@ -318,9 +318,9 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		return r, err
 	}
 	if rf.approver != "" {
-		e.Approver = escalate.CommandApprover{Argv: strings.Fields(rf.approver)}
+		e.Approver = withInterrupt(escalate.CommandApprover{Argv: strings.Fields(rf.approver)})
 	} else {
-		e.Approver = escalate.TerminalApprover{}
+		e.Approver = withInterrupt(escalate.TerminalApprover{})
 	}
 	return r, rf.checkEffect(r, set)
 }

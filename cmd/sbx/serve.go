@@ -426,7 +426,7 @@ func buildWaterfall(names []string, approver string, webFlag bool, acp *serve.AC
 		case "terminal":
 			w = append(w, serve.TerminalAnswerer{})
 		case "approver":
-			w = append(w, serve.Always{Answerer: serve.ApproverAnswerer{Approver: escalate.CommandApprover{Argv: strings.Fields(approver)}}})
+			w = append(w, serve.Always{Answerer: escalate.CommandApprover{Argv: strings.Fields(approver)}})
 		case "acp":
 			w = append(w, acp)
 		}

@@ -25,3 +25,25 @@ func TestNoCgo(t *testing.T) {
 		}
 	}
 }
+
+// TestLibraryCatchesNoSignals: which signals a process catches is
+// process-wide state, the program's (STYLE.md, "Library code owns no
+// process state"): only cmd/sbx (and the example programs) import
+// os/signal; the library gets a context, a wrapped approver or
+// host.SetNotifier. It failed when call caught SIGINT and SIGTERM during
+// an approval and enforce/host subscribed the relay and SIGWINCH itself.
+func TestLibraryCatchesNoSignals(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}} {{join .Imports " "}}`, "github.com/sbx-sandbox/sbx/...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || !slices.Contains(f[1:], "os/signal") {
+			continue
+		}
+		if pkg := f[0]; pkg != "github.com/sbx-sandbox/sbx/cmd/sbx" && !strings.HasPrefix(pkg, "github.com/sbx-sandbox/sbx/examples/") {
+			t.Errorf("%s imports os/signal: a library must not catch signals", pkg)
+		}
+	}
+}

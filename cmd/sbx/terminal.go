@@ -82,7 +82,9 @@ func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (rep
 			return report.Report{}, err
 		}
 		defer restore()
-		defer host.FollowSize(os.Stdin, p.Master)()
+		resized, stopResized := windowChanges()
+		defer stopResized()
+		defer host.FollowSize(os.Stdin, p.Master, resized)()
 	}
 	switch {
 	case closeStdin:

@@ -19,7 +19,9 @@ type Call struct {
 	// Timeout kills the command's process group when it expires (0: none).
 	Timeout time.Duration
 	// ForwardSignals relays SIGINT, SIGTERM, SIGHUP and SIGQUIT received by
-	// sbx to the command, as a person at a terminal expects.
+	// sbx to the command, as a person at a terminal expects; it hears them
+	// through the program's Notifier (SetNotifier), and without one relays
+	// nothing.
 	ForwardSignals bool
 	// KillGrace is how long a command told to stop (SIGTERM or SIGHUP
 	// relayed, or sbx's parent gone) has to exit before its tree is

@@ -3,7 +3,6 @@ package host
 import (
 	"fmt"
 	"os"
-	"os/signal"
 
 	"golang.org/x/sys/unix"
 )
@@ -75,18 +74,23 @@ func Size(f *os.File) (rows, cols uint16, err error) {
 }
 
 // FollowSize copies the window size of terminal from to terminal to each
-// time from changes size (SIGWINCH), until the returned stop is called.
-func FollowSize(from, to *os.File) (stop func()) {
-	winch := make(chan os.Signal, 1)
-	signal.Notify(winch, unix.SIGWINCH)
+// time resized fires (the program's SIGWINCH: the library subscribes to no
+// signal, which is process-wide state), until the returned stop is called.
+func FollowSize(from, to *os.File, resized <-chan struct{}) (stop func()) {
+	done := make(chan struct{})
 	go func() {
-		for range winch {
-			if r, c, err := Size(from); err == nil {
-				SetSize(to, r, c)
+		for {
+			select {
+			case <-done:
+				return
+			case <-resized:
+				if r, c, err := Size(from); err == nil {
+					SetSize(to, r, c)
+				}
 			}
 		}
 	}()
-	return func() { signal.Stop(winch); close(winch) }
+	return func() { close(done) }
 }
 
 // MakeRaw puts the terminal f in raw mode (no echo, no line editing, no

@@ -32,7 +32,7 @@ func SetSize(f *os.File, rows, cols uint16) error { return errNoPTY() }
 func Size(f *os.File) (rows, cols uint16, err error) { return 0, 0, errNoPTY() }
 
 // FollowSize does nothing on this platform.
-func FollowSize(from, to *os.File) (stop func()) { return func() {} }
+func FollowSize(from, to *os.File, resized <-chan struct{}) (stop func()) { return func() {} }
 
 // MakeRaw is not available on this platform.
 func MakeRaw(f *os.File) (restore func(), err error) { return nil, errNoPTY() }

@@ -5,7 +5,6 @@ package host
 import (
 	"context"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -30,10 +29,19 @@ type callSignals struct {
 	relay  chan os.Signal // nil unless the call relays signals
 	pdeath chan os.Signal // nil without a parent-death signal
 	ready  chan struct{}  // closed once both are subscribed
+	// notifier subscribed them (nil: nothing was).
+	notifier *Notifier
 }
 
+// subscribeSignals subscribes the call's signals in the background,
+// through the program's Notifier (SetNotifier): without one there is
+// nothing to relay and no parent-death signal.
 func subscribeSignals(c Call) *callSignals {
-	s := &callSignals{ready: make(chan struct{})}
+	s := &callSignals{ready: make(chan struct{}), notifier: installedNotifier()}
+	if s.notifier == nil {
+		close(s.ready)
+		return s
+	}
 	if c.ForwardSignals {
 		s.relay = make(chan os.Signal, 4)
 	}
@@ -43,10 +51,10 @@ func subscribeSignals(c Call) *callSignals {
 	go func() {
 		defer close(s.ready)
 		if s.relay != nil {
-			signal.Notify(s.relay, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
+			s.notifier.Notify(s.relay, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 		}
 		if s.pdeath != nil {
-			signal.Notify(s.pdeath, parentDeathSignal)
+			s.notifier.Notify(s.pdeath, parentDeathSignal)
 		}
 	}()
 	return s
@@ -64,7 +72,7 @@ func (s *callSignals) stop() {
 		<-s.ready
 		for _, c := range []chan os.Signal{s.relay, s.pdeath} {
 			if c != nil {
-				signal.Stop(c)
+				s.notifier.Stop(c)
 			}
 		}
 	}()

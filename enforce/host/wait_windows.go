@@ -5,7 +5,6 @@ package host
 import (
 	"context"
 	"os"
-	"os/signal"
 	"syscall"
 	"time"
 
@@ -14,15 +13,17 @@ import (
 )
 
 // relayedSignals subscribes to Ctrl-C/Ctrl-Break (os.Interrupt) and console
-// close, logoff and shutdown (SIGTERM) when c asks for it. Call it before the
-// start, so an interrupt between start and wait is relayed.
+// close, logoff and shutdown (SIGTERM) when c asks for it, through the
+// program's Notifier (none installed: nothing is relayed). Call it before
+// the start, so an interrupt between start and wait is relayed.
 func relayedSignals(c Call) (chan os.Signal, func()) {
-	if !c.ForwardSignals {
+	n := installedNotifier()
+	if !c.ForwardSignals || n == nil {
 		return nil, func() {}
 	}
 	sigc := make(chan os.Signal, 4)
-	signal.Notify(sigc, os.Interrupt, syscall.SIGTERM)
-	return sigc, func() { signal.Stop(sigc) }
+	n.Notify(sigc, os.Interrupt, syscall.SIGTERM)
+	return sigc, func() { n.Stop(sigc) }
 }
 
 // waitCall waits for the command while relaying interrupts and enforcing the

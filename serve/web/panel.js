@@ -43,6 +43,20 @@ function showArg(a) {
   return /^[A-Za-z0-9_@%+=:,./-]+$/.test(a) ? a : "'" + a.replace(/'/g, "'\\''") + "'";
 }
 
+// asked lists what the question is about (the one question every answerer
+// gets), as the terminal prompt does: the mode asked for, or what is new.
+function asked(a) {
+  const lines = [];
+  if (a.target_mode) lines.push("run under " + a.target_mode);
+  const p = a.new_permissions || a.additional_permissions;
+  const fs = (p && p.file_system) || {};
+  if (p && p.network && p.network.enabled) lines.push("network: enabled");
+  for (const w of fs.write || []) lines.push("write: " + w);
+  for (const r of fs.read || []) lines.push("read: " + r);
+  for (const c of a.cap_add || []) lines.push("keep capability: " + c);
+  return lines;
+}
+
 function card(a) {
   const note = el("div", { class: "note" });
   const reject = el("button", { class: "reject" }, "Reject");
@@ -50,6 +64,8 @@ function card(a) {
   const c = el("div", { class: "card", "data-approval-id": a.approval_id },
     el("div", { class: "reason" }, a.reason || "(no reason given)"),
     el("div", { class: "meta" }, `${a.tool_name} · session ${a.session_id}` + (a.call_id ? ` · call ${a.call_id}` : "")));
+  const wants = asked(a);
+  if (wants.length) c.append(el("pre", { class: "asked" }, wants.join("\n")));
   if (a.command) c.append(el("pre", { class: "command" }, a.command.map(showArg).join(" ")));
   c.append(el("div", { class: "buttons" }, reject, allow), note);
   const answer = async (outcome) => {

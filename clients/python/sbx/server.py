@@ -58,7 +58,8 @@ class Server:
     ``on_approval``, when given, answers the server's approvals (this client
     declares ``approvals`` at ``initialize``, docs/serve.md "Answerers"): it
     gets the ``approval/requested`` params (session_id, approval_id,
-    tool_name, reason, call_id and command when known) on a thread of its
+    tool_name, reason, call_id and command when known, and the rest of the
+    question an approver program reads: new_permissions, target_mode, ...) on a thread of its
     own and returns ``"allowed-once"`` or ``"rejected"``; anything else, or
     an exception, answers ``"rejected"``."""
 

@@ -44,6 +44,19 @@ export interface ApprovalQuestion {
   reason: string;
   call_id?: string;
   command?: string[];
+  /** The rest of the one question every answerer gets (docs/json.md "Approver request"). */
+  tool?: string;
+  justification?: string;
+  cwd?: string;
+  standing_mode?: string;
+  target_mode?: string;
+  additional_permissions?: Record<string, unknown>;
+  new_permissions?: Record<string, unknown>;
+  merged_permissions?: Record<string, unknown>;
+  cap_add?: string[];
+  environment_id?: string;
+  turn_id?: string;
+  acp_session_id?: string;
 }
 
 export interface ServerOptions {
