@@ -102,8 +102,8 @@ var badInputs = []struct {
 	{name: "exec-empty-writable-root", args: []string{"exec"}, stdin: execReq(`"writable_roots": [""]`), msg: "writable_roots[0]: empty path"},
 	{name: "fs-path-utf8", args: []string{"fs", "--json", "--mode", "workspace-write", "mkdir", "@M\xff"}, msg: "is not valid UTF-8"},
 	{name: "run-empty-cwd", args: runTouch("--mode", "workspace-write", "--cwd", ""), msg: "--cwd: empty path"},
-	{name: "run-empty-writable-root", args: runTouch("--mode", "workspace-write", "--writable-root", ""), msg: "--writable-root: empty path"},
-	{name: "run-empty-allow-write", args: runTouch("--allow-write", ""), msg: "--allow-write: empty path"},
+	{name: "run-empty-writable-root", args: runTouch("--mode", "workspace-write", "--writable-root", ""), msg: "--writable-root[0]: empty path"},
+	{name: "run-empty-allow-write", args: runTouch("--allow-write", ""), msg: "--allow-write[0]: empty path"},
 	{name: "run-empty-report", args: runTouch("--report", ""), msg: "--report: empty path"},
 }
 
