@@ -74,6 +74,18 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if err := r.checkStrings(); err != nil {
 		return nil, err
 	}
+	if err := r.checkEffect(); err != nil {
+		return nil, err
+	}
+	if r.Escalation.SandboxPermissions == profiles.WithAdditionalPermissions && r.Network {
+		// Under with_additional_permissions the network is part of the
+		// request the approver sees, whichever front end set it (Codex:
+		// network access is an additional permission like a path), not
+		// the caller's own setting; a request for the network alone is
+		// valid. Grants, which the runtime applies afterwards, ask no one.
+		r.Network = false
+		r.Additional = profiles.Merge(r.Additional, profiles.New(profiles.FullNetwork(), nil, nil))
+	}
 	require, err := parseRequire(r.Require)
 	if err != nil {
 		return nil, err

@@ -307,13 +307,8 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	// Under use_default the flags are the person's (or program's) own
 	// configuration and need no approval.
 	r.Preauthorized = e.SandboxPermissions == profiles.UseDefault
-	if e.SandboxPermissions == profiles.WithAdditionalPermissions && r.Network {
-		// --network is then part of the request the approver sees, not
-		// the caller's own setting: a request for the network alone is
-		// valid.
-		r.Network = false
-		r.Additional = profiles.Merge(r.Additional, profiles.New(profiles.FullNetwork(), nil, nil))
-	}
+	// Under with_additional_permissions --network is part of the request
+	// the approver sees: call.Prepare makes it so for both front ends.
 	if err := rf.loadGrants(e, set); err != nil {
 		return r, err
 	}
@@ -322,7 +317,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	} else {
 		e.Approver = escalate.TerminalApprover{}
 	}
-	return r, rf.checkEffect(r, set)
+	return r, nil
 }
 
 // loadGrants reads --grants into e (strict JSON, the shape of sbx exec's
@@ -364,34 +359,6 @@ func (rf *runFlags) limitsRequest(set map[string]bool) report.LimitsRequest {
 		lr.CPUs = &rf.limits.CPUs
 	}
 	return lr
-}
-
-// checkEffect refuses flags that would change nothing in this call, as
-// --pty-size without --pty is: whoever gives one expects it to matter, and
-// a call that silently ignores it runs with less (or more) than they meant.
-// r is the call after --preset; an escalation counts with its target mode.
-func (rf *runFlags) checkEffect(r call.Request, set map[string]bool) error {
-	wsWrite := r.Mode == profiles.WorkspaceWrite || rf.escalateTo != "" && r.Escalation.Target == profiles.WorkspaceWrite
-	for _, name := range []string{"exclude-tmp", "exclude-tmpdir", "writable-root"} {
-		if set[name] && !wsWrite {
-			return &profiles.FieldError{Field: "--" + name, Err: fmt.Errorf("only valid with --mode workspace-write (this call is %s)", r.Mode)}
-		}
-	}
-	if r.Mode == profiles.DangerFullAccess {
-		// danger-full-access has no file-system or network restriction to
-		// add to or carve out of.
-		for _, name := range []string{"allow-read", "allow-write", "read-only", "protect", "no-default-protect", "network", "allow-domain", "deny-domain", "allow-private-addresses", "resolve"} {
-			if set[name] {
-				return &profiles.FieldError{Field: "--" + name, Err: errors.New("no effect in danger-full-access, which already reads, writes and connects everywhere")}
-			}
-		}
-	}
-	for _, name := range []string{"read-only", "protect", "no-default-protect"} {
-		if set[name] && !wsWrite && len(rf.allowWrite) == 0 {
-			return &profiles.FieldError{Field: "--" + name, Err: fmt.Errorf("a carve-out of writable roots: %s has none (use --mode workspace-write or --allow-write)", r.Mode)}
-		}
-	}
-	return nil
 }
 
 // checkEnvAllow refuses --env-allow names that keep nothing: in clean mode
@@ -570,7 +537,7 @@ func runCmd(args []string, stdio Stdio) int {
 	}
 	p, err := call.Prepare(context.Background(), req)
 	if err != nil && !errors.Is(err, call.ErrNotFound) {
-		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
+		fmt.Fprintf(stdio.Err, "sbx run: %v\n", call.Render(err, call.CLI))
 		return ExitRefused
 	}
 	rep := preparedReport(p)
