@@ -199,7 +199,7 @@ func (m mention) render(front Front) string {
 
 // Render is err in the words of front: a field error of the call names its
 // field as front does (the CLI: the flag; nested names such as
-// additional_permissions: file_system.write[0] become --allow-write), and
+// additional_permissions: file_system.write[0] become --allow-write[0]), and
 // the text names other fields the same way. Errors that name no field of
 // the table pass unchanged; JSON's rendering is err itself.
 func Render(err error, front Front) error {
@@ -219,7 +219,7 @@ func Render(err error, front Front) error {
 		}
 		path, inner = path+"."+next.Field, next.Err
 	}
-	key, _, _ := strings.Cut(path, "[")
+	key, index, _ := strings.Cut(path, "[")
 	f, ok := FieldByKey(key)
 	if !ok {
 		if m, isMention := inner.(mention); isMention {
@@ -230,7 +230,12 @@ func Render(err error, front Front) error {
 	if m, isMention := inner.(mention); isMention {
 		inner = errors.New(m.render(front))
 	}
-	return &profiles.FieldError{Field: f.Name(front), Err: inner}
+	name := f.Name(front)
+	if index != "" {
+		// The element of a repeated flag: --allow-write[1] is the second.
+		name += "[" + index
+	}
+	return &profiles.FieldError{Field: name, Err: inner}
 }
 
 // checkStrings holds every string of r that becomes a path, an argv element

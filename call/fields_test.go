@@ -113,3 +113,17 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// TestTableRetryFlags: every flag a retry writes is a row's flag.
+func TestTableRetryFlags(t *testing.T) {
+	f := TableRetryFlags()
+	for _, name := range []string{f.Network, f.SandboxPermissions, f.Escalate, f.Justification, f.AllowRead, f.AllowWrite,
+		f.AllowDomain, f.DenyDomain, f.AllowPrivateAddresses, f.Resolve, f.CapAdd} {
+		if _, ok := FieldByFlag(name); !ok || name == "" {
+			t.Errorf("retry flag %q is no row's", name)
+		}
+	}
+	if f.AllowWrite != "allow-write" || f.Escalate != "escalate" {
+		t.Errorf("%+v", f)
+	}
+}

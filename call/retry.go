@@ -67,6 +67,20 @@ type RetryFlags struct {
 	CapAdd string
 }
 
+// TableRetryFlags are the RetryFlags of sbx run, read from Fields: a flag
+// renamed there is renamed in every retry.
+func TableRetryFlags() RetryFlags {
+	flag := func(key string) string {
+		f, _ := FieldByKey(key)
+		return f.Flag
+	}
+	return RetryFlags{Network: flag("network_access"), SandboxPermissions: flag("sandbox_permissions"), Escalate: flag("escalate_to"),
+		Justification: flag("justification"), AllowRead: flag("additional_permissions.file_system.read"),
+		AllowWrite: flag("additional_permissions.file_system.write"), AllowDomain: flag("additional_permissions.network.allowed_domains"),
+		DenyDomain: flag("additional_permissions.network.denied_domains"), AllowPrivateAddresses: flag("additional_permissions.network.allow_private_addresses"),
+		Resolve: flag("resolve"), CapAdd: flag("cap_add")}
+}
+
 // Retry builds the exact-retry hint for a call that ran with denials, or
 // nil when there are none. What the guard Prepare loaded forbids gets no
 // hint. form says which forms of the call the hint repeats.

@@ -202,7 +202,7 @@ func checkSameRefusal(t *testing.T, f call.Field, cerr, jerr error) {
 	if g.Key != f.Key {
 		t.Logf("refused for %s, which the case of %s sets too", g.Key, f.Key)
 	}
-	if cfe.Field != g.Name(call.CLI) {
+	if name, _, _ := strings.Cut(cfe.Field, "["); name != g.Name(call.CLI) {
 		t.Errorf("flag error names %q, want %q: %v", cfe.Field, g.Name(call.CLI), cerr)
 	}
 	if strings.Contains(cerr.Error(), "additional_permissions") || strings.Contains(cerr.Error(), "sandbox_mode") {
@@ -270,10 +270,10 @@ func TestFlagErrorsSpeakFlags(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"run", "--cwd", ws, "--allow-write", missing, "--", "true"}, "sbx run: --allow-write: "},
+		{[]string{"run", "--cwd", ws, "--allow-write", missing, "--", "true"}, "sbx run: --allow-write[0]: "},
 		{[]string{"run", "--cwd", ws, "--mode", "danger-full-access", "--writable-root", "/nonexistent", "--", "true"}, "sbx run: --writable-root: only valid with --mode workspace-write"},
 		{[]string{"run", "--cwd", ws, "--read-only", "x", "--", "true"}, "sbx run: --read-only: a carve-out of writable roots: read-only has none (use --mode workspace-write or --allow-write)"},
-		{[]string{"explain", "--cwd", ws, "--allow-read", missing, "--", "true"}, "sbx explain: --allow-read: "},
+		{[]string{"explain", "--cwd", ws, "--allow-read", missing, "--", "true"}, "sbx explain: --allow-read[0]: "},
 	} {
 		code, out := sbxMain(t, tt.args...)
 		if code != ExitRefused || !strings.HasPrefix(out, tt.want) || strings.Contains(out, "additional_permissions") {
