@@ -104,6 +104,19 @@ var Fields = []Field{
 		given: func(r *Request) bool { return r.Escalation.Justification != "" }},
 	{Key: "guard", Flag: "guard", Kind: profiles.KindPath, strings: func(r *Request) []string { return optional(r.Escalation.GuardPath) },
 		given: func(r *Request) bool { return r.Escalation.GuardPath != "" }},
+	{Key: "approval_policy", Flag: "approval-policy", given: func(r *Request) bool { return r.Escalation.ApprovalPolicy != profiles.ApprovalNever }},
+	{Key: "timeout_ms", Flag: "timeout", given: func(r *Request) bool { return r.Timeout != 0 }},
+	{Key: "kill_grace_ms", Flag: "kill-grace", given: func(r *Request) bool { return r.KillGrace != 0 }},
+	{Key: "limits.memory_bytes", Flag: "memory", given: func(r *Request) bool { return r.Limits.MemoryBytes != 0 }},
+	{Key: "limits.pids", Flag: "pids", given: func(r *Request) bool { return r.Limits.Pids != 0 }},
+	{Key: "limits.cpus", Flag: "cpus", given: func(r *Request) bool { return r.Limits.CPUs != 0 }},
+	{Key: "env_policy.mode", Flag: "env-mode", given: func(r *Request) bool { return r.EnvPolicy.Mode != "" }},
+	{Key: "env_policy.allow", Flag: "env-allow",
+		strings: func(r *Request) []string { return r.EnvPolicy.Allow }, given: func(r *Request) bool { return len(r.EnvPolicy.Allow) > 0 }},
+	{Key: "env", Flag: "setenv", given: func(r *Request) bool { return len(r.EnvPolicy.Set) > 0 }},
+	{Key: "shell.kind", Flag: "shell", given: func(r *Request) bool { return r.Shell != nil }},
+	{Key: "shell.script", Flag: "c", given: func(r *Request) bool { return r.Shell != nil }},
+	{Key: "shell.login", Flag: "login", given: func(r *Request) bool { return r.Shell != nil && r.Shell.Login }},
 }
 
 // optional is s as a list of one, or none when s is "" (unset: the field's

@@ -107,8 +107,22 @@ func TestFieldTable(t *testing.T) {
 		"sandbox_permissions": {flags: []string{"--sandbox-permissions", "use_default"}, json: map[string]any{"sandbox_permissions": "use_default"}},
 		"escalate_to": {flags: []string{"--escalate", "danger-full-access", "--justification", "j"},
 			json: map[string]any{"sandbox_permissions": "require_escalated", "escalate_to": "danger-full-access", "justification": "j", "preauthorized": false}},
-		"justification": {flags: []string{"--justification", "j"}, json: map[string]any{"justification": "j"}},
-		"guard":         {flags: []string{"--guard", guard}, json: map[string]any{"guard": guard}},
+		"justification":       {flags: []string{"--justification", "j"}, json: map[string]any{"justification": "j"}},
+		"guard":               {flags: []string{"--guard", guard}, json: map[string]any{"guard": guard}},
+		"approval_policy":     {flags: []string{"--approval-policy", "on-failure"}, json: map[string]any{"approval_policy": "on-failure"}},
+		"timeout_ms":          {flags: []string{"--timeout", "1500ms"}, json: map[string]any{"timeout_ms": 1500}},
+		"kill_grace_ms":       {flags: []string{"--kill-grace", "3s"}, json: map[string]any{"kill_grace_ms": 3000}},
+		"limits.memory_bytes": {flags: []string{"--memory", "64M"}, json: map[string]any{"limits": map[string]any{"memory_bytes": 64 << 20}}},
+		"limits.pids":         {flags: []string{"--pids", "50"}, json: map[string]any{"limits": map[string]any{"pids": 50}}},
+		"limits.cpus":         {flags: []string{"--cpus", "0.5"}, json: map[string]any{"limits": map[string]any{"cpus": 0.5}}},
+		"env_policy.mode":     {flags: []string{"--env-mode", "clean"}, json: map[string]any{"env_policy": map[string]any{"mode": "clean"}}},
+		"env_policy.allow": {flags: []string{"--env-mode", "allow-list", "--env-allow", "HOME"},
+			json: map[string]any{"env_policy": map[string]any{"mode": "allow-list", "allow": []string{"HOME"}}}},
+		"env":          {flags: []string{"--setenv", "A=b"}, json: map[string]any{"env": map[string]any{"A": "b"}}},
+		"shell.kind":   {flags: []string{"--shell", "sh", "-c", "true"}, json: map[string]any{"shell": map[string]any{"kind": "sh", "script": "true"}}},
+		"shell.script": {flags: []string{"--shell", "sh", "-c", "exit 0"}, json: map[string]any{"shell": map[string]any{"kind": "sh", "script": "exit 0"}}},
+		"shell.login": {flags: []string{"--shell", "sh", "-c", "true", "--login"},
+			json: map[string]any{"shell": map[string]any{"kind": "sh", "script": "true", "login": true}}},
 	}
 	for _, f := range call.Fields {
 		c, ok := cases[f.Key]
@@ -125,11 +139,20 @@ func TestFieldTable(t *testing.T) {
 				if _, ok := c.json["cwd"]; !ok {
 					args = append(args, "--cwd", ws)
 				}
-				return append(args, "--approval-policy", "never"),
-					map[string]any{"command": []string{"true"}, "cwd": ws, "sandbox_mode": mode, "preauthorized": true, "approval_policy": "never"}
+				if _, ok := c.json["approval_policy"]; !ok {
+					args = append(args, "--approval-policy", "never")
+				}
+				return args, map[string]any{"command": []string{"true"}, "cwd": ws, "sandbox_mode": mode, "preauthorized": true, "approval_policy": "never"}
+			}
+			command := []string{"--", "true"}
+			if _, ok := c.json["shell"]; ok {
+				command = nil
 			}
 			args, m := base("workspace-write")
-			args = append(append(args, c.flags...), "--", "true")
+			args = append(append(args, c.flags...), command...)
+			if command == nil {
+				delete(m, "command")
+			}
 			for k, v := range c.json {
 				m[k] = v
 			}
@@ -148,7 +171,9 @@ func TestFieldTable(t *testing.T) {
 				return
 			}
 			if !reflect.DeepEqual(cp.Call.Policy, jp.Call.Policy) || !reflect.DeepEqual(cp.Permissions, jp.Permissions) ||
-				!reflect.DeepEqual(cp.Call.Require, jp.Call.Require) {
+				!reflect.DeepEqual(cp.Call.Require, jp.Call.Require) || !reflect.DeepEqual(cp.Call.Cmd, jp.Call.Cmd) ||
+				cp.Call.Timeout != jp.Call.Timeout || cp.Call.KillGrace != jp.Call.KillGrace || cp.Call.Limits != jp.Call.Limits ||
+				!reflect.DeepEqual(cp.Env, jp.Env) {
 				t.Errorf("flag and JSON differ:\npolicy %+v\n   vs %+v\npermissions %+v\n   vs %+v", cp.Call.Policy, jp.Call.Policy, cp.Permissions, jp.Permissions)
 			}
 			checkRetryRoundTrip(t, cp, jp, fs, args, raw, out)
@@ -156,7 +181,7 @@ func TestFieldTable(t *testing.T) {
 				return
 			}
 			args, m = base(c.badMode)
-			args = append(append(args, c.flags...), "--", "true")
+			args = append(append(args, c.flags...), command...)
 			for k, v := range c.json {
 				m[k] = v
 			}
@@ -223,6 +248,7 @@ func checkRetryRoundTrip(t *testing.T, cp, jp *call.Prepared, fs *flagSet, args 
 	if ch == nil || !ch.Helps() {
 		return
 	}
+	t.Logf("retry: %q", ch.Argv)
 	cr, _, cerr := cliRequest(ch.Argv[2:])
 	b, err := json.Marshal(jh.Request)
 	if err != nil {
@@ -283,5 +309,27 @@ func TestFlagErrorsSpeakFlags(t *testing.T) {
 	// Allowed: the same flags where they mean something.
 	if code, out := sbxMain(t, "run", "--cwd", ws, "--allow-write", ws, "--", "true"); code != 0 {
 		t.Errorf("--allow-write of an existing directory: exit %d, %s", code, out)
+	}
+}
+
+// TestRowFlagsBound: each row of the request table with a flag is a flag of
+// sbx run, named from the table, and no binding is left without a row.
+func TestRowFlagsBound(t *testing.T) {
+	var rf runFlags
+	binds := rf.rowFlags()
+	fs := newFlagSet("run", runUsage, Stdio{Err: io.Discard})
+	rf.register(fs.FlagSet)
+	n := 0
+	for _, f := range call.Fields {
+		if f.Flag == "" {
+			continue
+		}
+		n++
+		if _, ok := binds[f.Key]; !ok || fs.Lookup(f.Flag) == nil {
+			t.Errorf("row %s: flag --%s not registered", f.Key, f.Flag)
+		}
+	}
+	if n != len(binds) {
+		t.Errorf("%d bindings for %d rows with a flag", len(binds), n)
 	}
 }
