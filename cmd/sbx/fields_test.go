@@ -177,6 +177,27 @@ func TestFieldTable(t *testing.T) {
 				t.Errorf("flag and JSON differ:\npolicy %+v\n   vs %+v\npermissions %+v\n   vs %+v", cp.Call.Policy, jp.Call.Policy, cp.Permissions, jp.Permissions)
 			}
 			checkRetryRoundTrip(t, cp, jp, fs, args, raw, out)
+			if f.Request {
+				// Under with_additional_permissions the row is asked about:
+				// approval policy never denies it, by flag and by JSON alike.
+				wargs, wm := base("workspace-write")
+				wargs = append(append(append(wargs, "--sandbox-permissions", "with_additional_permissions", "--justification", "j"), c.flags...), command...)
+				for k, v := range c.json {
+					wm[k] = v
+				}
+				wm["sandbox_permissions"], wm["justification"], wm["preauthorized"] = "with_additional_permissions", "j", false
+				cr, _, cerr := cliRequest(wargs)
+				jr, _, jerr := jsonRequest(wm)
+				if cerr != nil || jerr != nil {
+					t.Fatalf("with_additional_permissions: flag %v, JSON %v", cerr, jerr)
+				}
+				_, cerr = call.Prepare(context.Background(), cr)
+				_, jerr = call.Prepare(context.Background(), jr)
+				if cerr == nil || jerr == nil {
+					t.Fatalf("with_additional_permissions under approval policy never: flag %v, JSON %v; want both asked, so denied", cerr, jerr)
+				}
+				checkSameRefusal(t, f, call.Render(cerr, call.CLI), jerr)
+			}
 			if c.badMode == "" {
 				return
 			}
