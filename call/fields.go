@@ -310,3 +310,20 @@ func (r *Request) checkEffect() error {
 	}
 	return nil
 }
+
+// retryDrops are the rows a retry leaves out of the call it repeats:
+// escalating (require_escalated takes no additional permissions, and the
+// whole network of danger-full-access runs no proxy for a pin), or asking
+// for the whole network (the domain rows would contradict it). Both forms
+// of the retry, argv and JSON, drop the same rows.
+func retryDrops(escalating, wholeNetwork bool) []Field {
+	var out []Field
+	for _, f := range Fields {
+		switch {
+		case escalating && strings.HasPrefix(f.Key, "additional_permissions."),
+			(escalating || wholeNetwork) && (strings.HasPrefix(f.Key, "additional_permissions.network.") || f.Key == "resolve"):
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -127,3 +127,49 @@ func TestTableRetryFlags(t *testing.T) {
 		t.Errorf("%+v", f)
 	}
 }
+
+// TestResolveNeedsProxy: a pin without a proxy means nothing: sbx exec
+// ignored "resolve" where sbx run refuses --resolve; Prepare now refuses
+// it for both, and keeps it where the proxy runs.
+func TestResolveNeedsProxy(t *testing.T) {
+	f := newFixture(t)
+	r := f.request()
+	r.Resolve = []string{"a.test:443:127.0.0.1"}
+	_, err := Prepare(context.Background(), r)
+	var fe *profiles.FieldError
+	if !errors.As(err, &fe) || fe.Field != "resolve" {
+		t.Fatalf("resolve without a proxy: %v; want refused naming resolve", err)
+	}
+	if cli := Render(err, CLI); !strings.HasPrefix(cli.Error(), "--resolve: ") || strings.Contains(cli.Error(), "additional_permissions") {
+		t.Errorf("CLI rendering %q", cli)
+	}
+	r.Additional = profiles.New(&profiles.Network{Enabled: true, AllowedDomains: []string{"a.test"}}, nil, nil)
+	r.Preauthorized = true
+	if p, err := Prepare(context.Background(), r); err != nil || p.Policy().Domains == nil || len(p.Policy().Domains.Resolve) != 1 {
+		t.Errorf("resolve with allowed domains: %v", err)
+	}
+}
+
+// TestRetryDropsResolve: a retry that escalates, or asks for the whole
+// network, drops the pin from its JSON as from its argv (retryDrops): kept,
+// the retry was refused (resolve without a proxy).
+func TestRetryDropsResolve(t *testing.T) {
+	raw := []byte(`{"command":["true"],"cwd":"/w","resolve":["a.test:443:127.0.0.1"],"additional_permissions":{"network":{"enabled":true,"allowed_domains":["a.test"]}},"preauthorized":true}`)
+	esc, with, dfa, empty := profiles.RequireEscalated, profiles.WithAdditionalPermissions, profiles.DangerFullAccess, ""
+	whole := profiles.New(profiles.FullNetwork(), nil, nil)
+	hosts := profiles.New(&profiles.Network{Enabled: true, AllowedDomains: []string{"a.test", "b.test"}}, nil, nil)
+	for _, tt := range []struct {
+		name string
+		r    escalate.Retry
+		kept bool
+	}{
+		{"escalation", escalate.Retry{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty}, false},
+		{"the whole network", escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &whole, Justification: &empty}, false},
+		{"another host", escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &hosts, Justification: &empty}, true},
+	} {
+		m := retryRequest(raw, tt.r)
+		if _, ok := m["resolve"]; ok != tt.kept {
+			t.Errorf("%s: resolve kept %v, want %v: %v", tt.name, ok, tt.kept, m)
+		}
+	}
+}

@@ -146,14 +146,11 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 	if replace {
 		drop[f.SandboxPermissions], drop[f.Escalate], drop[f.Justification] = true, true, true
 	}
-	if escalating {
-		// require_escalated takes no additional permissions.
-		drop[f.AllowRead], drop[f.AllowWrite] = true, true
-	}
-	if escalating || needNetwork {
-		// The whole network (danger-full-access has it too): the domain
-		// flags would contradict it, and sbx run refuses them beside it.
-		drop[f.AllowDomain], drop[f.DenyDomain], drop[f.AllowPrivateAddresses], drop[f.Resolve] = true, true, true, true
+	// require_escalated takes no additional permissions; the whole
+	// network (danger-full-access has it too) contradicts the domain
+	// flags, and sbx run refuses them beside it.
+	for _, row := range retryDrops(escalating, needNetwork) {
+		drop[row.Flag] = true
 	}
 	kept, command, hasNetwork := splitArgs(cl, drop)
 	argv := append(append([]string{}, cl.Prefix...), kept...)
@@ -233,7 +230,17 @@ func retryRequest(raw []byte, r escalate.Retry) map[string]any {
 	// The retry asks for what it needs: preauthorized is for use_default
 	// only, and the call's own permissions are now part of the request.
 	delete(m, "preauthorized")
-	if *r.SandboxPermissions == profiles.RequireEscalated {
+	escalating := *r.SandboxPermissions == profiles.RequireEscalated
+	wholeNetwork := r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkMode() == profiles.NetworkAll &&
+		len(r.AdditionalPermissions.DeniedDomains()) == 0
+	for _, row := range retryDrops(escalating, wholeNetwork) {
+		// The rows beside the profile (resolve); the profile itself is
+		// replaced below.
+		if !strings.HasPrefix(row.Key, "additional_permissions.") {
+			delete(m, row.Key)
+		}
+	}
+	if escalating {
 		m["escalate_to"] = r.EscalateTo.String()
 		delete(m, "additional_permissions")
 	} else {
