@@ -308,6 +308,25 @@ func (r *Request) checkEffect() error {
 			return &profiles.FieldError{Field: f.Key, Err: mention{fmt.Sprintf("a carve-out of writable roots: %s has none (use {sandbox_mode} workspace-write or {additional_permissions.file_system.write})", r.Mode)}}
 		}
 	}
+	return r.checkDomains()
+}
+
+// checkDomains refuses the domain rows where no proxy applies them: hosts
+// beside the whole network contradict it, and private addresses are the
+// proxy's rule for allowed hosts (sbx run refused both; JSON ignored them).
+func (r *Request) checkDomains() error {
+	hosts := len(r.Additional.AllowedDomains()) > 0
+	switch {
+	case r.Network && hosts:
+		return &profiles.FieldError{Field: "additional_permissions.network.allowed_domains",
+			Err: mention{"contradicts {network_access}, which reaches every address: give one or the other"}}
+	case r.Additional.AllowPrivateAddresses() && !hosts && r.Network:
+		return &profiles.FieldError{Field: "additional_permissions.network.allow_private_addresses",
+			Err: mention{"no effect with {network_access}, which reaches private addresses already"}}
+	case r.Additional.AllowPrivateAddresses() && !hosts:
+		return &profiles.FieldError{Field: "additional_permissions.network.allow_private_addresses",
+			Err: mention{"only valid with {additional_permissions.network.allowed_domains} (the proxy applies it)"}}
+	}
 	return nil
 }
 

@@ -31,6 +31,14 @@ func TestEffectInPrepare(t *testing.T) {
 		}},
 		{"exclude_tmp in read-only", "exclude_tmp", func(r *Request) { r.ExcludeTmp = true }},
 		{"a carve-out without writable roots", "read_only", func(r *Request) { r.CarveOuts = []string{f.ws + "/x"} }},
+		{"hosts beside the whole network", "additional_permissions.network.allowed_domains", func(r *Request) {
+			r.Network, r.Preauthorized = true, true
+			r.Additional = profiles.New(&profiles.Network{Enabled: true, AllowedDomains: []string{"a.test"}}, nil, nil)
+		}},
+		{"private addresses without hosts", "additional_permissions.network.allow_private_addresses", func(r *Request) {
+			r.Preauthorized = true
+			r.Additional = profiles.New(&profiles.Network{Enabled: true, AllowPrivateAddresses: true}, nil, nil)
+		}},
 	} {
 		r := f.request()
 		tt.edit(&r)

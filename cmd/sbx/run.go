@@ -587,9 +587,8 @@ func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
 			return nil, &profiles.FieldError{Field: "--resolve", Err: err}
 		}
 	}
-	if len(rf.allowDomain) > 0 && rf.network {
-		return nil, &profiles.FieldError{Field: "--allow-domain", Err: errors.New("contradicts --network, which reaches every address: give one or the other")}
-	}
+	// --allow-domain beside --network is refused by call.Prepare, for
+	// network_access too.
 	if len(rf.allowDomain) == 0 && rf.network && len(rf.denyDomain) > 0 {
 		// --network with a deny list: the full network goes through the
 		// proxy, every host allowed but the denied ones (policy.Build).
