@@ -24,6 +24,9 @@ type Field struct {
 	Flag string
 	// Kind is the rule of the field's strings (profiles.CheckString).
 	Kind profiles.StringKind
+	// List says the field is a list (a repeatable flag): an error names
+	// its element, writable_roots[1] or --writable-root[1].
+	List bool
 	// Effect is where the field means something; outside it, giving the
 	// field is refused rather than ignored (checkEffect).
 	Effect Effect
@@ -61,36 +64,36 @@ func list(v []string) func(*Request) []string { return func(*Request) []string {
 // Fields is the request table. A field added to Request is added here,
 // and TestFieldTable sets each row by flag and by JSON.
 var Fields = []Field{
-	{Key: "command", Kind: profiles.KindToken,
+	{Key: "command", List: true, Kind: profiles.KindToken,
 		strings: func(r *Request) []string { return r.Command }, given: func(r *Request) bool { return len(r.Command) > 0 }},
 	{Key: "cwd", Flag: "cwd", Kind: profiles.KindPath,
 		strings: func(r *Request) []string { return optional(r.Cwd) }, given: func(r *Request) bool { return r.Cwd != "" }},
 	{Key: "sandbox_mode", Flag: "mode", given: func(r *Request) bool { return r.Mode != profiles.ReadOnly }},
-	{Key: "writable_roots", Flag: "writable-root", Kind: profiles.KindPath, Effect: WorkspaceWriteOnly,
+	{Key: "writable_roots", List: true, Flag: "writable-root", Kind: profiles.KindPath, Effect: WorkspaceWriteOnly,
 		strings: func(r *Request) []string { return r.WritableRoots }, given: func(r *Request) bool { return len(r.WritableRoots) > 0 }},
 	{Key: "exclude_tmp", Flag: "exclude-tmp", Effect: WorkspaceWriteOnly, given: func(r *Request) bool { return r.ExcludeTmp }},
 	{Key: "exclude_tmpdir", Flag: "exclude-tmpdir", Effect: WorkspaceWriteOnly, given: func(r *Request) bool { return r.ExcludeTmpdir }},
-	{Key: "read_only", Flag: "read-only", Kind: profiles.KindPath, Effect: CarveOut,
+	{Key: "read_only", List: true, Flag: "read-only", Kind: profiles.KindPath, Effect: CarveOut,
 		strings: func(r *Request) []string { return r.CarveOuts }, given: func(r *Request) bool { return len(r.CarveOuts) > 0 }},
-	{Key: "protect", Flag: "protect", Kind: profiles.KindPath, Effect: CarveOut,
+	{Key: "protect", List: true, Flag: "protect", Kind: profiles.KindPath, Effect: CarveOut,
 		strings: func(r *Request) []string { return r.Protect }, given: func(r *Request) bool { return len(r.Protect) > 0 }},
 	{Key: "no_default_protect", Flag: "no-default-protect", Effect: CarveOut, given: func(r *Request) bool { return r.NoDefaultProtect }},
 	{Key: "network_access", Flag: "network", Effect: Confined, Request: true, given: func(r *Request) bool { return r.Network }},
-	{Key: "additional_permissions.file_system.read", Flag: "allow-read", Kind: profiles.KindPath, Effect: Confined, Request: true,
+	{Key: "additional_permissions.file_system.read", List: true, Flag: "allow-read", Kind: profiles.KindPath, Effect: Confined, Request: true,
 		strings: func(r *Request) []string { return fsPaths(r, false) }, given: func(r *Request) bool { return len(fsPaths(r, false)) > 0 }},
-	{Key: "additional_permissions.file_system.write", Flag: "allow-write", Kind: profiles.KindPath, Effect: Confined, Request: true,
+	{Key: "additional_permissions.file_system.write", List: true, Flag: "allow-write", Kind: profiles.KindPath, Effect: Confined, Request: true,
 		strings: func(r *Request) []string { return fsPaths(r, true) }, given: func(r *Request) bool { return len(fsPaths(r, true)) > 0 }},
-	{Key: "additional_permissions.network.allowed_domains", Flag: "allow-domain", Effect: Confined, Request: true,
+	{Key: "additional_permissions.network.allowed_domains", List: true, Flag: "allow-domain", Effect: Confined, Request: true,
 		strings: func(r *Request) []string { return r.Additional.AllowedDomains() }, given: func(r *Request) bool { return len(r.Additional.AllowedDomains()) > 0 }},
-	{Key: "additional_permissions.network.denied_domains", Flag: "deny-domain", Effect: Confined, Request: true,
+	{Key: "additional_permissions.network.denied_domains", List: true, Flag: "deny-domain", Effect: Confined, Request: true,
 		strings: func(r *Request) []string { return r.Additional.DeniedDomains() }, given: func(r *Request) bool { return len(r.Additional.DeniedDomains()) > 0 }},
 	{Key: "additional_permissions.network.allow_private_addresses", Flag: "allow-private-addresses", Effect: Confined, Request: true,
 		given: func(r *Request) bool { return r.Additional.AllowPrivateAddresses() }},
-	{Key: "resolve", Flag: "resolve", Effect: Confined,
+	{Key: "resolve", List: true, Flag: "resolve", Effect: Confined,
 		strings: func(r *Request) []string { return r.Resolve }, given: func(r *Request) bool { return len(r.Resolve) > 0 }},
-	{Key: "require", Flag: "require",
+	{Key: "require", List: true, Flag: "require",
 		strings: func(r *Request) []string { return r.Require }, given: func(r *Request) bool { return len(r.Require) > 0 }},
-	{Key: "cap_add", Flag: "cap-add", Request: true,
+	{Key: "cap_add", List: true, Flag: "cap-add", Request: true,
 		strings: func(r *Request) []string { return r.CapAdd }, given: func(r *Request) bool { return len(r.CapAdd) > 0 }},
 	{Key: "call_id", strings: func(r *Request) []string { return optional(r.Escalation.CallID) },
 		given: func(r *Request) bool { return r.Escalation.CallID != "" }},
@@ -111,9 +114,10 @@ var Fields = []Field{
 	{Key: "limits.pids", Flag: "pids", given: func(r *Request) bool { return r.Limits.Pids != 0 }},
 	{Key: "limits.cpus", Flag: "cpus", given: func(r *Request) bool { return r.Limits.CPUs != 0 }},
 	{Key: "env_policy.mode", Flag: "env-mode", given: func(r *Request) bool { return r.EnvPolicy.Mode != "" }},
-	{Key: "env_policy.allow", Flag: "env-allow",
+	{Key: "env_policy.allow", List: true, Flag: "env-allow",
 		strings: func(r *Request) []string { return r.EnvPolicy.Allow }, given: func(r *Request) bool { return len(r.EnvPolicy.Allow) > 0 }},
-	{Key: "env", Flag: "setenv", given: func(r *Request) bool { return len(r.EnvPolicy.Set) > 0 }},
+	{Key: "env", List: true, Flag: "setenv", // an object: one NAME=VALUE per --setenv
+		given: func(r *Request) bool { return len(r.EnvPolicy.Set) > 0 }},
 	{Key: "shell.kind", Flag: "shell", given: func(r *Request) bool { return r.Shell != nil }},
 	{Key: "shell.script", Flag: "c", given: func(r *Request) bool { return r.Shell != nil }},
 	{Key: "shell.login", Flag: "login", given: func(r *Request) bool { return r.Shell != nil && r.Shell.Login }},
@@ -266,7 +270,7 @@ func (r Request) checkStrings() error {
 		for i, v := range values {
 			if err := profiles.CheckString(f.Kind, v); err != nil {
 				field := f.Key
-				if f.isList() {
+				if f.List {
 					field += "[" + strconv.Itoa(i) + "]"
 				}
 				return &profiles.FieldError{Field: field, Err: err}
@@ -274,15 +278,6 @@ func (r Request) checkStrings() error {
 		}
 	}
 	return nil
-}
-
-// isList says whether the field is a list (its errors name an element).
-func (f Field) isList() bool {
-	switch f.Key {
-	case "cwd", "call_id", "environment_id", "justification", "guard":
-		return false
-	}
-	return f.strings != nil
 }
 
 // checkEffect refuses a field that would change nothing in this call, as

@@ -346,8 +346,14 @@ func TestRowFlagsBound(t *testing.T) {
 			continue
 		}
 		n++
-		if _, ok := binds[f.Key]; !ok || fs.Lookup(f.Flag) == nil {
+		fl := fs.Lookup(f.Flag)
+		if _, ok := binds[f.Key]; !ok || fl == nil {
 			t.Errorf("row %s: flag --%s not registered", f.Key, f.Flag)
+			continue
+		}
+		// A list is a repeatable flag; any other flag may be given once.
+		if _, rep := fl.Value.(interface{ repeatable() }); rep != f.List {
+			t.Errorf("row %s: --%s repeatable %v, but the row's List is %v", f.Key, f.Flag, rep, f.List)
 		}
 	}
 	if n != len(binds) {
