@@ -346,6 +346,9 @@ func TestRowFlagsBound(t *testing.T) {
 			continue
 		}
 		n++
+		if _, ok := rf.pathValues()[f.Key]; ok != (f.Kind == profiles.KindPath) {
+			t.Errorf("row %s: kind %q, but pathValues has it: %v", f.Key, f.Kind, ok)
+		}
 		fl := fs.Lookup(f.Flag)
 		if _, ok := binds[f.Key]; !ok || fl == nil {
 			t.Errorf("row %s: flag --%s not registered", f.Key, f.Flag)

@@ -238,27 +238,40 @@ func (rf *runFlags) rowFlags() map[string]func(fs *flag.FlagSet, name string) {
 	}
 }
 
-// checkPaths holds the flags whose values are paths to their kind's rule
-// (profiles.KindPath): `--cwd ""` would otherwise run in sbx's own
-// directory and make it writable. (A NUL cannot reach a flag: argv is C
-// strings.)
+// checkPaths holds the flags of the table's path rows (call.Fields, kind
+// profiles.KindPath) and --grants, a file of the CLI's own, to the rule of
+// their kind: `--cwd ""` would otherwise run in sbx's own directory and make
+// it writable. (A NUL cannot reach a flag: argv is C strings.)
 func (rf *runFlags) checkPaths(set map[string]bool) error {
-	for _, f := range []struct {
-		name   string
-		values []string
-	}{
-		{"cwd", []string{rf.cwd}}, {"writable-root", rf.writableRoots}, {"allow-read", rf.allowRead},
-		{"allow-write", rf.allowWrite}, {"read-only", rf.readOnly}, {"protect", rf.protect},
-		{"guard", []string{rf.guard}}, {"grants", []string{rf.grants}},
-	} {
-		if !set[f.name] {
-			continue
-		}
-		for _, v := range f.values {
+	values := rf.pathValues()
+	check := func(name string, vs []string) error {
+		for _, v := range vs {
 			if err := profiles.CheckString(profiles.KindPath, v); err != nil {
-				return &profiles.FieldError{Field: "--" + f.name, Err: err}
+				return &profiles.FieldError{Field: "--" + name, Err: err}
 			}
 		}
+		return nil
+	}
+	for _, f := range call.Fields {
+		if f.Kind != profiles.KindPath || f.Flag == "" || !set[f.Flag] {
+			continue
+		}
+		if err := check(f.Flag, values[f.Key]); err != nil {
+			return err
+		}
+	}
+	if set["grants"] {
+		return check("grants", []string{rf.grants})
 	}
 	return nil
+}
+
+// pathValues are the values of the path rows' flags, by the row's key
+// (TestRowFlagsBound checks that every path row with a flag has one).
+func (rf *runFlags) pathValues() map[string][]string {
+	return map[string][]string{
+		"cwd": {rf.cwd}, "writable_roots": rf.writableRoots, "additional_permissions.file_system.read": rf.allowRead,
+		"additional_permissions.file_system.write": rf.allowWrite, "read_only": rf.readOnly, "protect": rf.protect,
+		"guard": {rf.guard},
+	}
 }
