@@ -29,7 +29,9 @@ func TestControlPaths(t *testing.T) {
 	prepare := func(mode profiles.Mode, c ControlPaths) *Prepared {
 		t.Helper()
 		r := f.request()
-		r.Mode, r.ExcludeTmp, r.ExcludeTmpdir = mode, true, true
+		// exclude_tmp means something in workspace-write only (checkEffect).
+		ws := mode == profiles.WorkspaceWrite
+		r.Mode, r.ExcludeTmp, r.ExcludeTmpdir = mode, ws, ws
 		r.Escalation.Control = c
 		p, err := Prepare(context.Background(), r)
 		if err != nil {

@@ -29,6 +29,14 @@
 // A caller that launches sandboxed calls can guess with PrestartHint,
 // before Prepare, whether to make the namespaces ahead (host.Prestart).
 //
+// Fields is the request table: each field once, with its flag, its JSON key,
+// the rule of its strings, the modes where it means something and whether
+// it is asked about under with_additional_permissions. Prepare refuses a
+// field given where it means nothing, whichever front end set it; Render
+// names a refusal's field in the words of a front end (the CLI's flags);
+// a retry's argv and request change the same rows; sbx run registers its
+// flags from it.
+//
 // Guarantees:
 //   - Nothing has been run or created when Prepare returns an error, and
 //     every refusal of bad input is a *profiles.FieldError naming the field.
@@ -48,6 +56,6 @@
 //   - Additional permissions under use_default run without approval only
 //     when marked Preauthorized (the caller's own, not a model's).
 //   - The package is pure Go and builds on every OS; it knows no flag set
-//     and no JSON request shape (the CLI gives a retry's command line as
-//     data, CommandLine).
+//     (the CLI gives a retry's command line as data, CommandLine): only the
+//     names in Fields.
 package call

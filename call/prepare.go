@@ -85,6 +85,18 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if err := r.checkStrings(); err != nil {
 		return nil, err
 	}
+	if err := r.checkEffect(); err != nil {
+		return nil, err
+	}
+	if r.Escalation.SandboxPermissions == profiles.WithAdditionalPermissions && r.Network {
+		// Under with_additional_permissions the network is part of the
+		// request the approver sees, whichever front end set it (Codex:
+		// network access is an additional permission like a path), not
+		// the caller's own setting; a request for the network alone is
+		// valid. Grants, which the runtime applies afterwards, ask no one.
+		r.Network = false
+		r.Additional = profiles.Merge(r.Additional, profiles.New(profiles.FullNetwork(), nil, nil))
+	}
 	require, err := parseRequire(r.Require)
 	if err != nil {
 		return nil, err
@@ -134,6 +146,13 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	pol, perms, guard, err := resolvePermissions(ctx, base, explicit, preauth, r.Escalation)
 	if err != nil {
 		return nil, err
+	}
+	if len(r.Resolve) > 0 && pol.Domains == nil {
+		// Only the proxy applies a pin, and none runs for this call: the
+		// JSON front end ignored it where sbx run refuses it (a field that
+		// means nothing is refused in both; checked on the final policy,
+		// so grants and the guard count).
+		return nil, &profiles.FieldError{Field: "resolve", Err: mention{"no effect: no proxy runs for this call (it needs {additional_permissions.network.allowed_domains}, or {additional_permissions.network.denied_domains} beside the whole network)"}}
 	}
 	if pol.Domains != nil {
 		// The launcher sets them (the port is known only once its

@@ -1,7 +1,6 @@
 package call
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -99,42 +98,4 @@ func PrestartHint(r Request) (netns, ok bool) {
 	// network namespace of its own (policy.Build).
 	full := r.Network || r.Additional.NetworkEnabled()
 	return !full || len(r.Additional.DeniedDomains()) > 0, true
-}
-
-// checkStrings holds every string of r that becomes a path, an argv element
-// or an id to the rule of its kind (profiles.CheckString), whichever front
-// end made r: the JSON decoder and the CLI refuse them first, naming the
-// field in their own words; this is for embedders, and for a field a front
-// end forgot. Cwd "" is the current directory here (a front end refuses an
-// explicit empty one).
-func (r Request) checkStrings() error {
-	cwd := []string{}
-	if r.Cwd != "" {
-		cwd = append(cwd, r.Cwd)
-	}
-	for _, f := range []struct {
-		field  string
-		kind   profiles.StringKind
-		values []string
-		list   bool
-	}{
-		{"command", profiles.KindToken, r.Command, true}, {"cwd", profiles.KindPath, cwd, false},
-		{"writable_roots", profiles.KindPath, r.WritableRoots, true}, {"read_only", profiles.KindPath, r.CarveOuts, true},
-		{"protect", profiles.KindPath, r.Protect, true}, {"resolve", profiles.KindToken, r.Resolve, true},
-		{"require", profiles.KindToken, r.Require, true}, {"cap_add", profiles.KindToken, r.CapAdd, true},
-		{"call_id", profiles.KindToken, []string{r.Escalation.CallID}, false},
-		{"environment_id", profiles.KindToken, []string{r.Escalation.EnvironmentID}, false},
-		{"justification", profiles.KindToken, []string{r.Escalation.Justification}, false},
-	} {
-		for i, v := range f.values {
-			if err := profiles.CheckString(f.kind, v); err != nil {
-				field := f.field
-				if f.list {
-					field += "[" + strconv.Itoa(i) + "]"
-				}
-				return &profiles.FieldError{Field: field, Err: err}
-			}
-		}
-	}
-	return nil
 }

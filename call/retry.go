@@ -67,6 +67,20 @@ type RetryFlags struct {
 	CapAdd string
 }
 
+// TableRetryFlags are the RetryFlags of sbx run, read from Fields: a flag
+// renamed there is renamed in every retry.
+func TableRetryFlags() RetryFlags {
+	flag := func(key string) string {
+		f, _ := FieldByKey(key)
+		return f.Flag
+	}
+	return RetryFlags{Network: flag("network_access"), SandboxPermissions: flag("sandbox_permissions"), Escalate: flag("escalate_to"),
+		Justification: flag("justification"), AllowRead: flag("additional_permissions.file_system.read"),
+		AllowWrite: flag("additional_permissions.file_system.write"), AllowDomain: flag("additional_permissions.network.allowed_domains"),
+		DenyDomain: flag("additional_permissions.network.denied_domains"), AllowPrivateAddresses: flag("additional_permissions.network.allow_private_addresses"),
+		Resolve: flag("resolve"), CapAdd: flag("cap_add")}
+}
+
 // Retry builds the exact-retry hint for a call that ran with denials, or
 // nil when there are none. What the guard Prepare loaded forbids gets no
 // hint. form says which forms of the call the hint repeats.
@@ -132,14 +146,11 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 	if replace {
 		drop[f.SandboxPermissions], drop[f.Escalate], drop[f.Justification] = true, true, true
 	}
-	if escalating {
-		// require_escalated takes no additional permissions.
-		drop[f.AllowRead], drop[f.AllowWrite] = true, true
-	}
-	if escalating || needNetwork {
-		// The whole network (danger-full-access has it too): the domain
-		// flags would contradict it, and sbx run refuses them beside it.
-		drop[f.AllowDomain], drop[f.DenyDomain], drop[f.AllowPrivateAddresses], drop[f.Resolve] = true, true, true, true
+	// require_escalated takes no additional permissions; the whole
+	// network (danger-full-access has it too) contradicts the domain
+	// flags, and sbx run refuses them beside it.
+	for _, row := range retryDrops(escalating, needNetwork) {
+		drop[row.Flag] = true
 	}
 	kept, command, hasNetwork := splitArgs(cl, drop)
 	argv := append(append([]string{}, cl.Prefix...), kept...)
@@ -219,7 +230,17 @@ func retryRequest(raw []byte, r escalate.Retry) map[string]any {
 	// The retry asks for what it needs: preauthorized is for use_default
 	// only, and the call's own permissions are now part of the request.
 	delete(m, "preauthorized")
-	if *r.SandboxPermissions == profiles.RequireEscalated {
+	escalating := *r.SandboxPermissions == profiles.RequireEscalated
+	wholeNetwork := r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkMode() == profiles.NetworkAll &&
+		len(r.AdditionalPermissions.DeniedDomains()) == 0
+	for _, row := range retryDrops(escalating, wholeNetwork) {
+		// The rows beside the profile (resolve); the profile itself is
+		// replaced below.
+		if !strings.HasPrefix(row.Key, "additional_permissions.") {
+			delete(m, row.Key)
+		}
+	}
+	if escalating {
 		m["escalate_to"] = r.EscalateTo.String()
 		delete(m, "additional_permissions")
 	} else {

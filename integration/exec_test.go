@@ -86,6 +86,12 @@ func TestExecBadInput(t *testing.T) {
 		{"truncated-json", `{` + run, "JSON"},
 		{"empty-input", ``, "JSON"},
 		{"trailing-data", `{` + run + `} {}`, "trailing"},
+		// As sbx run --mode danger-full-access --writable-root is: a
+		// field that means nothing in the mode is refused (issue 28 §1;
+		// this ran and exited 0).
+		{"writable-root-danger", `{` + run + `, "sandbox_mode": "danger-full-access", "writable_roots": ["/nonexistent"]}`, "writable_roots"},
+		{"network-danger", `{` + run + `, "sandbox_mode": "danger-full-access", "network_access": true}`, "network_access"},
+		{"exclude-tmp-read-only", `{` + run + `, "exclude_tmp": true}`, "exclude_tmp"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -18,8 +18,27 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/call"
 	sbxreport "github.com/sbx-sandbox/sbx/report"
 )
+
+// setDotted sets m's value at the dotted key ("file_system.write"),
+// making the objects on the way.
+func setDotted(m map[string]any, key string, v any) {
+	for {
+		head, rest, nested := strings.Cut(key, ".")
+		if !nested {
+			m[head] = v
+			return
+		}
+		next, ok := m[head].(map[string]any)
+		if !ok {
+			next = map[string]any{}
+			m[head] = next
+		}
+		m, key = next, rest
+	}
+}
 
 // The integration suite runs its sandbox cases one of two ways, chosen by
 // SBX_IT_VIA: "run" (the default) starts `sbx run` per call; "serve" sends
@@ -214,23 +233,6 @@ func serveRequest(t *testing.T, dir string, args, command []string) serveCall {
 	if len(command) > 0 {
 		req["command"] = command
 	}
-	setList := func(flag, field string) {
-		if v := lists[flag]; len(v) > 0 {
-			req[field] = v
-		}
-	}
-	setList("writable-root", "writable_roots")
-	setList("read-only", "read_only")
-	setList("protect", "protect")
-	setList("resolve", "resolve")
-	setList("require", "require")
-	setList("cap-add", "cap_add")
-	for flag, field := range map[string]string{"network": "network_access", "exclude-tmp": "exclude_tmp",
-		"exclude-tmpdir": "exclude_tmpdir", "no-default-protect": "no_default_protect"} {
-		if bools[flag] {
-			req[field] = true
-		}
-	}
 	// Escalation: the CLI asks on the terminal by default (on-request);
 	// a session here never asks, so only the never policy translates.
 	sp := values["sandbox-permissions"]
@@ -249,43 +251,39 @@ func serveRequest(t *testing.T, dir string, args, command []string) serveCall {
 	if j, ok := values["justification"]; ok {
 		req["justification"] = j
 	}
+	// The request table (call.Fields) names each row's flag and key: a
+	// list or a switch given as a flag is its key's value in the request.
 	add := map[string]any{}
-	if r, w := lists["allow-read"], lists["allow-write"]; len(r) > 0 || len(w) > 0 {
-		fs := map[string]any{}
-		if len(r) > 0 {
-			fs["read"] = r
+	for _, f := range call.Fields {
+		var v any
+		switch {
+		case f.Flag == "":
+			continue
+		case len(lists[f.Flag]) > 0:
+			v = lists[f.Flag]
+		case bools[f.Flag]:
+			v = true
+		default:
+			continue
 		}
-		if len(w) > 0 {
-			fs["write"] = w
+		if rest, ok := strings.CutPrefix(f.Key, "additional_permissions."); ok {
+			setDotted(add, rest, v)
+		} else {
+			req[f.Key] = v
 		}
-		add["file_system"] = fs
 	}
-	allow, deny := lists["allow-domain"], lists["deny-domain"]
-	switch {
-	case len(allow) > 0:
-		n := map[string]any{"enabled": true, "allowed_domains": allow}
-		if len(deny) > 0 {
-			n["denied_domains"] = deny
+	if n, ok := add["network"].(map[string]any); ok {
+		// A profile's network says whether it is enabled (the CLI: with
+		// --allow-domain); a deny list alone narrows --network.
+		_, hosts := n["allowed_domains"]
+		if !hosts && n["allow_private_addresses"] == true {
+			skipVia(t, "--allow-private-addresses without --allow-domain (a CLI flag error)")
 		}
-		if bools["allow-private-addresses"] {
-			n["allow_private_addresses"] = true
-		}
-		add["network"] = n
-	case len(deny) > 0:
-		add["network"] = map[string]any{"enabled": false, "denied_domains": deny}
-	case bools["allow-private-addresses"]:
-		skipVia(t, "--allow-private-addresses without --allow-domain (a CLI flag error)")
+		n["enabled"] = hosts
 	}
-	if sp == "with_additional_permissions" && bools["network"] {
-		// As the CLI: --network is then part of the request.
-		delete(req, "network_access")
-		n, _ := add["network"].(map[string]any)
-		if n == nil {
-			n = map[string]any{}
-		}
-		n["enabled"] = true
-		add["network"] = n
-	}
+	// Under with_additional_permissions --network and network_access are
+	// both part of the request: call.Prepare decides it for both, so
+	// nothing is translated here.
 	if len(add) > 0 {
 		req["additional_permissions"] = add
 	}

@@ -54,6 +54,7 @@ func explainCmd(args []string, stdio Stdio) int {
 	if err == nil {
 		var p *call.Prepared
 		p, err = call.Prepare(context.Background(), req)
+		err = call.Render(err, call.CLI)
 		if errors.Is(err, call.ErrNotFound) {
 			err = nil
 		}

@@ -130,7 +130,7 @@ func fsCmd(args []string, stdio Stdio) int {
 	}
 	res, err := runFS(req, op, content, call.RetryForm{CommandLine: retryCommandLine("fs", fs.FlagSet, args)})
 	if err != nil {
-		return refuse(err)
+		return refuse(call.Render(err, call.CLI))
 	}
 	if *asJSON {
 		if c := writeJSON(stdio.Out, res); c != 0 {

@@ -24,10 +24,9 @@ func retryCommandLine(sub string, fs *flag.FlagSet, args []string) *call.Command
 	return &call.CommandLine{Prefix: []string{"sbx", sub}, Args: args, ValueFlags: values, Flags: runRetryFlags}
 }
 
-// runRetryFlags spell the escalation flags of the run flags (runFlags.register).
-var runRetryFlags = call.RetryFlags{Network: "network", SandboxPermissions: "sandbox-permissions", Escalate: "escalate",
-	Justification: "justification", AllowRead: "allow-read", AllowWrite: "allow-write",
-	AllowDomain: "allow-domain", DenyDomain: "deny-domain", AllowPrivateAddresses: "allow-private-addresses", Resolve: "resolve", CapAdd: "cap-add"}
+// runRetryFlags spell the escalation flags of the run flags, as the
+// request table (call.Fields) names them.
+var runRetryFlags = call.TableRetryFlags()
 
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })

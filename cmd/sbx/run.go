@@ -8,15 +8,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
-	"time"
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/netproxy"
-	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/shells"
@@ -24,70 +21,6 @@ import (
 
 func init() {
 	register("run", command{summary: "run a command under the sandbox (stdio, exit status and signals pass through)", run: runCmd})
-}
-
-// listFlag is a repeatable string flag; every other flag may be given once
-// (see flagSet.parse).
-type listFlag []string
-
-func (l *listFlag) String() string     { return strings.Join(*l, ",") }
-func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
-func (l *listFlag) repeatable()        {}
-
-// timeoutFlag parses a duration, saying the accepted range when it cannot
-// (the flag package's own says only "parse error"); the range itself is
-// checked with the other fields in request.
-type timeoutFlag struct{ d *time.Duration }
-
-func (f timeoutFlag) String() string {
-	if f.d == nil || *f.d == 0 {
-		return ""
-	}
-	return f.d.String()
-}
-func (f timeoutFlag) Set(v string) error {
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Errorf("not a duration from 1ns to %dh (examples: 30s, 5m, 2h)", int64(report.MaxTimeout/time.Hour))
-	}
-	*f.d = d
-	return nil
-}
-
-// sizeFlag parses a byte size with an optional K/M/G/T suffix.
-type sizeFlag struct{ n *int64 }
-
-func (f sizeFlag) String() string {
-	if f.n == nil || *f.n == 0 {
-		return ""
-	}
-	return strconv.FormatInt(*f.n, 10)
-}
-func (f sizeFlag) Set(v string) error {
-	n, err := report.ParseSize(v)
-	if err != nil {
-		return err
-	}
-	*f.n = n
-	return nil
-}
-
-// modeFlag parses a sandbox mode at flag time so a bad value is a flag error.
-type modeFlag struct{ m *profiles.Mode }
-
-func (f modeFlag) String() string {
-	if f.m == nil {
-		return ""
-	}
-	return f.m.String()
-}
-func (f modeFlag) Set(v string) error {
-	m, err := profiles.ParseMode(v)
-	if err != nil {
-		return err
-	}
-	*f.m = m
-	return nil
 }
 
 const runUsage = `Usage: sbx run [flags] -- COMMAND [ARG...]
@@ -119,86 +52,6 @@ Examples:
 
 Flags:
 `
-
-// runFlags are the flags that shape a call; `sbx explain` shares them.
-type runFlags struct {
-	mode             profiles.Mode
-	cwd              string
-	writableRoots    listFlag
-	allowRead        listFlag
-	allowWrite       listFlag
-	readOnly         listFlag
-	protect          listFlag
-	noDefaultProtect bool
-	network          bool
-	allowDomain      listFlag
-	denyDomain       listFlag
-	allowPrivate     bool
-	resolve          listFlag
-	excludeTmp       bool
-	excludeTmpdir    bool
-	require          listFlag
-	capAdd           listFlag
-	shell            string
-	script           string
-	login            bool
-	envMode          string
-	envAllow         listFlag
-	setenv           listFlag
-	limits           report.Limits
-	timeout          time.Duration
-	killGrace        time.Duration
-
-	sandboxPermissions string
-	escalateTo         string
-	justification      string
-	approvalPolicy     string
-	approver           string
-	guard              string
-	preset             string
-	grants             string
-	strictReview       bool
-}
-
-func (rf *runFlags) register(fs *flag.FlagSet) {
-	fs.Var(modeFlag{&rf.mode}, "mode", "sandbox mode: read-only, workspace-write or danger-full-access")
-	fs.StringVar(&rf.cwd, "cwd", "", "working directory of the command (default: the current directory)")
-	fs.Var(&rf.writableRoots, "writable-root", "extra writable directory in workspace-write (repeatable)")
-	fs.Var(&rf.allowRead, "allow-read", "additional readable path (repeatable)")
-	fs.Var(&rf.allowWrite, "allow-write", "additional writable path; must exist (repeatable)")
-	fs.Var(&rf.readOnly, "read-only", "extra read-only carve-out `PATH` inside writable roots, besides the protected names (repeatable)")
-	fs.Var(&rf.protect, "protect", "keep `NAME` read-only in every writable root, as "+strings.Join(policy.DefaultProtected, ", ")+" are by default; a missing one cannot be created (repeatable)")
-	fs.BoolVar(&rf.noDefaultProtect, "no-default-protect", false, "do not protect "+strings.Join(policy.DefaultProtected, ", ")+" (the report's policy.protected_names says what is)")
-	fs.BoolVar(&rf.network, "network", false, "allow network access")
-	fs.Var(&rf.allowDomain, "allow-domain", "allow network to `PATTERN` only, through sbx's proxy: host, *.domain (subdomains only), optional :PORT (default 80 and 443) (repeatable; docs/network.md)")
-	fs.Var(&rf.denyDomain, "deny-domain", "refuse `PATTERN` even when --allow-domain matches it; beside --network, every host but PATTERN through the proxy (repeatable)")
-	fs.BoolVar(&rf.allowPrivate, "allow-private-addresses", false, "let --allow-domain hosts resolve to loopback, link-local and private addresses")
-	fs.Var(&rf.resolve, "resolve", "pin `HOST:PORT:ADDR` for the proxy, as curl's --resolve (repeatable; with --allow-domain)")
-	fs.BoolVar(&rf.excludeTmp, "exclude-tmp", false, "do not make /tmp writable in workspace-write")
-	fs.BoolVar(&rf.excludeTmpdir, "exclude-tmpdir", false, "do not make $TMPDIR writable in workspace-write")
-	fs.StringVar(&rf.sandboxPermissions, "sandbox-permissions", "", "per-call escalation: use_default, with_additional_permissions (the --allow-* flags become a request needing approval) or require_escalated")
-	fs.StringVar(&rf.escalateTo, "escalate", "", "ask to run this call in a wider `MODE` (implies --sandbox-permissions require_escalated)")
-	fs.StringVar(&rf.justification, "justification", "", "why the call needs more than its standing mode (required with an escalation)")
-	fs.StringVar(&rf.approvalPolicy, "approval-policy", "", "never, on-request, on-failure or untrusted (default on-request; only on-request asks: the others deny an escalation no grant covers without asking)")
-	fs.StringVar(&rf.approver, "approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout); default: ask on the terminal")
-	fs.StringVar(&rf.guard, "guard", "", "deployment guard `FILE` (default "+escalate.DefaultGuardPath+" when it exists)")
-	fs.StringVar(&rf.grants, "grants", "", "sticky grants `FILE`: JSON {\"session\": profile, \"turn\": profile, \"turn_strict\": bool}, as sbx exec's grants; what they cover needs no approval")
-	fs.BoolVar(&rf.strictReview, "strict-review", false, "send every escalation to the approver, even one --grants covers (the turn grant's strict_auto_review; needs --grants)")
-	fs.StringVar(&rf.preset, "preset", "", "preset `KEY` setting mode and approval policy (see sbx presets)")
-	fs.StringVar(&rf.shell, "shell", "", "run the -c script with this shell: bash, sh, zsh, pwsh, powershell or cmd (no profile files unless --login)")
-	fs.StringVar(&rf.script, "c", "", "the script for --shell")
-	fs.BoolVar(&rf.login, "login", false, "run --shell as a login shell (reads its profile files)")
-	fs.StringVar(&rf.envMode, "env-mode", "inherit", "environment of the command: inherit (minus secret-looking names: "+strings.Join(profiles.SecretPatterns, " ")+", the name segments "+strings.Join(profiles.SecretSegments, " ")+", URL values with a password; docs/env.md), clean, or allow-list")
-	fs.Var(&rf.envAllow, "env-allow", "variable name or glob to keep (allow-list mode, or a secret-looking name in inherit mode; repeatable)")
-	fs.Var(&rf.setenv, "setenv", "set `NAME=VALUE` for the command (repeatable; never stripped)")
-	fs.Var(sizeFlag{&rf.limits.MemoryBytes}, "memory", "memory limit of the whole command tree, e.g. 512M or 2G (cgroup; per-process RLIMIT_AS where no cgroup is writable)")
-	fs.IntVar(&rf.limits.Pids, "pids", 0, "limit on processes and threads of the command tree, 1 to 4194304 (cgroup; RLIMIT_NPROC in the call's user namespace as fallback)")
-	fs.Float64Var(&rf.limits.CPUs, "cpus", 0, "CPU bandwidth quota in cores, e.g. 0.5: from 0.01 to 4 × the number of CPUs (cgroup only)")
-	fs.Var(timeoutFlag{&rf.timeout}, "timeout", "kill the command tree after this `DURATION` (e.g. 30s, 5m; at most 8760h)")
-	fs.DurationVar(&rf.killGrace, "kill-grace", host.DefaultKillGrace, "time between relaying SIGTERM or SIGHUP (or sbx's parent dying) and killing the command tree, `DURATION` at most 1h")
-	fs.Var(&rf.capAdd, "cap-add", "keep Linux capability `CAP` for the command (repeatable; root only, reported): every other one is dropped, root's included")
-	fs.Var(&rf.require, "require", "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(report.FeatureNames(), ", ")+")")
-}
 
 // request builds the call from the flags; set tells which flags were given,
 // so contradictory ones are refused instead of one silently winning.
@@ -307,13 +160,8 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	// Under use_default the flags are the person's (or program's) own
 	// configuration and need no approval.
 	r.Preauthorized = e.SandboxPermissions == profiles.UseDefault
-	if e.SandboxPermissions == profiles.WithAdditionalPermissions && r.Network {
-		// --network is then part of the request the approver sees, not
-		// the caller's own setting: a request for the network alone is
-		// valid.
-		r.Network = false
-		r.Additional = profiles.Merge(r.Additional, profiles.New(profiles.FullNetwork(), nil, nil))
-	}
+	// Under with_additional_permissions --network is part of the request
+	// the approver sees: call.Prepare makes it so for both front ends.
 	if err := rf.loadGrants(e, set); err != nil {
 		return r, err
 	}
@@ -322,7 +170,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	} else {
 		e.Approver = withInterrupt(escalate.TerminalApprover{})
 	}
-	return r, rf.checkEffect(r, set)
+	return r, nil
 }
 
 // loadGrants reads --grants into e (strict JSON, the shape of sbx exec's
@@ -364,34 +212,6 @@ func (rf *runFlags) limitsRequest(set map[string]bool) report.LimitsRequest {
 		lr.CPUs = &rf.limits.CPUs
 	}
 	return lr
-}
-
-// checkEffect refuses flags that would change nothing in this call, as
-// --pty-size without --pty is: whoever gives one expects it to matter, and
-// a call that silently ignores it runs with less (or more) than they meant.
-// r is the call after --preset; an escalation counts with its target mode.
-func (rf *runFlags) checkEffect(r call.Request, set map[string]bool) error {
-	wsWrite := r.Mode == profiles.WorkspaceWrite || rf.escalateTo != "" && r.Escalation.Target == profiles.WorkspaceWrite
-	for _, name := range []string{"exclude-tmp", "exclude-tmpdir", "writable-root"} {
-		if set[name] && !wsWrite {
-			return &profiles.FieldError{Field: "--" + name, Err: fmt.Errorf("only valid with --mode workspace-write (this call is %s)", r.Mode)}
-		}
-	}
-	if r.Mode == profiles.DangerFullAccess {
-		// danger-full-access has no file-system or network restriction to
-		// add to or carve out of.
-		for _, name := range []string{"allow-read", "allow-write", "read-only", "protect", "no-default-protect", "network", "allow-domain", "deny-domain", "allow-private-addresses", "resolve"} {
-			if set[name] {
-				return &profiles.FieldError{Field: "--" + name, Err: errors.New("no effect in danger-full-access, which already reads, writes and connects everywhere")}
-			}
-		}
-	}
-	for _, name := range []string{"read-only", "protect", "no-default-protect"} {
-		if set[name] && !wsWrite && len(rf.allowWrite) == 0 {
-			return &profiles.FieldError{Field: "--" + name, Err: fmt.Errorf("a carve-out of writable roots: %s has none (use --mode workspace-write or --allow-write)", r.Mode)}
-		}
-	}
-	return nil
 }
 
 // checkEnvAllow refuses --env-allow names that keep nothing: in clean mode
@@ -570,7 +390,7 @@ func runCmd(args []string, stdio Stdio) int {
 	}
 	p, err := call.Prepare(context.Background(), req)
 	if err != nil && !errors.Is(err, call.ErrNotFound) {
-		fmt.Fprintf(stdio.Err, "sbx run: %v\n", err)
+		fmt.Fprintf(stdio.Err, "sbx run: %v\n", call.Render(err, call.CLI))
 		return ExitRefused
 	}
 	rep := preparedReport(p)
@@ -613,36 +433,6 @@ func runCmd(args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "sbx run: report: %v\n", werr)
 	}
 	return rep.ExitCode
-}
-
-// checkPaths holds the flags whose values are paths to their kind's rule
-// (profiles.KindPath): `--cwd ""` would otherwise run in sbx's own
-// directory and make it writable. (A NUL cannot reach a flag: argv is C
-// strings.)
-func (rf *runFlags) checkPaths(set map[string]bool) error {
-	for _, f := range []struct {
-		name   string
-		values []string
-		repeat bool // a repeatable flag: its errors name the value (--protect[1])
-	}{
-		{"cwd", []string{rf.cwd}, false}, {"writable-root", rf.writableRoots, true}, {"allow-read", rf.allowRead, true},
-		{"allow-write", rf.allowWrite, true}, {"read-only", rf.readOnly, true}, {"protect", rf.protect, true},
-		{"guard", []string{rf.guard}, false}, {"grants", []string{rf.grants}, false},
-	} {
-		if !set[f.name] {
-			continue
-		}
-		for i, v := range f.values {
-			if err := profiles.CheckString(profiles.KindPath, v); err != nil {
-				field := "--" + f.name
-				if f.repeat {
-					field = fmt.Sprintf("%s[%d]", field, i)
-				}
-				return &profiles.FieldError{Field: field, Err: err}
-			}
-		}
-	}
-	return nil
 }
 
 // runTerminalFlags checks --pty, --pty-size and --stdin together and
@@ -797,9 +587,8 @@ func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
 			return nil, &profiles.FieldError{Field: "--resolve", Err: err}
 		}
 	}
-	if len(rf.allowDomain) > 0 && rf.network {
-		return nil, &profiles.FieldError{Field: "--allow-domain", Err: errors.New("contradicts --network, which reaches every address: give one or the other")}
-	}
+	// --allow-domain beside --network is refused by call.Prepare, for
+	// network_access too.
 	if len(rf.allowDomain) == 0 && rf.network && len(rf.denyDomain) > 0 {
 		// --network with a deny list: the full network goes through the
 		// proxy, every host allowed but the denied ones (policy.Build).
