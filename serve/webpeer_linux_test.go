@@ -1,10 +1,8 @@
 package serve
 
 import (
-	"bufio"
 	"io"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -93,21 +91,8 @@ func TestWebPerClientCap(t *testing.T) {
 	}
 	// And this client, once it lets one go, is served again.
 	conns[0].Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := net.Dial("tcp", p.panel.Authority())
-		if err == nil {
-			io.WriteString(c, "GET / HTTP/1.1\r\nHost: "+p.panel.Authority()+"\r\n\r\n")
-			resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-			c.Close()
-			if err == nil && resp.StatusCode == 200 {
-				break
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the client was not served again after closing a connection")
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !p.servedWithin(5 * time.Second) {
+		t.Fatal("the client was not served again after closing a connection")
 	}
 }
 
