@@ -76,8 +76,15 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 	if r.SandboxPermissions == nil {
 		return nil
 	}
+	flags, command := cl.split()
 	caps, _ := FieldByKey("cap_add")
-	return cl.render(argvChanges(r, orig, cl.flagValues(caps.Flag)))
+	var haveCaps []string
+	for _, g := range flags {
+		if g.name == caps.Flag {
+			haveCaps = append(haveCaps, g.value)
+		}
+	}
+	return cl.render(flags, command, argvChanges(r, orig, haveCaps))
 }
 
 // op is what a retry does to a row of the call it repeats.
@@ -211,19 +218,25 @@ func jsonChanges(r escalate.Retry) []change {
 // a retry replaces it whole.
 const additionalKey = "additional_permissions"
 
-// render is the command line with changes, each row written with its flag
-// (Fields): a dropped or set row's flags leave the line, set and added
-// values are appended in the order of changes, and a switch the line
-// gives already stays where it is.
-func (cl CommandLine) render(changes []change) []string {
+// render is the command line flags -- command with changes, each row
+// written with its flag (Fields): a dropped or set row's flags leave the
+// line, set and added values are appended in the order of changes, and a
+// switch the line gives already stays where it is.
+func (cl CommandLine) render(flags []givenFlag, command []string, changes []change) []string {
 	drop := map[string]bool{}
 	for _, c := range changes {
 		if f, _ := FieldByKey(c.key); c.op == opDrop || c.op == opSet && !f.Switch {
 			drop[f.Flag] = true
 		}
 	}
-	kept, command, given := splitArgs(cl, drop)
-	argv := append(append([]string{}, cl.Prefix...), kept...)
+	argv := append([]string{}, cl.Prefix...)
+	given := map[string]bool{}
+	for _, g := range flags {
+		given[g.name] = true
+		if !drop[g.name] {
+			argv = append(argv, g.tokens...)
+		}
+	}
 	for _, c := range changes {
 		f, _ := FieldByKey(c.key)
 		switch {
@@ -244,34 +257,38 @@ func (cl CommandLine) render(changes []change) []string {
 	return argv
 }
 
-// splitArgs walks the flags of cl.Args the way the flag package parses
-// them and returns those not named in drop (with their values), the
-// command after them, and the flags given.
-func splitArgs(cl CommandLine, drop map[string]bool) (kept, command []string, given map[string]bool) {
+// givenFlag is a flag of a command line: its name, its value, and the
+// arguments it was given as (--mode x, -mode=x, --network).
+type givenFlag struct {
+	name, value string
+	tokens      []string
+}
+
+// split walks the flags of cl.Args the way the flag package parses them
+// (ValueFlags say which take the next argument) and returns them and the
+// command after them.
+func (cl CommandLine) split() (flags []givenFlag, command []string) {
 	args := cl.Args
-	given = map[string]bool{}
 	i := 0
 	for i < len(args) {
 		a := args[i]
 		if a == "--" {
-			return kept, args[i+1:], given
+			return flags, args[i+1:]
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			break
 		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		tokens := []string{a}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		g := givenFlag{name: name, value: value, tokens: []string{a}}
 		if cl.ValueFlags[name] && !hasValue && i+1 < len(args) {
-			tokens = append(tokens, args[i+1])
+			g.value = args[i+1]
+			g.tokens = append(g.tokens, args[i+1])
 			i++
 		}
 		i++
-		given[name] = true
-		if !drop[name] {
-			kept = append(kept, tokens...)
-		}
+		flags = append(flags, g)
 	}
-	return kept, args[i:], given
+	return flags, args[i:]
 }
 
 // retryRequest is the original `sbx exec` request with the rows the retry
@@ -313,26 +330,4 @@ func retryRequest(raw []byte, r escalate.Retry) map[string]any {
 		}
 	}
 	return m
-}
-
-// flagValues are the values given to the flag name in cl.Args, before the
-// command.
-func (cl CommandLine) flagValues(name string) []string {
-	var out []string
-	args := cl.Args
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
-			break
-		}
-		n, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !hasValue && cl.ValueFlags[n] && i+1 < len(args) {
-			i++
-			v = args[i]
-		}
-		if n == name && name != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }
