@@ -34,8 +34,9 @@
 // it is asked about under with_additional_permissions. Prepare refuses a
 // field given where it means nothing, whichever front end set it; Render
 // names a refusal's field in the words of a front end (the CLI's flags);
-// a retry's argv and request change the same rows; sbx run registers its
-// flags from it.
+// a retry is the call plus a list of row changes, which the argv writes
+// with the rows' flags and the request with their keys (the caller's own
+// flags and fields kept as given); sbx run registers its flags from it.
 //
 // Guarantees:
 //   - Nothing has been run or created when Prepare returns an error, and

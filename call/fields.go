@@ -27,6 +27,9 @@ type Field struct {
 	// List says the field is a list (a repeatable flag): an error names
 	// its element, writable_roots[1] or --writable-root[1].
 	List bool
+	// Switch says the field is a switch: a flag given without a value
+	// (--network), true in JSON.
+	Switch bool
 	// Effect is where the field means something; outside it, giving the
 	// field is refused rather than ignored (checkEffect).
 	Effect Effect
@@ -71,14 +74,14 @@ var Fields = []Field{
 	{Key: "sandbox_mode", Flag: "mode", given: func(r *Request) bool { return r.Mode != profiles.ReadOnly }},
 	{Key: "writable_roots", List: true, Flag: "writable-root", Kind: profiles.KindPath, Effect: WorkspaceWriteOnly,
 		strings: func(r *Request) []string { return r.WritableRoots }, given: func(r *Request) bool { return len(r.WritableRoots) > 0 }},
-	{Key: "exclude_tmp", Flag: "exclude-tmp", Effect: WorkspaceWriteOnly, given: func(r *Request) bool { return r.ExcludeTmp }},
-	{Key: "exclude_tmpdir", Flag: "exclude-tmpdir", Effect: WorkspaceWriteOnly, given: func(r *Request) bool { return r.ExcludeTmpdir }},
+	{Key: "exclude_tmp", Switch: true, Flag: "exclude-tmp", Effect: WorkspaceWriteOnly, given: func(r *Request) bool { return r.ExcludeTmp }},
+	{Key: "exclude_tmpdir", Switch: true, Flag: "exclude-tmpdir", Effect: WorkspaceWriteOnly, given: func(r *Request) bool { return r.ExcludeTmpdir }},
 	{Key: "read_only", List: true, Flag: "read-only", Kind: profiles.KindPath, Effect: CarveOut,
 		strings: func(r *Request) []string { return r.CarveOuts }, given: func(r *Request) bool { return len(r.CarveOuts) > 0 }},
 	{Key: "protect", List: true, Flag: "protect", Kind: profiles.KindPath, Effect: CarveOut,
 		strings: func(r *Request) []string { return r.Protect }, given: func(r *Request) bool { return len(r.Protect) > 0 }},
-	{Key: "no_default_protect", Flag: "no-default-protect", Effect: CarveOut, given: func(r *Request) bool { return r.NoDefaultProtect }},
-	{Key: "network_access", Flag: "network", Effect: Confined, Request: true, given: func(r *Request) bool { return r.Network }},
+	{Key: "no_default_protect", Switch: true, Flag: "no-default-protect", Effect: CarveOut, given: func(r *Request) bool { return r.NoDefaultProtect }},
+	{Key: "network_access", Switch: true, Flag: "network", Effect: Confined, Request: true, given: func(r *Request) bool { return r.Network }},
 	{Key: "additional_permissions.file_system.read", List: true, Flag: "allow-read", Kind: profiles.KindPath, Effect: Confined, Request: true,
 		strings: func(r *Request) []string { return fsPaths(r, false) }, given: func(r *Request) bool { return len(fsPaths(r, false)) > 0 }},
 	{Key: "additional_permissions.file_system.write", List: true, Flag: "allow-write", Kind: profiles.KindPath, Effect: Confined, Request: true,
@@ -87,7 +90,7 @@ var Fields = []Field{
 		strings: func(r *Request) []string { return r.Additional.AllowedDomains() }, given: func(r *Request) bool { return len(r.Additional.AllowedDomains()) > 0 }},
 	{Key: "additional_permissions.network.denied_domains", List: true, Flag: "deny-domain", Effect: Confined, Request: true,
 		strings: func(r *Request) []string { return r.Additional.DeniedDomains() }, given: func(r *Request) bool { return len(r.Additional.DeniedDomains()) > 0 }},
-	{Key: "additional_permissions.network.allow_private_addresses", Flag: "allow-private-addresses", Effect: Confined, Request: true,
+	{Key: "additional_permissions.network.allow_private_addresses", Switch: true, Flag: "allow-private-addresses", Effect: Confined, Request: true,
 		given: func(r *Request) bool { return r.Additional.AllowPrivateAddresses() }},
 	{Key: "resolve", List: true, Flag: "resolve", Effect: Confined,
 		strings: func(r *Request) []string { return r.Resolve }, given: func(r *Request) bool { return len(r.Resolve) > 0 }},
@@ -120,7 +123,7 @@ var Fields = []Field{
 		given: func(r *Request) bool { return len(r.EnvPolicy.Set) > 0 }},
 	{Key: "shell.kind", Flag: "shell", given: func(r *Request) bool { return r.Shell != nil }},
 	{Key: "shell.script", Flag: "c", given: func(r *Request) bool { return r.Shell != nil }},
-	{Key: "shell.login", Flag: "login", given: func(r *Request) bool { return r.Shell != nil && r.Shell.Login }},
+	{Key: "shell.login", Switch: true, Flag: "login", given: func(r *Request) bool { return r.Shell != nil && r.Shell.Login }},
 }
 
 // optional is s as a list of one, or none when s is "" (unset: the field's

@@ -122,16 +122,35 @@ func errString(err error) string {
 	return err.Error()
 }
 
-// TestTableRetryFlags: every flag a retry writes is a row's flag.
-func TestTableRetryFlags(t *testing.T) {
-	f := TableRetryFlags()
-	for _, name := range []string{f.Network, f.SandboxPermissions, f.Escalate, f.Justification, f.AllowRead, f.AllowWrite,
-		f.AllowDomain, f.DenyDomain, f.AllowPrivateAddresses, f.Resolve, f.CapAdd} {
-		if _, ok := FieldByFlag(name); !ok || name == "" {
-			t.Errorf("retry flag %q is no row's", name)
+// TestRetryChangesAreRows: every row a retry writes on a command line is a
+// row with a flag, and every key it writes in a request is a row's, the
+// object the additional_permissions rows make up, or preauthorized (which
+// says how to read them).
+func TestRetryChangesAreRows(t *testing.T) {
+	with, esc, dfa, empty := profiles.WithAdditionalPermissions, profiles.RequireEscalated, profiles.DangerFullAccess, ""
+	out, all := write("/out"), profiles.New(profiles.FullNetwork(), nil, nil)
+	hosts := profiles.New(&profiles.Network{Enabled: true, AllowedDomains: []string{"a.test"}, AllowPrivateAddresses: true}, nil, nil)
+	for _, r := range []escalate.Retry{
+		{SandboxPermissions: &with, AdditionalPermissions: &out, Justification: &empty, CapAdd: []string{"CAP_CHOWN"}},
+		{SandboxPermissions: &with, AdditionalPermissions: &all, Justification: &empty},
+		{SandboxPermissions: &with, AdditionalPermissions: &hosts, Justification: &empty},
+		{SandboxPermissions: &esc, EscalateTo: &dfa, Justification: &empty},
+	} {
+		for _, c := range argvChanges(r, profiles.Profile{}, nil) {
+			if f, ok := FieldByKey(c.key); !ok || f.Flag == "" {
+				t.Errorf("a retry's argv changes %q, no row with a flag", c.key)
+			}
+		}
+		for _, c := range jsonChanges(r) {
+			if _, ok := FieldByKey(c.key); !ok && c.key != additionalKey && c.key != "preauthorized" {
+				t.Errorf("a retry's request changes %q, no row", c.key)
+			}
 		}
 	}
-	if f.AllowWrite != "allow-write" || f.Escalate != "escalate" {
+	if f, _ := FieldByKey("additional_permissions.file_system.write"); f.Flag != "allow-write" {
+		t.Errorf("%+v", f)
+	}
+	if f, _ := FieldByKey("escalate_to"); f.Flag != "escalate" {
 		t.Errorf("%+v", f)
 	}
 }

@@ -36,7 +36,8 @@ type RetryForm struct {
 }
 
 // CommandLine is a command line a retry repeats. The CLI gives its own
-// spelling as data, so that this package knows no flag set.
+// spelling as data, so that this package knows no flag set: the flags a
+// retry writes are the request table's (Fields).
 type CommandLine struct {
 	// Prefix starts the argv: "sbx", "run".
 	Prefix []string
@@ -46,39 +47,6 @@ type CommandLine struct {
 	// ValueFlags are the names (without dashes) of the flags that take
 	// the next argument as their value when given without "=".
 	ValueFlags map[string]bool
-	// Flags are the names of the flags the retry adds or replaces.
-	Flags RetryFlags
-}
-
-// RetryFlags name the flags (without dashes) of a command line's
-// escalation.
-type RetryFlags struct {
-	// Network is the caller's own switch for the network.
-	Network string
-	// SandboxPermissions, Escalate and Justification are the escalation
-	// pair (Escalate implying require_escalated with a target mode).
-	SandboxPermissions, Escalate, Justification string
-	// AllowRead and AllowWrite are the additional permissions.
-	AllowRead, AllowWrite string
-	// AllowDomain, DenyDomain, AllowPrivateAddresses and Resolve are
-	// network by domain.
-	AllowDomain, DenyDomain, AllowPrivateAddresses, Resolve string
-	// CapAdd keeps a capability for the command.
-	CapAdd string
-}
-
-// TableRetryFlags are the RetryFlags of sbx run, read from Fields: a flag
-// renamed there is renamed in every retry.
-func TableRetryFlags() RetryFlags {
-	flag := func(key string) string {
-		f, _ := FieldByKey(key)
-		return f.Flag
-	}
-	return RetryFlags{Network: flag("network_access"), SandboxPermissions: flag("sandbox_permissions"), Escalate: flag("escalate_to"),
-		Justification: flag("justification"), AllowRead: flag("additional_permissions.file_system.read"),
-		AllowWrite: flag("additional_permissions.file_system.write"), AllowDomain: flag("additional_permissions.network.allowed_domains"),
-		DenyDomain: flag("additional_permissions.network.denied_domains"), AllowPrivateAddresses: flag("additional_permissions.network.allow_private_addresses"),
-		Resolve: flag("resolve"), CapAdd: flag("cap_add")}
 }
 
 // Retry builds the exact-retry hint for a call that ran with denials, or
@@ -100,18 +68,59 @@ func (p *Prepared) Retry(denials []report.Denial, form RetryForm) *RetryHint {
 	return h
 }
 
-// Argv is the command line again with the retry r's escalation: the
-// escalation flags of the original are replaced, every other flag and the
-// command are kept as given. A retry that needs only the network adds the
-// network flag, the caller's own switch for it; one that needs paths asks
-// for them with with_additional_permissions and the write flag, and an
-// empty justification for the caller to fill in. orig is the call's own
+// Argv is the command line again with the retry r's escalation: the rows
+// the retry changes (argvChanges) are written with their flags, every
+// other flag and the command are kept as given. orig is the call's own
 // normalised additional profile. Argv is nil when r asks for nothing.
 func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 	if r.SandboxPermissions == nil {
 		return nil
 	}
-	f := cl.Flags
+	flags, command := cl.split()
+	caps, _ := FieldByKey("cap_add")
+	var haveCaps []string
+	for _, g := range flags {
+		if g.name == caps.Flag {
+			haveCaps = append(haveCaps, g.value)
+		}
+	}
+	return cl.render(flags, command, argvChanges(r, orig, haveCaps))
+}
+
+// op is what a retry does to a row of the call it repeats.
+type op int
+
+const (
+	// opDrop: the row leaves the call.
+	opDrop op = iota
+	// opSet: the row is given anew (a switch: given, where it was not).
+	opSet
+	// opAdd: a list row gets values beside the caller's own.
+	opAdd
+)
+
+// change is one row of a retry: the call plus the widening is the call
+// with its changes, which each front end writes in its own words (argv:
+// the row's flag; JSON: its key).
+type change struct {
+	// key is the row's Key (Fields); a JSON change may also name the
+	// object the rows under it make up (additional_permissions), or
+	// preauthorized, which says how to read those rows.
+	key    string
+	op     op
+	values []string
+	// wire is the JSON value of an opSet without values (the profile).
+	wire any
+}
+
+// argvChanges are the rows the retry r changes on a command line: a retry
+// that needs only the network gives the network flag, the caller's own
+// switch for it (and leaves the escalation as given); one that needs
+// paths or capabilities asks for them with with_additional_permissions
+// and an empty justification for the caller to fill in; an escalation
+// replaces the escalation flags. haveCaps are the capabilities the line
+// keeps already.
+func argvChanges(r escalate.Retry, orig profiles.Profile, haveCaps []string) []change {
 	escalating := *r.SandboxPermissions == profiles.RequireEscalated
 	var newWrite []string
 	if r.AdditionalPermissions != nil {
@@ -122,59 +131,125 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 		}
 	}
 	needNetwork := !escalating && r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkEnabled() && !orig.NetworkEnabled()
-	var newDomains []string
-	newPrivate := false
-	if !escalating && !needNetwork && r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkMode() == profiles.NetworkDomains {
+	var out []change
+	// require_escalated takes no additional permissions; the whole
+	// network (danger-full-access has it too) contradicts the domain
+	// flags, and sbx run refuses them beside it.
+	for _, row := range retryDrops(escalating, needNetwork) {
+		out = append(out, change{key: row.Key, op: opDrop})
+	}
+	if escalating {
+		return append(out, change{key: "sandbox_permissions", op: opDrop},
+			change{key: "escalate_to", op: opSet, values: []string{r.EscalateTo.String()}},
+			change{key: "justification", op: opSet, values: []string{""}})
+	}
+	if needNetwork {
+		out = append(out, change{key: "network_access", op: opSet})
+	}
+	if !needNetwork && r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkMode() == profiles.NetworkDomains {
 		// Exactly the hosts refused, never --network.
+		var newDomains []string
 		for _, d := range r.AdditionalPermissions.AllowedDomains() {
 			if dp, err := profiles.ParseDomainPattern(d); err == nil && !profiles.DomainsWithin(dp, orig.AllowedDomains()) {
 				newDomains = append(newDomains, d)
 			}
 		}
-		newPrivate = r.AdditionalPermissions.AllowPrivateAddresses() && !orig.AllowPrivateAddresses()
+		if len(newDomains) > 0 {
+			out = append(out, change{key: "additional_permissions.network.allowed_domains", op: opAdd, values: newDomains})
+		}
+		if r.AdditionalPermissions.AllowPrivateAddresses() && !orig.AllowPrivateAddresses() {
+			out = append(out, change{key: "additional_permissions.network.allow_private_addresses", op: opSet})
+		}
 	}
 	var newCaps []string
-	if !escalating {
-		for _, c := range r.CapAdd {
-			if !slices.Contains(cl.flagValues(f.CapAdd), c) {
-				newCaps = append(newCaps, c)
+	for _, c := range r.CapAdd {
+		if !slices.Contains(haveCaps, c) {
+			newCaps = append(newCaps, c)
+		}
+	}
+	if len(newWrite) > 0 || len(newCaps) > 0 {
+		out = append(out, change{key: "escalate_to", op: opDrop},
+			change{key: "sandbox_permissions", op: opSet, values: []string{profiles.WithAdditionalPermissions.String()}})
+		if len(newWrite) > 0 {
+			out = append(out, change{key: "additional_permissions.file_system.write", op: opAdd, values: newWrite})
+		}
+		if len(newCaps) > 0 {
+			out = append(out, change{key: "cap_add", op: opAdd, values: newCaps})
+		}
+		out = append(out, change{key: "justification", op: opSet, values: []string{""}})
+	}
+	return out
+}
+
+// jsonChanges are the rows the retry r changes in an `sbx exec` request:
+// the escalation pair always (an empty justification to fill in), and
+// either the target mode (an escalation takes no additional permissions)
+// or the whole additional profile the retry asks for, with the
+// capabilities beside the request's own.
+func jsonChanges(r escalate.Retry) []change {
+	escalating := *r.SandboxPermissions == profiles.RequireEscalated
+	out := []change{{key: "sandbox_permissions", op: opSet, values: []string{r.SandboxPermissions.String()}},
+		{key: "justification", op: opSet, values: []string{""}},
+		// The retry asks for what it needs: preauthorized is for
+		// use_default only, and the call's own permissions are now
+		// part of the request.
+		{key: "preauthorized", op: opDrop}}
+	wholeNetwork := r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkMode() == profiles.NetworkAll &&
+		len(r.AdditionalPermissions.DeniedDomains()) == 0
+	for _, row := range retryDrops(escalating, wholeNetwork) {
+		// The rows beside the profile (resolve); the profile itself is
+		// replaced below.
+		if !strings.HasPrefix(row.Key, additionalKey+".") {
+			out = append(out, change{key: row.Key, op: opDrop})
+		}
+	}
+	if escalating {
+		return append(out, change{key: "escalate_to", op: opSet, values: []string{r.EscalateTo.String()}},
+			change{key: additionalKey, op: opDrop})
+	}
+	out = append(out, change{key: additionalKey, op: opSet, wire: r.AdditionalPermissions}, change{key: "escalate_to", op: opDrop})
+	if len(r.CapAdd) > 0 {
+		out = append(out, change{key: "cap_add", op: opAdd, values: r.CapAdd})
+	}
+	return out
+}
+
+// additionalKey is the JSON object the additional_permissions rows make up;
+// a retry replaces it whole.
+const additionalKey = "additional_permissions"
+
+// render is the command line flags -- command with changes, each row
+// written with its flag (Fields): a dropped or set row's flags leave the
+// line, set and added values are appended in the order of changes, and a
+// switch the line gives already stays where it is.
+func (cl CommandLine) render(flags []givenFlag, command []string, changes []change) []string {
+	drop := map[string]bool{}
+	for _, c := range changes {
+		if f, _ := FieldByKey(c.key); c.op == opDrop || c.op == opSet && !f.Switch {
+			drop[f.Flag] = true
+		}
+	}
+	argv := append([]string{}, cl.Prefix...)
+	given := map[string]bool{}
+	for _, g := range flags {
+		given[g.name] = true
+		if !drop[g.name] {
+			argv = append(argv, g.tokens...)
+		}
+	}
+	for _, c := range changes {
+		f, _ := FieldByKey(c.key)
+		switch {
+		case c.op == opDrop:
+		case f.Switch:
+			if !given[f.Flag] {
+				argv = append(argv, flagSpelling(f.Flag))
+			}
+		default:
+			for _, v := range c.values {
+				argv = append(argv, flagSpelling(f.Flag), v)
 			}
 		}
-	}
-	replace := escalating || len(newWrite) > 0 || len(newCaps) > 0
-	drop := map[string]bool{}
-	if replace {
-		drop[f.SandboxPermissions], drop[f.Escalate], drop[f.Justification] = true, true, true
-	}
-	// require_escalated takes no additional permissions; the whole
-	// network (danger-full-access has it too) contradicts the domain
-	// flags, and sbx run refuses them beside it.
-	for _, row := range retryDrops(escalating, needNetwork) {
-		drop[row.Flag] = true
-	}
-	kept, command, hasNetwork := splitArgs(cl, drop)
-	argv := append(append([]string{}, cl.Prefix...), kept...)
-	if needNetwork && !hasNetwork {
-		argv = append(argv, "--"+f.Network)
-	}
-	for _, d := range newDomains {
-		argv = append(argv, "--"+f.AllowDomain, d)
-	}
-	if newPrivate {
-		argv = append(argv, "--"+f.AllowPrivateAddresses)
-	}
-	switch {
-	case escalating:
-		argv = append(argv, "--"+f.Escalate, r.EscalateTo.String(), "--"+f.Justification, "")
-	case len(newWrite) > 0 || len(newCaps) > 0:
-		argv = append(argv, "--"+f.SandboxPermissions, profiles.WithAdditionalPermissions.String())
-		for _, w := range newWrite {
-			argv = append(argv, "--"+f.AllowWrite, w)
-		}
-		for _, c := range newCaps {
-			argv = append(argv, "--"+f.CapAdd, c)
-		}
-		argv = append(argv, "--"+f.Justification, "")
 	}
 	if len(command) > 0 {
 		argv = append(append(argv, "--"), command...)
@@ -182,39 +257,43 @@ func (cl CommandLine) Argv(r escalate.Retry, orig profiles.Profile) []string {
 	return argv
 }
 
-// splitArgs walks the flags of cl.Args the way the flag package parses
-// them and returns those not named in drop (with their values), the
-// command after them, and whether the network flag was given.
-func splitArgs(cl CommandLine, drop map[string]bool) (kept, command []string, network bool) {
+// givenFlag is a flag of a command line: its name, its value, and the
+// arguments it was given as (--mode x, -mode=x, --network).
+type givenFlag struct {
+	name, value string
+	tokens      []string
+}
+
+// split walks the flags of cl.Args the way the flag package parses them
+// (ValueFlags say which take the next argument) and returns them and the
+// command after them.
+func (cl CommandLine) split() (flags []givenFlag, command []string) {
 	args := cl.Args
 	i := 0
 	for i < len(args) {
 		a := args[i]
 		if a == "--" {
-			return kept, args[i+1:], network
+			return flags, args[i+1:]
 		}
 		if !strings.HasPrefix(a, "-") || a == "-" {
 			break
 		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		tokens := []string{a}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		g := givenFlag{name: name, value: value, tokens: []string{a}}
 		if cl.ValueFlags[name] && !hasValue && i+1 < len(args) {
-			tokens = append(tokens, args[i+1])
+			g.value = args[i+1]
+			g.tokens = append(g.tokens, args[i+1])
 			i++
 		}
 		i++
-		if name == cl.Flags.Network {
-			network = true
-		}
-		if !drop[name] {
-			kept = append(kept, tokens...)
-		}
+		flags = append(flags, g)
 	}
-	return kept, args[i:], network
+	return flags, args[i:]
 }
 
-// retryRequest is the original `sbx exec` request with the retry's
-// escalation fields set, and every other field as sent.
+// retryRequest is the original `sbx exec` request with the rows the retry
+// changes (jsonChanges) written by their keys, and every other field as
+// sent.
 func retryRequest(raw []byte, r escalate.Retry) map[string]any {
 	if r.SandboxPermissions == nil {
 		return nil
@@ -225,65 +304,30 @@ func retryRequest(raw []byte, r escalate.Retry) map[string]any {
 	if err := dec.Decode(&m); err != nil {
 		return nil
 	}
-	m["sandbox_permissions"] = r.SandboxPermissions.String()
-	m["justification"] = ""
-	// The retry asks for what it needs: preauthorized is for use_default
-	// only, and the call's own permissions are now part of the request.
-	delete(m, "preauthorized")
-	escalating := *r.SandboxPermissions == profiles.RequireEscalated
-	wholeNetwork := r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkMode() == profiles.NetworkAll &&
-		len(r.AdditionalPermissions.DeniedDomains()) == 0
-	for _, row := range retryDrops(escalating, wholeNetwork) {
-		// The rows beside the profile (resolve); the profile itself is
-		// replaced below.
-		if !strings.HasPrefix(row.Key, "additional_permissions.") {
-			delete(m, row.Key)
-		}
-	}
-	if escalating {
-		m["escalate_to"] = r.EscalateTo.String()
-		delete(m, "additional_permissions")
-	} else {
-		m["additional_permissions"] = r.AdditionalPermissions
-		delete(m, "escalate_to")
-		if len(r.CapAdd) > 0 {
-			caps := []string{}
-			if have, ok := m["cap_add"].([]any); ok {
-				for _, c := range have {
-					if s, ok := c.(string); ok {
-						caps = append(caps, s)
+	for _, c := range jsonChanges(r) {
+		switch {
+		case c.op == opDrop:
+			delete(m, c.key)
+		case c.op == opSet && c.values == nil:
+			m[c.key] = c.wire
+		case c.op == opSet:
+			m[c.key] = c.values[0]
+		default:
+			list := []string{}
+			if have, ok := m[c.key].([]any); ok {
+				for _, v := range have {
+					if s, ok := v.(string); ok {
+						list = append(list, s)
 					}
 				}
 			}
-			for _, c := range r.CapAdd {
-				if !slices.Contains(caps, c) {
-					caps = append(caps, c)
+			for _, v := range c.values {
+				if !slices.Contains(list, v) {
+					list = append(list, v)
 				}
 			}
-			m["cap_add"] = caps
+			m[c.key] = list
 		}
 	}
 	return m
-}
-
-// flagValues are the values given to the flag name in cl.Args, before the
-// command.
-func (cl CommandLine) flagValues(name string) []string {
-	var out []string
-	args := cl.Args
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" || !strings.HasPrefix(a, "-") || a == "-" {
-			break
-		}
-		n, v, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		if !hasValue && cl.ValueFlags[n] && i+1 < len(args) {
-			i++
-			v = args[i]
-		}
-		if n == name && name != "" {
-			out = append(out, v)
-		}
-	}
-	return out
 }

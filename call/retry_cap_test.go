@@ -17,7 +17,7 @@ func TestRetryCapAdd(t *testing.T) {
 	r := escalate.Retry{SandboxPermissions: &with, AdditionalPermissions: &profiles.Profile{}, Justification: &empty,
 		CapAdd: []string{"CAP_DAC_OVERRIDE", "CAP_FOWNER"}}
 	cl := runLine("--mode", "workspace-write", "--cap-add", "CAP_FOWNER", "--", "touch", "f")
-	cl.ValueFlags["cap-add"], cl.Flags.CapAdd = true, "cap-add"
+	cl.ValueFlags["cap-add"] = true
 	want := []string{"sbx", "run", "--mode", "workspace-write", "--cap-add", "CAP_FOWNER", "--sandbox-permissions", "with_additional_permissions",
 		"--cap-add", "CAP_DAC_OVERRIDE", "--justification", "", "--", "touch", "f"}
 	if got := cl.Argv(r, profiles.Profile{}); !slices.Equal(got, want) {

@@ -26,10 +26,7 @@ func mustJSON(t *testing.T, v any) string {
 func runLine(args ...string) CommandLine {
 	return CommandLine{Prefix: []string{"sbx", "run"}, Args: args,
 		ValueFlags: map[string]bool{"mode": true, "cwd": true, "report": true, "allow-read": true, "allow-write": true,
-			"sandbox-permissions": true, "escalate": true, "justification": true, "allow-domain": true, "deny-domain": true, "resolve": true},
-		Flags: RetryFlags{Network: "network", SandboxPermissions: "sandbox-permissions", Escalate: "escalate",
-			Justification: "justification", AllowRead: "allow-read", AllowWrite: "allow-write",
-			AllowDomain: "allow-domain", DenyDomain: "deny-domain", AllowPrivateAddresses: "allow-private-addresses", Resolve: "resolve"}}
+			"sandbox-permissions": true, "escalate": true, "justification": true, "allow-domain": true, "deny-domain": true, "resolve": true}}
 }
 
 func TestCommandLineArgv(t *testing.T) {

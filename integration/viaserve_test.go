@@ -157,16 +157,14 @@ func skipVia(t *testing.T, format string, a ...any) {
 	t.Skipf("SKIP: via serve: "+format, a...)
 }
 
-// serveFlags are the sbx run flags with an exec field, by kind.
+// serveFlags are the sbx run flags with an exec field, by kind: the
+// request table's (call.Fields: a switch, a list, or a value), and the
+// terminal and stdin flags, which are the run stage's rather than rows of
+// the request.
 var (
-	serveBoolFlags = map[string]bool{"network": true, "exclude-tmp": true, "exclude-tmpdir": true,
-		"no-default-protect": true, "allow-private-addresses": true, "login": true, "pty": true}
-	serveValueFlags = map[string]bool{"mode": true, "guard": true, "memory": true, "pids": true, "cpus": true,
-		"timeout": true, "kill-grace": true, "env-mode": true, "shell": true, "c": true, "pty-size": true,
-		"stdin": true, "approval-policy": true, "sandbox-permissions": true, "escalate": true, "justification": true}
-	serveListFlags = map[string]bool{"writable-root": true, "allow-read": true, "allow-write": true,
-		"read-only": true, "protect": true, "allow-domain": true, "deny-domain": true, "resolve": true,
-		"require": true, "cap-add": true, "env-allow": true, "setenv": true}
+	serveBoolFlags  = tableFlags(func(f call.Field) bool { return f.Switch }, "pty")
+	serveValueFlags = tableFlags(func(f call.Field) bool { return !f.Switch && !f.List }, "pty-size", "stdin")
+	serveListFlags  = tableFlags(func(f call.Field) bool { return f.List })
 	// serveCLIOnly are run flags whose effect the exec request has no
 	// field for, each with why.
 	serveCLIOnly = map[string]string{
@@ -180,6 +178,21 @@ var (
 		"cwd":               "a second --cwd is a CLI flag error",
 	}
 )
+
+// tableFlags are the flags of the rows of call.Fields that kind picks, and
+// extra.
+func tableFlags(kind func(call.Field) bool, extra ...string) map[string]bool {
+	out := map[string]bool{}
+	for _, f := range call.Fields {
+		if f.Flag != "" && kind(f) {
+			out[f.Flag] = true
+		}
+	}
+	for _, name := range extra {
+		out[name] = true
+	}
+	return out
+}
 
 // serveRequest translates run()'s flags and command into the session and
 // the exec request, or skips the test for a flag with no exec field.

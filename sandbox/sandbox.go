@@ -28,10 +28,13 @@ package sandbox
 
 import (
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"os"
+	"reflect"
 	"runtime"
+	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
@@ -186,22 +189,42 @@ func Explain(ctx context.Context, req *Request) (string, any, error) {
 // Doctor is what this system can enforce: `sbx doctor`'s checks.
 func Doctor() []Check { return host.Doctor() }
 
-// wireForm is req as a runtime would have sent it: the fields it sets,
-// without the zero values of the rest (a retry hint repeats it).
+// wireForm is req as a runtime would have sent it: the fields it sets, by
+// their JSON keys, without the unset rest (a retry hint repeats it). It is
+// built from req's fields directly, one key per field of the wire type.
 func wireForm(req *Request) ([]byte, error) {
-	b, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return nil, err
-	}
-	for k, v := range m {
-		switch string(v) {
-		case "null", "false", "0", `""`:
-			delete(m, k)
+	m := map[string]any{}
+	v := reflect.ValueOf(req).Elem()
+	for i := range v.NumField() {
+		sf := v.Type().Field(i)
+		key, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if !sf.IsExported() || key == "" || key == "-" || unset(v.Field(i)) {
+			continue
 		}
+		m[key] = v.Field(i).Interface()
 	}
 	return json.Marshal(m)
+}
+
+// unset says a field holds what a caller who left it out would: nil, or
+// false, 0 or "" (behind a pointer too: "stdin": "" is no input). A value
+// that spells itself (a mode, which reads "read-only" at 0) is set.
+func unset(f reflect.Value) bool {
+	for f.Kind() == reflect.Pointer {
+		if f.IsNil() {
+			return true
+		}
+		f = f.Elem()
+	}
+	if f.Type().Implements(reflect.TypeFor[encoding.TextMarshaler]()) || f.Type().Implements(reflect.TypeFor[json.Marshaler]()) {
+		return false
+	}
+	switch f.Kind() {
+	case reflect.Bool, reflect.String, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return f.IsZero()
+	case reflect.Slice, reflect.Map, reflect.Interface:
+		return f.IsNil()
+	}
+	return false
 }

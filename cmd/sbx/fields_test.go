@@ -358,6 +358,10 @@ func TestRowFlagsBound(t *testing.T) {
 		if _, rep := fl.Value.(interface{ repeatable() }); rep != f.List {
 			t.Errorf("row %s: --%s repeatable %v, but the row's List is %v", f.Key, f.Flag, rep, f.List)
 		}
+		// A switch is a flag without a value.
+		if b, ok := fl.Value.(interface{ IsBoolFlag() bool }); (ok && b.IsBoolFlag()) != f.Switch {
+			t.Errorf("row %s: --%s is a bool flag: %v, but the row's Switch is %v", f.Key, f.Flag, ok && b.IsBoolFlag(), f.Switch)
+		}
 	}
 	if n != len(binds) {
 		t.Errorf("%d bindings for %d rows with a flag", len(binds), n)

@@ -21,12 +21,8 @@ func retryCommandLine(sub string, fs *flag.FlagSet, args []string) *call.Command
 			values[f.Name] = true
 		}
 	})
-	return &call.CommandLine{Prefix: []string{"sbx", sub}, Args: args, ValueFlags: values, Flags: runRetryFlags}
+	return &call.CommandLine{Prefix: []string{"sbx", sub}, Args: args, ValueFlags: values}
 }
-
-// runRetryFlags spell the escalation flags of the run flags, as the
-// request table (call.Fields) names them.
-var runRetryFlags = call.TableRetryFlags()
 
 func isBoolFlag(f *flag.Flag) bool {
 	b, ok := f.Value.(interface{ IsBoolFlag() bool })

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
@@ -117,14 +118,14 @@ func splitShell(s string) []string {
 
 func ptr[T any](v T) *T { return &v }
 
-// The retry's flag spelling names flags of the run flag set, and the
-// value flags are exactly those that are not bool flags.
+// The retry's flag spelling (the request table's) names flags of the run
+// flag set, and the value flags are exactly those that are not bool flags.
 func TestRetryCommandLineSpelling(t *testing.T) {
 	fs := runFlagSet()
-	f := runRetryFlags
-	for _, name := range []string{f.Network, f.SandboxPermissions, f.Escalate, f.Justification, f.AllowRead, f.AllowWrite} {
-		if fs.Lookup(name) == nil {
-			t.Errorf("--%s is not a run flag", name)
+	for _, key := range []string{"network_access", "sandbox_permissions", "escalate_to", "justification",
+		"additional_permissions.file_system.read", "additional_permissions.file_system.write"} {
+		if f, _ := call.FieldByKey(key); fs.Lookup(f.Flag) == nil {
+			t.Errorf("--%s (%s) is not a run flag", f.Flag, key)
 		}
 	}
 	cl := retryCommandLine("run", fs, nil)
