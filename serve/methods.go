@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -460,110 +459,4 @@ func (s *Server) endTurn(params json.RawMessage) (any, *Error) {
 	}
 	sess.endTurnLocked()
 	return nil, nil
-}
-
-type grantParams struct {
-	SessionID     string          `json:"session_id"`
-	EnvironmentID string          `json:"environment_id"`
-	Requested     json.RawMessage `json:"requested"`
-	// Response is the client's answer: {granted, scope,
-	// strict_auto_review}, as sbx normalize-grant reads them.
-	Response json.RawMessage `json:"response"`
-}
-
-type grantRecord struct {
-	EnvironmentID string `json:"environment_id"`
-	// TurnID is the turn a turn-scoped grant belongs to.
-	TurnID string `json:"turn_id,omitempty"`
-	profiles.NormalizeResult
-}
-
-// applyGrant normalises a request_permissions round trip as sbx
-// normalize-grant does (intersected with the request, session+strict made
-// an empty turn grant) and stores it by environment id and scope.
-func (s *Server) applyGrant(params json.RawMessage) (any, *Error) {
-	var p grantParams
-	sess, e := s.decodeSession(params, &p, &p.SessionID)
-	if e != nil {
-		return nil, e
-	}
-	if len(p.Requested) == 0 {
-		return nil, required("requested")
-	}
-	if len(p.Response) == 0 {
-		return nil, required("response")
-	}
-	env := p.EnvironmentID
-	sess.mu.Lock()
-	if env == "" {
-		env = sess.environmentID
-	}
-	cwd := sess.cwd
-	sess.mu.Unlock()
-	var resp map[string]json.RawMessage
-	if e := decodeParams(p.Response, &resp); e != nil {
-		e.Data.Field, e.Message = "response", "response: "+e.Message
-		return nil, e
-	}
-	for k := range resp {
-		if k != "granted" && k != "scope" && k != "strict_auto_review" {
-			return nil, paramError("response."+k, errors.New("unknown field (want granted, scope, strict_auto_review)"))
-		}
-	}
-	cwdJSON, _ := json.Marshal(cwd)
-	resp["cwd"], resp["requested"] = cwdJSON, p.Requested
-	wire, _ := json.Marshal(resp)
-	req, err := profiles.DecodeNormalizeRequest(wire)
-	if err == nil {
-		var res profiles.NormalizeResult
-		if res, err = profiles.NormalizeResponse(req); err == nil {
-			return s.storeGrant(sess, env, res)
-		}
-	}
-	var fe *profiles.FieldError
-	if errors.As(err, &fe) && fe.Field != "requested" && !strings.HasPrefix(fe.Field, "requested.") {
-		return nil, paramError("response."+fe.Field, fe.Err)
-	}
-	return nil, asError(err)
-}
-
-func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeResult) (any, *Error) {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if e := sess.goneLocked(); e != nil {
-		return nil, e
-	}
-	rec := grantRecord{EnvironmentID: env, NormalizeResult: res}
-	if res.Scope == profiles.ScopeTurn {
-		if sess.turn == nil {
-			e := newError(CodeNoOpenTurn, KindNoOpenTurn, "a turn grant needs an open turn (turn/begin first)")
-			e.Data.SessionID = sess.id
-			return nil, e
-		}
-		rec.TurnID = sess.turn.id
-	}
-	if err := sess.append(RecGrantApplied, rec); err != nil {
-		return nil, asError(err)
-	}
-	sess.applyGrantLocked(rec)
-	return rec, nil
-}
-
-// applyGrantLocked adds a recorded grant to the store; sess.mu is held.
-func (sess *session) applyGrantLocked(rec grantRecord) {
-	g := sess.grants[rec.EnvironmentID]
-	if g == nil {
-		g = &envGrants{}
-		sess.grants[rec.EnvironmentID] = g
-	}
-	if rec.Scope == profiles.ScopeSession {
-		g.session = profiles.Merge(g.session, rec.Permissions)
-		return
-	}
-	if g.turnID != rec.TurnID {
-		g.turn, g.turnStrict = profiles.Profile{}, false
-	}
-	g.turnID = rec.TurnID
-	g.turn = profiles.Merge(g.turn, rec.Permissions)
-	g.turnStrict = g.turnStrict || rec.StrictAutoReview
 }

@@ -1,0 +1,89 @@
+package serve
+
+import (
+	"testing"
+)
+
+// grantOut is a grants/apply of a session-scoped write to out.
+func grantOut(session, out string) map[string]any {
+	return map[string]any{"session_id": session, "environment_id": "e",
+		"requested": map[string]any{"file_system": map[string]any{"write": []string{out}}},
+		"response":  map[string]any{"granted": map[string]any{"file_system": map[string]any{"write": []string{out}}}, "scope": "session"}}
+}
+
+// writeMarker is an exec of session's turn that writes out/marker.
+func writeMarker(session, turn, call, ws, out string) map[string]any {
+	return map[string]any{"session_id": session, "turn_id": turn, "call_id": call, "cwd": ws, "environment_id": "e",
+		"command": []string{"sh", "-c", "echo x > " + out + "/marker"}}
+}
+
+// TestGrantUnderNever: under never, grants/apply yields the empty turn
+// grant Codex yields for request_permissions (seed 003 §1.2), says so, and
+// records it so that a restarted server replays no grant either; a
+// delegated child (pinned to never, seed 000 §12) so gains nothing. An
+// asking session's grant keeps working.
+func TestGrantUnderNever(t *testing.T) {
+	c := newClient(t, Options{})
+	ws, turn := c.openTurn("n", map[string]any{"sandbox_mode": "read-only", "approval_policy": "never", "environment_id": "e"})
+	out := t.TempDir()
+	got := c.ok("grants/apply", grantOut("n", out))
+	if got["scope"] != "turn" || got["withheld"] != withheldNever || got["turn_id"] != turn {
+		t.Errorf("grant under never: %v", got)
+	}
+	if p, _ := got["permissions"].(map[string]any); len(p) != 0 && (p["file_system"] != nil || p["network"] != nil) {
+		t.Errorf("grant under never has permissions: %v", got)
+	}
+	res := c.ok("exec", writeMarker("n", turn, "c1", ws, out))
+	if res["exit_code"] == 0.0 || ran(out) {
+		t.Fatalf("a never session wrote with a grant it applied: %v", res)
+	}
+	if d := c.recordData("n", RecGrantApplied); len(d) != 1 || d[0]["withheld"] != withheldNever {
+		t.Errorf("recorded %v, want the withheld grant", d)
+	}
+	// A malformed response stays an error under never.
+	bad := grantOut("n", out)
+	bad["response"] = map[string]any{"granted": map[string]any{}, "scope": "forever"}
+	if code, data := c.fail("grants/apply", bad); code != CodeInvalidParams || data["field"] != "response.scope" {
+		t.Errorf("bad scope under never: %d %v", code, data)
+	}
+
+	// After a restart the log replays no grant.
+	before := replayed(c.logs, "n")
+	logs := &MemLogs{}
+	for _, rec := range before[0].Records {
+		logs.Get("n").Append(rec)
+	}
+	srv := New(Options{OpenLog: logs.Open, Logf: t.Logf})
+	if problems := srv.Restore(before); len(problems) > 0 {
+		t.Fatalf("restore: %v", problems)
+	}
+	c2 := connect(t, srv, logs)
+	c2.ok("initialize", nil)
+	turn2 := c2.ok("turn/begin", map[string]any{"session_id": "n"})["turn_id"].(string)
+	if res := c2.ok("exec", writeMarker("n", turn2, "c2", ws, out)); res["exit_code"] == 0.0 || ran(out) {
+		t.Fatalf("a replayed never session wrote with a grant: %v", res)
+	}
+
+	// A delegated child gains nothing through grants/apply; its parent,
+	// which asks, keeps the grant it applies.
+	pws, pturn := c.openTurn("p", map[string]any{"preset": "read-only", "environment_id": "e"})
+	child := c.ok("session/open", map[string]any{"session_id": "k", "cwd": pws, "parent_session_id": "p", "environment_id": "e"})
+	if child["approval_policy"] != "never" {
+		t.Fatalf("child: %v", child)
+	}
+	kturn := c.ok("turn/begin", map[string]any{"session_id": "k"})["turn_id"].(string)
+	kout := t.TempDir()
+	if got := c.ok("grants/apply", grantOut("k", kout)); got["withheld"] != withheldNever {
+		t.Errorf("child's grant: %v", got)
+	}
+	if res := c.ok("exec", writeMarker("k", kturn, "c3", pws, kout)); res["exit_code"] == 0.0 || ran(kout) {
+		t.Fatalf("a child wrote with a grant it applied: %v", res)
+	}
+	pout := t.TempDir()
+	if got := c.ok("grants/apply", grantOut("p", pout)); got["withheld"] != nil {
+		t.Errorf("an asking session's grant was withheld: %v", got)
+	}
+	if res := c.ok("exec", writeMarker("p", pturn, "c4", pws, pout)); res["exit_code"] != 0.0 || !ran(pout) {
+		t.Fatalf("an asking session's stored grant did not apply: %v", res)
+	}
+}
