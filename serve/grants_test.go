@@ -1,6 +1,9 @@
 package serve
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -85,5 +88,47 @@ func TestGrantUnderNever(t *testing.T) {
 	}
 	if res := c.ok("exec", writeMarker("p", pturn, "c4", pws, pout)); res["exit_code"] != 0.0 || !ran(pout) {
 		t.Fatalf("an asking session's stored grant did not apply: %v", res)
+	}
+}
+
+// TestGrantScopeAndDenyRead: stored grants belong to the session that
+// applied them (a new session naming the same environment_id starts with
+// none), and a read granted inside a requested deny_read is shown in the
+// grant but never effective (docs/serve.md, Grants).
+func TestGrantScopeAndDenyRead(t *testing.T) {
+	c := newClient(t, Options{})
+	ws, turn := c.openTurn("a", map[string]any{"preset": "read-only", "environment_id": "e"})
+	out := t.TempDir()
+	c.ok("grants/apply", grantOut("a", out))
+	if res := c.ok("exec", writeMarker("a", turn, "c1", ws, out)); res["exit_code"] != 0.0 || !ran(out) {
+		t.Fatalf("the granted session could not write: %v", res)
+	}
+	if err := os.Remove(filepath.Join(out, "marker")); err != nil {
+		t.Fatal(err)
+	}
+	ws2, turn2 := c.openTurn("b", map[string]any{"preset": "read-only", "environment_id": "e"})
+	if res := c.ok("exec", writeMarker("b", turn2, "c2", ws2, out)); res["exit_code"] == 0.0 || ran(out) {
+		t.Fatalf("a new session with the same environment_id wrote with another session's grant: %v", res)
+	}
+
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "secret")
+	if err := os.MkdirAll(secret, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(secret, "f"), []byte("hidden\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got := c.ok("grants/apply", map[string]any{"session_id": "b", "environment_id": "e",
+		"requested": map[string]any{"file_system": map[string]any{"read": []string{dir}, "deny_read": []string{secret}}},
+		"response":  map[string]any{"granted": map[string]any{"file_system": map[string]any{"read": []string{secret}}}, "scope": "turn"}})
+	fs, _ := got["permissions"].(map[string]any)["file_system"].(map[string]any)
+	if r, _ := fs["read"].([]any); len(r) != 1 || r[0] != secret {
+		t.Errorf("the granted read is not shown: %v", got)
+	}
+	res := c.ok("exec", map[string]any{"session_id": "b", "turn_id": turn2, "call_id": "c3", "cwd": ws2, "environment_id": "e",
+		"command": []string{"cat", filepath.Join(secret, "f")}})
+	if res["exit_code"] == 0.0 || strings.Contains(res["stdout"].(string), "hidden") {
+		t.Errorf("a read granted inside a requested deny_read was effective: %v", res)
 	}
 }
