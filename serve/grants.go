@@ -30,8 +30,24 @@ type grantRecord struct {
 }
 
 // withheldNever is the reason a session under never (a delegated child
-// always) gets the empty grant from grants/apply.
-const withheldNever = "approval_policy never: request_permissions is answered with the empty grant, without asking"
+// always) gets the empty grant from grants/apply; withheldGranular the
+// reason under a granular policy whose request_permissions is false.
+const (
+	withheldNever    = "approval_policy never: request_permissions is answered with the empty grant, without asking"
+	withheldGranular = "approval_policy granular: request_permissions is false, so it is answered with the empty grant, without asking"
+)
+
+// grantWithheld is why policy answers every request_permissions round trip
+// with the empty grant, "" when it lets the client's response stand.
+func grantWithheld(policy profiles.ApprovalPolicy) string {
+	if policy == profiles.ApprovalNever {
+		return withheldNever
+	}
+	if g, ok := policy.Granular(); ok && !g.RequestPermissions {
+		return withheldGranular
+	}
+	return ""
+}
 
 // applyGrant normalises a request_permissions round trip as sbx
 // normalize-grant does (intersected with the request, session+strict made
@@ -89,14 +105,15 @@ func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeRes
 		return nil, e
 	}
 	rec := grantRecord{EnvironmentID: env, NormalizeResult: res}
-	if sess.policy == profiles.ApprovalNever {
-		// Seed 003 §1.2: under Never the tool is answered, without asking,
-		// with the empty grant of turn scope, whatever the client sends; a
-		// child (pinned to never, seed 000 §12) so gains nothing here. The
+	if why := grantWithheld(sess.policy); why != "" {
+		// Seed 003 §1.2: under Never (and Granular without
+		// request_permissions) the tool is answered, without asking, with
+		// the empty grant of turn scope, whatever the client sends; a child
+		// (pinned to never, seed 000 §12) so gains nothing here. The
 		// response was still decoded and normalised above: a malformed one
 		// stays an error.
 		rec.NormalizeResult = profiles.NormalizeResult{Scope: profiles.ScopeTurn}
-		rec.Withheld = withheldNever
+		rec.Withheld = why
 		if sess.turn != nil {
 			rec.TurnID = sess.turn.id
 		}
