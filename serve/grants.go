@@ -3,6 +3,7 @@ package serve
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/profiles"
@@ -13,7 +14,9 @@ type grantParams struct {
 	EnvironmentID string          `json:"environment_id"`
 	Requested     json.RawMessage `json:"requested"`
 	// Response is the client's answer: {granted, scope,
-	// strict_auto_review}, as sbx normalize-grant reads them.
+	// strict_auto_review}, as sbx normalize-grant reads them, or Codex's
+	// {permissions, scope, strict_auto_review} on a connection whose
+	// grant_key is permissions.
 	Response json.RawMessage `json:"response"`
 }
 
@@ -52,7 +55,10 @@ func grantWithheld(policy profiles.ApprovalPolicy) string {
 // applyGrant normalises a request_permissions round trip as sbx
 // normalize-grant does (intersected with the request, session+strict made
 // an empty turn grant) and stores it by environment id and scope.
-func (s *Server) applyGrant(params json.RawMessage) (any, *Error) {
+//
+// key is the connection's grant key (initialize's capabilities.grant_key):
+// the response carries the granted profile under it, and only under it.
+func (s *Server) applyGrant(params json.RawMessage, key profiles.GrantKey) (any, *Error) {
 	var p grantParams
 	sess, e := s.decodeSession(params, &p, &p.SessionID)
 	if e != nil {
@@ -77,14 +83,14 @@ func (s *Server) applyGrant(params json.RawMessage) (any, *Error) {
 		return nil, e
 	}
 	for k := range resp {
-		if k != "granted" && k != "scope" && k != "strict_auto_review" {
-			return nil, paramError("response."+k, errors.New("unknown field (want granted, scope, strict_auto_review)"))
+		if k != key.String() && k != "scope" && k != "strict_auto_review" {
+			return nil, paramError("response."+k, fmt.Errorf("unknown field (want %s, scope, strict_auto_review: this connection's grant_key is %s)", key, key))
 		}
 	}
 	cwdJSON, _ := json.Marshal(cwd)
 	resp["cwd"], resp["requested"] = cwdJSON, p.Requested
 	wire, _ := json.Marshal(resp)
-	req, err := profiles.DecodeNormalizeRequest(wire)
+	req, err := profiles.DecodeNormalizeRequestAs(wire, key)
 	if err == nil {
 		var res profiles.NormalizeResult
 		if res, err = profiles.NormalizeResponse(req); err == nil {

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,69 @@ func TestGrantScopeAndDenyRead(t *testing.T) {
 		"command": []string{"cat", filepath.Join(secret, "f")}})
 	if res["exit_code"] == 0.0 || strings.Contains(res["stdout"].(string), "hidden") {
 		t.Errorf("a read granted inside a requested deny_read was effective: %v", res)
+	}
+}
+
+// TestGrantKey: a connection that says at initialize that it speaks
+// Codex's names (capabilities.grant_key "permissions") sends Codex's
+// RequestPermissionsResponse unchanged; within that connection "granted"
+// is an unknown field, within a default one "permissions" is; the choice
+// cannot change on the connection.
+func TestGrantKey(t *testing.T) {
+	c := newClient(t, Options{})
+	ws, turn := c.openTurn("s", map[string]any{"preset": "read-only", "environment_id": "e"})
+	codex := connect(t, c.srv, c.logs)
+	caps := codex.ok("initialize", map[string]any{"capabilities": map[string]any{"grant_key": "permissions"}})["capabilities"].(map[string]any)
+	if caps["grant_key"] != "permissions" {
+		t.Errorf("initialize capabilities: %v", caps)
+	}
+	out := t.TempDir()
+	codexParams := map[string]any{"session_id": "s", "environment_id": "e",
+		"requested": map[string]any{"file_system": map[string]any{"write": []string{out}}},
+		"response":  map[string]any{"permissions": map[string]any{"file_system": map[string]any{"write": []string{out}}}, "scope": "turn", "strict_auto_review": false}}
+	// The other spelling is refused on each connection, and grants nothing.
+	if code, data := c.fail("grants/apply", codexParams); code != CodeInvalidParams || data["field"] != "response.permissions" {
+		t.Errorf("permissions on a granted connection: %d %v", code, data)
+	}
+	if code, data := codex.fail("grants/apply", grantOut("s", out)); code != CodeInvalidParams || data["field"] != "response.granted" {
+		t.Errorf("granted on a permissions connection: %d %v", code, data)
+	}
+	both := grantOut("s", out)
+	both["response"].(map[string]any)["permissions"] = both["response"].(map[string]any)["granted"]
+	for _, conn := range []*client{c, codex} {
+		if code, _ := conn.fail("grants/apply", both); code != CodeInvalidParams {
+			t.Errorf("both spellings at once: %d", code)
+		}
+	}
+	if res := c.ok("exec", writeMarker("s", turn, "c0", ws, out)); res["exit_code"] == 0.0 || ran(out) {
+		t.Fatalf("a refused spelling granted: %v", res)
+	}
+	got := codex.ok("grants/apply", codexParams)
+	if got["scope"] != "turn" || got["withheld"] != nil {
+		t.Errorf("Codex's response: %v", got)
+	}
+	if res := codex.ok("exec", writeMarker("s", turn, "c1", ws, out)); res["exit_code"] != 0.0 || !ran(out) {
+		t.Fatalf("Codex's grant did not apply: %v", res)
+	}
+	// Unknown fields of the grant are named under the connection's key.
+	lenient := map[string]any{"session_id": "s", "environment_id": "e",
+		"requested": map[string]any{"file_system": map[string]any{"write": []string{out}}},
+		"response":  map[string]any{"permissions": map[string]any{"macos": map[string]any{}}, "scope": "turn"}}
+	if got := codex.ok("grants/apply", lenient); fmt.Sprint(got["ignored"]) != "[permissions.macos]" {
+		t.Errorf("ignored: %v", got["ignored"])
+	}
+	// Fixed at the first initialize: repeating it is fine, changing it is not.
+	codex.ok("initialize", map[string]any{"capabilities": map[string]any{"grant_key": "permissions"}})
+	if code, data := codex.fail("initialize", map[string]any{"capabilities": map[string]any{"grant_key": "granted"}}); code != CodeInvalidParams || data["field"] != "capabilities.grant_key" {
+		t.Errorf("changed grant key: %d %v", code, data)
+	}
+	if code, data := c.fail("initialize", map[string]any{"capabilities": map[string]any{"grant_key": "permissions"}}); code != CodeInvalidParams || data["field"] != "capabilities.grant_key" {
+		t.Errorf("changed the default grant key: %d %v", code, data)
+	}
+	d := connect(t, c.srv, c.logs)
+	for _, bad := range []any{"Permissions", "codex", true} {
+		if code, data := d.fail("initialize", map[string]any{"capabilities": map[string]any{"grant_key": bad}}); code != CodeInvalidParams || data["field"] != "capabilities.grant_key" {
+			t.Errorf("grant_key %v: %d %v", bad, code, data)
+		}
 	}
 }

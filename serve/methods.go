@@ -26,7 +26,7 @@ func init() {
 		"session/close":       (*conn).closeSession,
 		"turn/begin":          simple((*Server).beginTurn),
 		"turn/end":            simple((*Server).endTurn),
-		"grants/apply":        simple((*Server).applyGrant),
+		"grants/apply":        (*conn).applyGrant,
 		"exec":                (*conn).exec,
 		"exec/cancel":         (*conn).cancelExec,
 		"$/cancelRequest":     (*conn).cancelRequest,
@@ -68,14 +68,18 @@ func (c *conn) initialize(id, params json.RawMessage) {
 		c.reply(id, nil, e)
 		return
 	}
-	approvals, e := clientApprovals(p["capabilities"])
+	approvals, key, e := clientCapabilities(p["capabilities"])
 	if e != nil {
+		c.reply(id, nil, e)
+		return
+	}
+	if e := c.fixGrantKey(key); e != nil {
 		c.reply(id, nil, e)
 		return
 	}
 	client := c.srv.opt.Client
 	caps := map[string]any{"methods": Methods(), "stream": true, "max_message_bytes": c.srv.opt.MaxMessage,
-		"answerer": c.srv.opt.Answerer != nil, "approvals": client != nil}
+		"answerer": c.srv.opt.Answerer != nil, "approvals": client != nil, "grant_key": c.grantKeyOf()}
 	for k, v := range c.srv.opt.Capabilities {
 		caps[k] = v
 	}
@@ -91,27 +95,75 @@ func (c *conn) initialize(id, params json.RawMessage) {
 	}
 }
 
-// clientApprovals reads initialize's capabilities.approvals: true makes
-// the connection a client the client answerer asks. Other capabilities
-// are a newer client's and skipped.
-func clientApprovals(raw json.RawMessage) (bool, *Error) {
+// clientCapabilities reads initialize's capabilities.approvals (true
+// makes the connection a client the client answerer asks) and
+// capabilities.grant_key (nil when not given). Other capabilities are a
+// newer client's and skipped.
+func clientCapabilities(raw json.RawMessage) (bool, *profiles.GrantKey, *Error) {
 	if raw == nil {
-		return false, nil
+		return false, nil, nil
 	}
 	var caps map[string]json.RawMessage
 	if e := decodeParams(raw, &caps); e != nil {
 		e.Data.Field, e.Message = "capabilities", "capabilities: "+e.Message
-		return false, e
+		return false, nil, e
+	}
+	var key *profiles.GrantKey
+	if v, ok := caps["grant_key"]; ok {
+		var s string
+		k, err := profiles.GrantKey(0), json.Unmarshal(v, &s)
+		if err == nil {
+			k, err = profiles.ParseGrantKey(s)
+		}
+		if err != nil {
+			return false, nil, paramError("capabilities.grant_key", errors.New(`must be "granted" or "permissions"`))
+		}
+		key = &k
 	}
 	v, ok := caps["approvals"]
 	if !ok {
-		return false, nil
+		return false, key, nil
 	}
 	var b bool
 	if err := json.Unmarshal(v, &b); err != nil {
-		return false, paramError("capabilities.approvals", errors.New("must be a boolean"))
+		return false, nil, paramError("capabilities.approvals", errors.New("must be a boolean"))
 	}
-	return b, nil
+	return b, key, nil
+}
+
+// fixGrantKey sets the connection's grant key at its first initialize
+// (the one named, else granted); a later initialize may repeat it but not
+// change it: within one connection only one spelling of a grant is
+// accepted.
+func (c *conn) fixGrantKey(key *profiles.GrantKey) *Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.initialized {
+		if key != nil && *key != c.grantKey {
+			return paramError("capabilities.grant_key", fmt.Errorf("the connection's grant key is %s: it is fixed at the first initialize", c.grantKey))
+		}
+		return nil
+	}
+	c.grantKey = profiles.GrantKeyGranted
+	if key != nil {
+		c.grantKey = *key
+	}
+	return nil
+}
+
+// grantKeyOf is the connection's grant key.
+func (c *conn) grantKeyOf() profiles.GrantKey {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.grantKey
+}
+
+// applyGrant is grants/apply under the connection's grant key.
+func (c *conn) applyGrant(id, params json.RawMessage) {
+	res, e := c.srv.applyGrant(params, c.grantKeyOf())
+	if id != nil {
+		c.reply(id, res, e)
+	}
 }
 
 // shutdownMethod: the connection takes no more requests but exit, and the
