@@ -8,6 +8,37 @@ import (
 	"testing"
 )
 
+// restarted is a client of a new server restored from the log c's server
+// wrote for session id, as if that one had died.
+func restarted(t *testing.T, c *client, id string) *client {
+	t.Helper()
+	before := replayed(c.logs, id)
+	logs := &MemLogs{}
+	for _, rec := range before[0].Records {
+		logs.Get(id).Append(rec)
+	}
+	srv := New(Options{OpenLog: logs.Open, Logf: t.Logf})
+	if problems := srv.Restore(before); len(problems) > 0 {
+		t.Fatalf("restore: %v", problems)
+	}
+	c2 := connect(t, srv, logs)
+	c2.ok("initialize", nil)
+	return c2
+}
+
+// wantGrantStands: session's grants/apply of a write outside stands, and
+// its next exec writes there.
+func wantGrantStands(t *testing.T, c *client, session, turn, ws string) {
+	t.Helper()
+	out := t.TempDir()
+	if got := c.ok("grants/apply", grantOut(session, out)); got["withheld"] != nil {
+		t.Errorf("%s: the grant was withheld: %v", session, got)
+	}
+	if res := c.ok("exec", writeMarker(session, turn, "stands", ws, out)); res["exit_code"] != 0.0 || !ran(out) {
+		t.Fatalf("%s: the stored grant did not apply: %v", session, res)
+	}
+}
+
 // grantOut is a grants/apply of a session-scoped write to out.
 func grantOut(session, out string) map[string]any {
 	return map[string]any{"session_id": session, "environment_id": "e",
@@ -52,17 +83,7 @@ func TestGrantUnderNever(t *testing.T) {
 	}
 
 	// After a restart the log replays no grant.
-	before := replayed(c.logs, "n")
-	logs := &MemLogs{}
-	for _, rec := range before[0].Records {
-		logs.Get("n").Append(rec)
-	}
-	srv := New(Options{OpenLog: logs.Open, Logf: t.Logf})
-	if problems := srv.Restore(before); len(problems) > 0 {
-		t.Fatalf("restore: %v", problems)
-	}
-	c2 := connect(t, srv, logs)
-	c2.ok("initialize", nil)
+	c2 := restarted(t, c, "n")
 	turn2 := c2.ok("turn/begin", map[string]any{"session_id": "n"})["turn_id"].(string)
 	if res := c2.ok("exec", writeMarker("n", turn2, "c2", ws, out)); res["exit_code"] == 0.0 || ran(out) {
 		t.Fatalf("a replayed never session wrote with a grant: %v", res)
@@ -83,13 +104,7 @@ func TestGrantUnderNever(t *testing.T) {
 	if res := c.ok("exec", writeMarker("k", kturn, "c3", pws, kout)); res["exit_code"] == 0.0 || ran(kout) {
 		t.Fatalf("a child wrote with a grant it applied: %v", res)
 	}
-	pout := t.TempDir()
-	if got := c.ok("grants/apply", grantOut("p", pout)); got["withheld"] != nil {
-		t.Errorf("an asking session's grant was withheld: %v", got)
-	}
-	if res := c.ok("exec", writeMarker("p", pturn, "c4", pws, pout)); res["exit_code"] != 0.0 || !ran(pout) {
-		t.Fatalf("an asking session's stored grant did not apply: %v", res)
-	}
+	wantGrantStands(t, c, "p", pturn, pws)
 }
 
 // TestGrantScopeAndDenyRead: stored grants belong to the session that

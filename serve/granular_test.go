@@ -80,26 +80,10 @@ func TestGranularSession(t *testing.T) {
 	if m := c.wait(ch); m["error"] != nil || !ran(out2) {
 		t.Errorf("asked escalation under sandbox_approval true: %v", m)
 	}
-	out3 := t.TempDir()
-	if res := c.ok("grants/apply", grantOut("h", out3)); res["withheld"] != nil {
-		t.Errorf("grant under request_permissions true withheld: %v", res)
-	}
-	if res := c.ok("exec", writeMarker("h", turn2, "c4", ws2, out3)); res["exit_code"] != 0.0 || !ran(out3) {
-		t.Errorf("a granted write failed: %v", res)
-	}
+	wantGrantStands(t, c, "h", turn2, ws2)
 
 	// A restart rebuilds the granular policy exactly.
-	before := replayed(c.logs, "g")
-	logs := &MemLogs{}
-	for _, rec := range before[0].Records {
-		logs.Get("g").Append(rec)
-	}
-	srv := New(Options{OpenLog: logs.Open, Logf: t.Logf})
-	if problems := srv.Restore(before); len(problems) > 0 {
-		t.Fatalf("restore: %v", problems)
-	}
-	c2 := connect(t, srv, logs)
-	c2.ok("initialize", nil)
+	c2 := restarted(t, c, "g")
 	cur := c2.ok("session/permissions", map[string]any{"session_id": "g"})["current"].(map[string]any)
 	if g2, _ := cur["approval_policy"].(map[string]any)["granular"].(map[string]any); g2["rules"] != true || g2["mcp_elicitations"] != true || g2["sandbox_approval"] != false {
 		t.Errorf("restored: %v", cur)
