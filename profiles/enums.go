@@ -15,9 +15,9 @@ import (
 // whatever would need asking. It is not "approve silently".
 //
 // Besides the four named policies it holds Codex's granular policy
-// (GranularPolicy, approval.go): the granular categories are bits above
-// granularTag, so that a policy stays one comparable value that every
-// layer passes, compares and records as before.
+// (GranularPolicy, approval.go): granularTag plus one bit per category, so
+// that a policy stays one comparable value that every layer passes,
+// compares and records as before.
 type ApprovalPolicy int
 
 const (
