@@ -39,7 +39,10 @@ var (
 	// ErrOnlyOnRequest: under on-failure and untrusted a call may not ask
 	// for more (Codex: "you should not ask for escalated permissions if the
 	// approval policy is ..."); it is refused without asking anyone.
-	ErrOnlyOnRequest   error = &denial{"only approval policy on-request lets a call ask for more than its standing policy and grants; denied without asking"}
+	ErrOnlyOnRequest error = &denial{"only approval policy on-request lets a call ask for more than its standing policy and grants; denied without asking"}
+	// ErrGranularSandbox: under a granular policy whose sandbox_approval
+	// is false, Codex rejects the escalation prompt instead of showing it.
+	ErrGranularSandbox error = &denial{"approval policy granular: sandbox_approval is false, so a call that needs approval is denied without asking"}
 	ErrNoApprover      error = &denial{"no approver is configured"}
 	ErrRejected        error = &denial{"the approver rejected the call"}
 	ErrCancelled       error = &denial{"the approval was cancelled"}
@@ -207,6 +210,14 @@ func Obtain(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 		dec.Mode = c.Target
 	}
 	rule, ok := askRules[ap]
+	if g, granular := ap.Granular(); granular {
+		// Codex's granular policy: sandbox_approval says whether an
+		// escalation prompt may be shown; false denies without asking.
+		rule, ok = askApprover, true
+		if !g.SandboxApproval {
+			return Decision{}, fmt.Errorf("approval denied: %w", ErrGranularSandbox)
+		}
+	}
 	if !ok {
 		return Decision{}, fmt.Errorf("approval policy %v: %w", ap, ErrDenied)
 	}

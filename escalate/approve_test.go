@@ -264,3 +264,28 @@ func TestChild(t *testing.T) {
 		t.Fatalf("child escalation: %v", err)
 	}
 }
+
+// TestGranularSandboxApproval: under Codex's granular policy,
+// sandbox_approval true asks as on-request does; false denies without
+// asking, with its own text, reported as outcome never.
+func TestGranularSandboxApproval(t *testing.T) {
+	for _, c := range []Call{escalation(), additional()} {
+		r := &recorder{outcome: AllowedOnce}
+		ask := profiles.GranularPolicy(profiles.Granular{SandboxApproval: true})
+		if dec, err := Decide(context.Background(), c, ask, r); err != nil || dec.Via != ViaApproval || len(r.asked) != 1 {
+			t.Errorf("%s: sandbox_approval true: %+v, %v, asked %d", c.CallID, dec, err, len(r.asked))
+		}
+		r = &recorder{outcome: AllowedOnce}
+		deny := profiles.GranularPolicy(profiles.Granular{Rules: true, SkillApproval: true, RequestPermissions: true, McpElicitations: true})
+		_, err := Decide(context.Background(), c, deny, r)
+		if !errors.Is(err, ErrGranularSandbox) || !errors.Is(err, ErrDenied) || len(r.asked) != 0 {
+			t.Errorf("%s: sandbox_approval false: %v, asked %d", c.CallID, err, len(r.asked))
+		}
+		if o, ok := DenialOutcome(err); !ok || o != OutcomeNever {
+			t.Errorf("%s: outcome %q", c.CallID, o)
+		}
+		if errors.Is(err, ErrNeverAsks) {
+			t.Errorf("%s: granular denial has never's text: %v", c.CallID, err)
+		}
+	}
+}

@@ -25,7 +25,7 @@ func DenialOutcome(err error) (outcome string, ok bool) {
 		return "", false
 	}
 	switch {
-	case errors.Is(err, ErrNeverAsks):
+	case errors.Is(err, ErrNeverAsks), errors.Is(err, ErrGranularSandbox):
 		return OutcomeNever, true
 	case errors.Is(err, ErrRejected):
 		return OutcomeRejected, true

@@ -1,6 +1,10 @@
 package profiles
 
-import "github.com/sbx-sandbox/sbx/internal/enum"
+import (
+	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/enum"
+)
 
 // This file holds the small wire enums that sit beside Mode: the approval
 // policy, the per-call sandbox_permissions field and the grant scope. Each
@@ -9,6 +13,11 @@ import "github.com/sbx-sandbox/sbx/internal/enum"
 // ApprovalPolicy says when a person (or an approver program) is asked.
 // The zero value is ApprovalNever, the fail-closed policy: never ask, and deny
 // whatever would need asking. It is not "approve silently".
+//
+// Besides the four named policies it holds Codex's granular policy
+// (GranularPolicy, approval.go): granularTag plus one bit per category, so
+// that a policy stays one comparable value that every layer passes,
+// compares and records as before.
 type ApprovalPolicy int
 
 const (
@@ -21,18 +30,47 @@ const (
 var approvalNames = enum.Names[ApprovalPolicy]{Type: "ApprovalPolicy", What: "approval policy",
 	Names: []string{"never", "on-request", "on-failure", "untrusted"}}
 
-// ApprovalPolicies lists every approval policy.
+// ApprovalPolicies lists every named approval policy (a granular one is
+// built with GranularPolicy).
 func ApprovalPolicies() []ApprovalPolicy {
 	return []ApprovalPolicy{ApprovalNever, ApprovalOnRequest, ApprovalOnFailure, ApprovalUntrusted}
 }
 
-func (a ApprovalPolicy) String() string { return approvalNames.String(a) }
+// String is the policy's name, or a granular policy's CLI spelling
+// ("granular:sandbox_approval,rules"), which ParseApprovalPolicy reads back.
+func (a ApprovalPolicy) String() string {
+	if g, ok := a.Granular(); ok {
+		return g.cliSpelling()
+	}
+	return approvalNames.String(a)
+}
 
-// ParseApprovalPolicy parses the wire spelling of an approval policy.
-func ParseApprovalPolicy(s string) (ApprovalPolicy, error) { return approvalNames.Parse(s) }
+// ParseApprovalPolicy parses an approval policy as the CLI spells it: one
+// of the four names, or "granular:" and the granular categories that are
+// allowed, comma-separated ("granular:" alone allows none).
+func ParseApprovalPolicy(s string) (ApprovalPolicy, error) {
+	if rest, ok := strings.CutPrefix(s, granularPrefix); ok {
+		g, err := parseGranularList(rest)
+		if err != nil {
+			return 0, err
+		}
+		return GranularPolicy(g), nil
+	}
+	return approvalNames.Parse(s)
+}
 
-func (a ApprovalPolicy) MarshalText() ([]byte, error) { return approvalNames.Marshal(a) }
+// MarshalText is the CLI spelling (String); a value off the table is an
+// error, never written.
+func (a ApprovalPolicy) MarshalText() ([]byte, error) {
+	if _, ok := a.Granular(); ok {
+		return []byte(a.String()), nil
+	}
+	return approvalNames.Marshal(a)
+}
 
+// UnmarshalText reads one of the four names only: a granular policy comes
+// as JSON's object (UnmarshalJSON) or as the CLI spelling (Parse), never as
+// a second spelling of a JSON string.
 func (a *ApprovalPolicy) UnmarshalText(b []byte) error { return approvalNames.Unmarshal(a, b) }
 
 // SandboxPermissions is the per-call escalation field. The zero value,

@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"slices"
+
+	"github.com/sbx-sandbox/sbx/internal/enum"
 )
 
 // NormalizeRequest is the input of NormalizeResponse: a request_permissions
@@ -64,6 +67,40 @@ type normalizeWire struct {
 	StrictAutoReview bool            `json:"strict_auto_review"`
 }
 
+// normalizeWireCodex is normalizeWire with the granted profile under
+// Codex's RequestPermissionsResponse key, permissions.
+type normalizeWireCodex struct {
+	Cwd              string          `json:"cwd"`
+	Requested        Profile         `json:"requested"`
+	Granted          json.RawMessage `json:"permissions"`
+	Scope            *string         `json:"scope"`
+	StrictAutoReview bool            `json:"strict_auto_review"`
+}
+
+// GrantKey is the key a request_permissions response carries its granted
+// profile under: sbx's "granted" (the zero value) or Codex's
+// "permissions" (RequestPermissionsResponse). It is the caller's choice,
+// made once per connection or call, never a tolerance: an input under one
+// key refuses the other as an unknown field, so that a gateway that filters
+// one spelling is not bypassed by the second.
+type GrantKey int
+
+const (
+	GrantKeyGranted GrantKey = iota
+	GrantKeyPermissions
+)
+
+var grantKeyNames = enum.Names[GrantKey]{Type: "GrantKey", What: "grant key", Names: []string{"granted", "permissions"}}
+
+func (k GrantKey) String() string { return grantKeyNames.String(k) }
+
+// ParseGrantKey reads "granted" or "permissions".
+func ParseGrantKey(s string) (GrantKey, error) { return grantKeyNames.Parse(s) }
+
+func (k GrantKey) MarshalText() ([]byte, error) { return grantKeyNames.Marshal(k) }
+
+func (k *GrantKey) UnmarshalText(b []byte) error { return grantKeyNames.Unmarshal(k, b) }
+
 // DecodeNormalizeRequest decodes the input of `sbx normalize-grant`. The
 // envelope and requested are strict: unknown fields are errors that name the
 // field, and so is a scope other than "turn" or "session". granted is the
@@ -71,18 +108,37 @@ type normalizeWire struct {
 // is skipped and listed in Ignored, as Codex ignores one; duplicate keys and
 // case variants of known fields are still refused.
 func DecodeNormalizeRequest(data []byte) (NormalizeRequest, error) {
+	return DecodeNormalizeRequestAs(data, GrantKeyGranted)
+}
+
+// DecodeNormalizeRequestAs is DecodeNormalizeRequest with the granted
+// profile under key (the other key is an unknown field); field names in
+// errors and Ignored use key.
+func DecodeNormalizeRequestAs(data []byte, key GrantKey) (NormalizeRequest, error) {
 	var w normalizeWire
-	if err := DecodeStrict(data, &w); err != nil {
-		return NormalizeRequest{}, err
+	switch key {
+	case GrantKeyGranted:
+		if err := DecodeStrict(data, &w); err != nil {
+			return NormalizeRequest{}, err
+		}
+	case GrantKeyPermissions:
+		var c normalizeWireCodex
+		if err := DecodeStrict(data, &c); err != nil {
+			return NormalizeRequest{}, err
+		}
+		w = normalizeWire(c)
+	default:
+		return NormalizeRequest{}, fmt.Errorf("invalid grant key %d", int(key))
 	}
+	name := key.String()
 	req := NormalizeRequest{Cwd: w.Cwd, Requested: w.Requested, StrictAutoReview: w.StrictAutoReview}
 	if raw := bytes.TrimSpace(w.Granted); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 		ignored, err := DecodeLenient(raw, &req.Granted)
 		if err != nil {
-			return NormalizeRequest{}, prefixField("granted", err)
+			return NormalizeRequest{}, prefixField(name, err)
 		}
 		for _, f := range ignored {
-			req.Ignored = append(req.Ignored, "granted."+f)
+			req.Ignored = append(req.Ignored, name+"."+f)
 		}
 	}
 	if w.Scope != nil {

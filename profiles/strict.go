@@ -577,10 +577,27 @@ func walkJSON(v any, t reflect.Type, path string, visit func(v any, t reflect.Ty
 var textUnmarshaler = reflect.TypeOf((*interface{ UnmarshalText([]byte) error })(nil)).Elem()
 
 // badTextField finds the first string whose Go type rejects it in
-// UnmarshalText, and returns its dotted path and the type's error.
+// UnmarshalText, or the first value whose Go type rejects it in its own
+// UnmarshalJSON, and returns its dotted path and the type's error.
 func badTextField(v any, t reflect.Type, prefix string) (string, error) {
 	return walkJSON(v, t, prefix, func(v any, t reflect.Type, path string) (string, error) {
 		str, ok := v.(string)
+		if !ok && reflect.PointerTo(t).Implements(jsonUnmarshaler) {
+			// A value with its own JSON form (a granular approval
+			// policy): decode it alone, and name its field from here.
+			raw, err := json.Marshal(v)
+			if err != nil {
+				return "", nil
+			}
+			if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
+				var fe *FieldError
+				if errors.As(err, &fe) {
+					return join(path, fe.Field), fe.Err
+				}
+				return path, err
+			}
+			return "", nil
+		}
 		if !ok || !reflect.PointerTo(t).Implements(textUnmarshaler) {
 			return "", nil
 		}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -27,7 +26,7 @@ func init() {
 		"session/close":       (*conn).closeSession,
 		"turn/begin":          simple((*Server).beginTurn),
 		"turn/end":            simple((*Server).endTurn),
-		"grants/apply":        simple((*Server).applyGrant),
+		"grants/apply":        (*conn).applyGrant,
 		"exec":                (*conn).exec,
 		"exec/cancel":         (*conn).cancelExec,
 		"$/cancelRequest":     (*conn).cancelRequest,
@@ -69,14 +68,18 @@ func (c *conn) initialize(id, params json.RawMessage) {
 		c.reply(id, nil, e)
 		return
 	}
-	approvals, e := clientApprovals(p["capabilities"])
+	approvals, key, e := clientCapabilities(p["capabilities"])
 	if e != nil {
+		c.reply(id, nil, e)
+		return
+	}
+	if e := c.fixGrantKey(key); e != nil {
 		c.reply(id, nil, e)
 		return
 	}
 	client := c.srv.opt.Client
 	caps := map[string]any{"methods": Methods(), "stream": true, "max_message_bytes": c.srv.opt.MaxMessage,
-		"answerer": c.srv.opt.Answerer != nil, "approvals": client != nil}
+		"answerer": c.srv.opt.Answerer != nil, "approvals": client != nil, "grant_key": c.grantKeyOf()}
 	for k, v := range c.srv.opt.Capabilities {
 		caps[k] = v
 	}
@@ -92,27 +95,75 @@ func (c *conn) initialize(id, params json.RawMessage) {
 	}
 }
 
-// clientApprovals reads initialize's capabilities.approvals: true makes
-// the connection a client the client answerer asks. Other capabilities
-// are a newer client's and skipped.
-func clientApprovals(raw json.RawMessage) (bool, *Error) {
+// clientCapabilities reads initialize's capabilities.approvals (true
+// makes the connection a client the client answerer asks) and
+// capabilities.grant_key (nil when not given). Other capabilities are a
+// newer client's and skipped.
+func clientCapabilities(raw json.RawMessage) (bool, *profiles.GrantKey, *Error) {
 	if raw == nil {
-		return false, nil
+		return false, nil, nil
 	}
 	var caps map[string]json.RawMessage
 	if e := decodeParams(raw, &caps); e != nil {
 		e.Data.Field, e.Message = "capabilities", "capabilities: "+e.Message
-		return false, e
+		return false, nil, e
+	}
+	var key *profiles.GrantKey
+	if v, ok := caps["grant_key"]; ok {
+		var s string
+		k, err := profiles.GrantKey(0), json.Unmarshal(v, &s)
+		if err == nil {
+			k, err = profiles.ParseGrantKey(s)
+		}
+		if err != nil {
+			return false, nil, paramError("capabilities.grant_key", errors.New(`must be "granted" or "permissions"`))
+		}
+		key = &k
 	}
 	v, ok := caps["approvals"]
 	if !ok {
-		return false, nil
+		return false, key, nil
 	}
 	var b bool
 	if err := json.Unmarshal(v, &b); err != nil {
-		return false, paramError("capabilities.approvals", errors.New("must be a boolean"))
+		return false, nil, paramError("capabilities.approvals", errors.New("must be a boolean"))
 	}
-	return b, nil
+	return b, key, nil
+}
+
+// fixGrantKey sets the connection's grant key at its first initialize
+// (the one named, else granted); a later initialize may repeat it but not
+// change it: within one connection only one spelling of a grant is
+// accepted.
+func (c *conn) fixGrantKey(key *profiles.GrantKey) *Error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.initialized {
+		if key != nil && *key != c.grantKey {
+			return paramError("capabilities.grant_key", fmt.Errorf("the connection's grant key is %s: it is fixed at the first initialize", c.grantKey))
+		}
+		return nil
+	}
+	c.grantKey = profiles.GrantKeyGranted
+	if key != nil {
+		c.grantKey = *key
+	}
+	return nil
+}
+
+// grantKeyOf is the connection's grant key.
+func (c *conn) grantKeyOf() profiles.GrantKey {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.grantKey
+}
+
+// applyGrant is grants/apply under the connection's grant key.
+func (c *conn) applyGrant(id, params json.RawMessage) {
+	res, e := c.srv.applyGrant(params, c.grantKeyOf())
+	if id != nil {
+		c.reply(id, res, e)
+	}
 }
 
 // shutdownMethod: the connection takes no more requests but exit, and the
@@ -460,110 +511,4 @@ func (s *Server) endTurn(params json.RawMessage) (any, *Error) {
 	}
 	sess.endTurnLocked()
 	return nil, nil
-}
-
-type grantParams struct {
-	SessionID     string          `json:"session_id"`
-	EnvironmentID string          `json:"environment_id"`
-	Requested     json.RawMessage `json:"requested"`
-	// Response is the client's answer: {granted, scope,
-	// strict_auto_review}, as sbx normalize-grant reads them.
-	Response json.RawMessage `json:"response"`
-}
-
-type grantRecord struct {
-	EnvironmentID string `json:"environment_id"`
-	// TurnID is the turn a turn-scoped grant belongs to.
-	TurnID string `json:"turn_id,omitempty"`
-	profiles.NormalizeResult
-}
-
-// applyGrant normalises a request_permissions round trip as sbx
-// normalize-grant does (intersected with the request, session+strict made
-// an empty turn grant) and stores it by environment id and scope.
-func (s *Server) applyGrant(params json.RawMessage) (any, *Error) {
-	var p grantParams
-	sess, e := s.decodeSession(params, &p, &p.SessionID)
-	if e != nil {
-		return nil, e
-	}
-	if len(p.Requested) == 0 {
-		return nil, required("requested")
-	}
-	if len(p.Response) == 0 {
-		return nil, required("response")
-	}
-	env := p.EnvironmentID
-	sess.mu.Lock()
-	if env == "" {
-		env = sess.environmentID
-	}
-	cwd := sess.cwd
-	sess.mu.Unlock()
-	var resp map[string]json.RawMessage
-	if e := decodeParams(p.Response, &resp); e != nil {
-		e.Data.Field, e.Message = "response", "response: "+e.Message
-		return nil, e
-	}
-	for k := range resp {
-		if k != "granted" && k != "scope" && k != "strict_auto_review" {
-			return nil, paramError("response."+k, errors.New("unknown field (want granted, scope, strict_auto_review)"))
-		}
-	}
-	cwdJSON, _ := json.Marshal(cwd)
-	resp["cwd"], resp["requested"] = cwdJSON, p.Requested
-	wire, _ := json.Marshal(resp)
-	req, err := profiles.DecodeNormalizeRequest(wire)
-	if err == nil {
-		var res profiles.NormalizeResult
-		if res, err = profiles.NormalizeResponse(req); err == nil {
-			return s.storeGrant(sess, env, res)
-		}
-	}
-	var fe *profiles.FieldError
-	if errors.As(err, &fe) && fe.Field != "requested" && !strings.HasPrefix(fe.Field, "requested.") {
-		return nil, paramError("response."+fe.Field, fe.Err)
-	}
-	return nil, asError(err)
-}
-
-func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeResult) (any, *Error) {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if e := sess.goneLocked(); e != nil {
-		return nil, e
-	}
-	rec := grantRecord{EnvironmentID: env, NormalizeResult: res}
-	if res.Scope == profiles.ScopeTurn {
-		if sess.turn == nil {
-			e := newError(CodeNoOpenTurn, KindNoOpenTurn, "a turn grant needs an open turn (turn/begin first)")
-			e.Data.SessionID = sess.id
-			return nil, e
-		}
-		rec.TurnID = sess.turn.id
-	}
-	if err := sess.append(RecGrantApplied, rec); err != nil {
-		return nil, asError(err)
-	}
-	sess.applyGrantLocked(rec)
-	return rec, nil
-}
-
-// applyGrantLocked adds a recorded grant to the store; sess.mu is held.
-func (sess *session) applyGrantLocked(rec grantRecord) {
-	g := sess.grants[rec.EnvironmentID]
-	if g == nil {
-		g = &envGrants{}
-		sess.grants[rec.EnvironmentID] = g
-	}
-	if rec.Scope == profiles.ScopeSession {
-		g.session = profiles.Merge(g.session, rec.Permissions)
-		return
-	}
-	if g.turnID != rec.TurnID {
-		g.turn, g.turnStrict = profiles.Profile{}, false
-	}
-	g.turnID = rec.TurnID
-	g.turn = profiles.Merge(g.turn, rec.Permissions)
-	g.turnStrict = g.turnStrict || rec.StrictAutoReview
 }

@@ -156,7 +156,7 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
 			return err
 		}
-		if r.Scope == profiles.ScopeTurn && (sess.turn == nil || sess.turn.id != r.TurnID) {
+		if r.Withheld == "" && r.Scope == profiles.ScopeTurn && (sess.turn == nil || sess.turn.id != r.TurnID) {
 			return fmt.Errorf("a grant of turn %s outside it", r.TurnID)
 		}
 		sess.applyGrantLocked(r)

@@ -209,6 +209,9 @@ type conn struct {
 	mu          sync.Mutex
 	initialized bool
 	shutdown    bool
+	// grantKey is the key grants/apply's response carries the grant
+	// under, fixed by the first initialize.
+	grantKey profiles.GrantKey
 	// requests are the exec requests in flight, by their JSON-RPC id.
 	requests map[string]*runningCall
 	// bound are the sessions the connection opened or named: only their

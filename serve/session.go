@@ -141,11 +141,19 @@ type facts struct {
 	// Preset is derived: the last choice while it matches, else the first
 	// matching preset, else "custom".
 	Preset string `json:"preset"`
+	// NotApplying names the categories of a granular approval policy that
+	// sbx records and echoes but has no prompt for (Codex's rules, skills
+	// and MCP elicitations): they change nothing here.
+	NotApplying []string `json:"approval_not_applying,omitempty"`
 }
 
 // factsLocked is the session's facts; s.mu is held.
 func (s *session) factsLocked(table profiles.PresetTable) facts {
-	return facts{SessionID: s.id, SandboxMode: s.mode, ApprovalPolicy: s.policy, Preset: table.Derive(s.mode, s.policy, s.lastPreset)}
+	f := facts{SessionID: s.id, SandboxMode: s.mode, ApprovalPolicy: s.policy, Preset: table.Derive(s.mode, s.policy, s.lastPreset)}
+	if _, ok := s.policy.Granular(); ok {
+		f.NotApplying = profiles.GranularNotApplying
+	}
+	return f
 }
 
 // grantsFor are the stored grants a call of environment env gets in turn

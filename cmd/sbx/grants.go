@@ -18,7 +18,7 @@ func init() {
 	})
 }
 
-const normalizeGrantUsage = `Usage: sbx normalize-grant < response.json
+const normalizeGrantUsage = `Usage: sbx normalize-grant [--grant-key permissions] < response.json
 
 Normalises a request_permissions response for runtimes not written in Go.
 Reads {"cwd", "requested", "granted", "scope", "strict_auto_review"} on stdin
@@ -31,6 +31,11 @@ scope turned into an empty turn grant. An empty request is refused. Unknown
 fields are errors, except inside granted, the client's answer: there they are
 skipped and listed in "ignored" (case variants and duplicate keys are still
 errors). Exit status 125 on bad input.
+
+--grant-key permissions reads the granted profile under "permissions", the
+key of Codex's RequestPermissionsResponse ({permissions, scope,
+strict_auto_review}), instead of "granted": one spelling per call, the other
+is an unknown field.
 `
 
 // maxNormalizeInput bounds stdin: a request is a few kilobytes.
@@ -40,6 +45,7 @@ func normalizeGrantCmd(args []string, stdio Stdio) int {
 	fs := flag.NewFlagSet("normalize-grant", flag.ContinueOnError)
 	fs.SetOutput(stdio.Err)
 	fs.Usage = func() { fmt.Fprint(stdio.Err, normalizeGrantUsage) }
+	keyName := fs.String("grant-key", "granted", "the `KEY` the response carries the grant under: granted, or permissions (Codex's)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -49,6 +55,10 @@ func normalizeGrantCmd(args []string, stdio Stdio) int {
 	if fs.NArg() > 0 {
 		return normalizeGrantRefuse(stdio, fmt.Errorf("unexpected argument %q (the request is read from stdin)", fs.Arg(0)))
 	}
+	key, err := profiles.ParseGrantKey(*keyName)
+	if err != nil {
+		return normalizeGrantRefuse(stdio, fmt.Errorf("--grant-key: %w", err))
+	}
 	data, err := io.ReadAll(io.LimitReader(stdio.In, maxNormalizeInput+1))
 	if err != nil {
 		return normalizeGrantRefuse(stdio, fmt.Errorf("read stdin: %w", err))
@@ -56,7 +66,7 @@ func normalizeGrantCmd(args []string, stdio Stdio) int {
 	if len(data) > maxNormalizeInput {
 		return normalizeGrantRefuse(stdio, fmt.Errorf("stdin: longer than %d bytes", maxNormalizeInput))
 	}
-	req, err := profiles.DecodeNormalizeRequest(data)
+	req, err := profiles.DecodeNormalizeRequestAs(data, key)
 	if err != nil {
 		return normalizeGrantRefuse(stdio, err)
 	}

@@ -66,7 +66,7 @@ func presetsCmd(args []string, stdio Stdio) int {
 func presetsDerive(args []string, stdio Stdio) int {
 	fs := presetsFlagSet("presets derive", stdio)
 	mode := fs.String("mode", "", "sandbox `MODE`: read-only, workspace-write or danger-full-access (required)")
-	policy := fs.String("approval-policy", "", "approval `POLICY`: never, on-request, on-failure or untrusted (required)")
+	policy := fs.String("approval-policy", "", "approval `POLICY`: never, on-request, on-failure, untrusted or granular:CATEGORY,... (required)")
 	last := fs.String("last", "", "the `KEY` last selected, which wins while it still matches")
 	if code, ok := presetsParse(fs, args); !ok {
 		return code

@@ -193,7 +193,7 @@ func (rf *runFlags) rowFlags() map[string]func(fs *flag.FlagSet, name string) {
 			fs.StringVar(&rf.justification, name, "", "why the call needs more than its standing mode (required with an escalation)")
 		},
 		"approval_policy": func(fs *flag.FlagSet, name string) {
-			fs.StringVar(&rf.approvalPolicy, name, "", "never, on-request, on-failure or untrusted (default on-request; only on-request asks: the others deny an escalation no grant covers without asking)")
+			fs.StringVar(&rf.approvalPolicy, name, "", "never, on-request, on-failure, untrusted, or Codex's granular policy as granular:CATEGORY,... naming the categories allowed (sandbox_approval, rules, skill_approval, request_permissions, mcp_elicitations) (default on-request; only on-request and granular with sandbox_approval ask: the others deny an escalation no grant covers without asking)")
 		},
 		"guard": func(fs *flag.FlagSet, name string) {
 			fs.StringVar(&rf.guard, name, "", "deployment guard `FILE` (default "+escalate.DefaultGuardPath+" when it exists)")

@@ -647,7 +647,7 @@ func TestSchemaMatchesGoTypes(t *testing.T) {
 		{"request require", req.enum(t, "properties/require/items"), features},
 		{"report degraded feature", rep.enum(t, "$defs/downgrade/properties/feature"), features},
 		{"request escalate_to", req.enum(t, "properties/escalate_to"), modes},
-		{"request approval_policy", req.enum(t, "properties/approval_policy"), wireNames(profiles.ApprovalPolicies())},
+		{"request approval_policy", req.enum(t, "$defs/approval_policy_name"), wireNames(profiles.ApprovalPolicies())},
 		{"request sandbox_permissions", req.enum(t, "properties/sandbox_permissions"), wireNames(enumValues[profiles.SandboxPermissions]())},
 		{"report permissions.via", rep.enum(t, "$defs/permissions/properties/via"), wireNames(enumValues[escalate.Via]())},
 		{"request shell kind", req.enum(t, "$defs/shell/properties/kind"), stringsOf(shells.Kinds)},

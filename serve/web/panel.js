@@ -117,6 +117,10 @@ function renderSessions(list) {
   if (list.length === 0) box.append(el("p", { class: "empty" }, "No session is open."));
   for (const s of list) {
     const cur = s.current;
+    // A granular approval policy is an object ({"granular": {...}}): shown
+    // as the CLI spells it, granular: and the categories allowed.
+    const policy = typeof cur.approval_policy === "string" ? cur.approval_policy :
+      "granular:" + Object.keys(cur.approval_policy.granular).filter((k) => cur.approval_policy.granular[k]).join(",");
     const sel = el("select", { "data-session-id": cur.session_id });
     const selectable = new Set(s.selectable);
     for (const p of s.presets) {
@@ -126,13 +130,13 @@ function renderSessions(list) {
       sel.append(o);
     }
     if (!selectable.has(cur.preset)) {
-      const o = el("option", { value: "", disabled: "" }, `${cur.preset} (${cur.sandbox_mode}, ${cur.approval_policy})`);
+      const o = el("option", { value: "", disabled: "" }, `${cur.preset} (${cur.sandbox_mode}, ${policy})`);
       o.selected = true;
       sel.prepend(o);
     }
     const note = el("div", { class: "note" });
     const row = el("div", { class: "session" }, el("label", {}, `session ${cur.session_id}`), sel,
-      el("span", { class: "meta" }, ` ${cur.sandbox_mode} · ${cur.approval_policy}`), note);
+      el("span", { class: "meta" }, ` ${cur.sandbox_mode} · ${policy}`), note);
     sel.addEventListener("change", () => choose(s, sel, row, note));
     box.append(row);
   }
