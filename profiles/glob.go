@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"unicode/utf8"
 )
 
 // Glob is a path pattern of a deny entry (deny_read, deny_write), as
@@ -44,6 +45,11 @@ func ParseGlob(s string) (Glob, error) {
 		return Glob{}, fmt.Errorf("pattern longer than %d bytes", MaxGlobLen)
 	case strings.ContainsRune(s, 0):
 		return Glob{}, errors.New("pattern contains a NUL byte")
+	case !utf8.ValidString(s):
+		// Strings are exact (DESIGN.md invariant 9): the matcher compares
+		// bytes, the regex Seatbelt gets runes, and an invalid byte would
+		// mean one thing to each (FuzzGlobMatch found "/\xc9").
+		return Glob{}, errors.New("pattern is not valid UTF-8")
 	}
 	g := Glob{abs: strings.HasPrefix(s, "/")}
 	body := strings.TrimSuffix(strings.TrimPrefix(s, "/"), "/")
