@@ -72,7 +72,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, CarveOuts: rf.readOnly,
 		Protect: rf.protect, ProtectField: "--protect", NoDefaultProtect: rf.noDefaultProtect,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require, CapAdd: rf.capAdd, CapAddField: "--cap-add",
-		Timeout: rf.timeout, Resolve: rf.resolve,
+		Timeout: rf.timeout, Resolve: rf.resolve, RetryOnSuccess: rf.retryOnSuccess,
 	}
 	if r.Limits, err = rf.limitsRequest(set).Limits(runLimitNames); err != nil {
 		return r, err
@@ -409,7 +409,14 @@ func runCmd(args []string, stdio Stdio) int {
 			rep.Report, err = host.Run(context.Background(), c)
 		}
 		if len(rep.Denials) > 0 {
-			rep.Retry = p.Retry(rep.Denials, call.RetryForm{CommandLine: retryCommandLine("run", fs.FlagSet, args)})
+			outcome := call.Failed // a command that did not start
+			if err == nil {
+				outcome = call.ExitOutcome(rep.Report)
+			}
+			if outcome == call.Succeeded {
+				tolerate(rep.Denials)
+			}
+			rep.Retry = p.Retry(rep.Denials, outcome, call.RetryForm{CommandLine: retryCommandLine("run", fs.FlagSet, args)})
 		}
 		show := *explain
 		if !set["explain-denials"] {
@@ -434,6 +441,9 @@ func runCmd(args []string, stdio Stdio) int {
 	}
 	return rep.ExitCode
 }
+
+// tolerate is report.Tolerate, which runCmd's --report flag hides.
+var tolerate = report.Tolerate
 
 // runTerminalFlags checks --pty, --pty-size and --stdin together and
 // returns the pty's size.
