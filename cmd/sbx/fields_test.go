@@ -121,9 +121,9 @@ func TestFieldTable(t *testing.T) {
 		"env":          {flags: []string{"--setenv", "A=b"}, json: map[string]any{"env": map[string]any{"A": "b"}}},
 		"shell.kind":   {flags: []string{"--shell", "sh", "-c", "true"}, json: map[string]any{"shell": map[string]any{"kind": "sh", "script": "true"}}},
 		"shell.script": {flags: []string{"--shell", "sh", "-c", "exit 0"}, json: map[string]any{"shell": map[string]any{"kind": "sh", "script": "exit 0"}}},
-		"retry_on_success": {flags: []string{"--retry-on-success"}, json: map[string]any{"retry_on_success": true}},
 		"shell.login": {flags: []string{"--shell", "sh", "-c", "true", "--login"},
 			json: map[string]any{"shell": map[string]any{"kind": "sh", "script": "true", "login": true}}},
+		"retry_on_success": {flags: []string{"--retry-on-success"}, json: map[string]any{"retry_on_success": true}},
 	}
 	for _, f := range call.Fields {
 		c, ok := cases[f.Key]

@@ -62,6 +62,10 @@ func explainDenials(w io.Writer, ds []report.Denial, dropped int, h *call.RetryH
 	if dropped > 0 {
 		fmt.Fprintf(w, "sbx: %d more denials were not listed\n", dropped)
 	}
+	if ds[0].Tolerated && h == nil {
+		// Quiet on success: say why there is no retry, and how to get one.
+		fmt.Fprintln(w, "sbx: the command succeeded: these denials did not fail it (no retry; --retry-on-success gives one)")
+	}
 	if h == nil {
 		return
 	}
