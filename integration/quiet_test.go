@@ -118,3 +118,49 @@ func TestQuietGitStatus(t *testing.T) {
 		t.Errorf("git status exited 0 with a retry: %s", rep.raw["retry"])
 	}
 }
+
+// TestQuietExec is TestQuietOnSuccess through `sbx exec` (its own JSON
+// path, not serve's): a request that exits 0 with a refused write has no
+// retry, and "retry_on_success": true gives it, as a request to send again
+// that keeps the key.
+func TestQuietExec(t *testing.T) {
+	c := caps(t)
+	ws := workspace(t)
+	other := filepath.Join(outsideDir(t), "state")
+	req := func(extra string) string {
+		return `{"command": ["sh", "-c", "echo > \"$1\" 2>/dev/null; echo ok", "sh", ` + jsonString(other) + `],
+			"cwd": ` + jsonString(ws) + `, "sandbox_mode": "workspace-write"` + extra + `}`
+	}
+	for _, tc := range []struct {
+		name, extra string
+		wantRetry   bool
+	}{
+		{"no retry", "", false},
+		{"retry_on_success", `, "retry_on_success": true`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, res := execJSON(t, ws, req(tc.extra))
+			if res == nil || out.code != 0 {
+				t.Fatalf("exit %d, stdout %s, stderr %s", out.code, out.stdout, out.stderr)
+			}
+			wantAbsent(other)(t)
+			if !c.supervised {
+				return
+			}
+			if !res.denied("create", other) || !res.Denials[0].Tolerated {
+				t.Fatalf("denials %+v, want a tolerated create of %s", res.Denials, other)
+			}
+			r := quietRetry(t, res)
+			if !tc.wantRetry {
+				if r != nil {
+					t.Errorf("a request that exited 0 has a retry: %s", res.raw["retry"])
+				}
+				return
+			}
+			var request map[string]any
+			if r == nil || json.Unmarshal(r["request"], &request) != nil || request["retry_on_success"] != true {
+				t.Errorf("retry %s, want a request that keeps retry_on_success", res.raw["retry"])
+			}
+		})
+	}
+}
