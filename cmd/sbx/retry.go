@@ -29,6 +29,21 @@ func isBoolFlag(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
+// runRetry is the retry of sbx run's call p, whose run reported rep and
+// ended with runErr (not nil: the command did not start, a failure): the
+// denials of a call that succeeded are tolerated, and it has a retry only
+// when it asked (--retry-on-success). cl is the call's command line.
+func runRetry(p *call.Prepared, rep *report.Report, runErr error, cl *call.CommandLine) *call.RetryHint {
+	outcome := call.Failed
+	if runErr == nil {
+		outcome = call.ExitOutcome(*rep)
+	}
+	if outcome == call.Succeeded {
+		report.Tolerate(rep.Denials)
+	}
+	return p.Retry(rep.Denials, outcome, call.RetryForm{CommandLine: cl})
+}
+
 // maxExplained bounds the summary; the report has the rest.
 const maxExplained = 10
 

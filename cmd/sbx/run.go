@@ -409,14 +409,7 @@ func runCmd(args []string, stdio Stdio) int {
 			rep.Report, err = host.Run(context.Background(), c)
 		}
 		if len(rep.Denials) > 0 {
-			outcome := call.Failed // a command that did not start
-			if err == nil {
-				outcome = call.ExitOutcome(rep.Report)
-			}
-			if outcome == call.Succeeded {
-				tolerate(rep.Denials)
-			}
-			rep.Retry = p.Retry(rep.Denials, outcome, call.RetryForm{CommandLine: retryCommandLine("run", fs.FlagSet, args)})
+			rep.Retry = runRetry(p, &rep.Report, err, retryCommandLine("run", fs.FlagSet, args))
 		}
 		show := *explain
 		if !set["explain-denials"] {
@@ -441,9 +434,6 @@ func runCmd(args []string, stdio Stdio) int {
 	}
 	return rep.ExitCode
 }
-
-// tolerate is report.Tolerate, which runCmd's --report flag hides.
-var tolerate = report.Tolerate
 
 // runTerminalFlags checks --pty, --pty-size and --stdin together and
 // returns the pty's size.
