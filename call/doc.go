@@ -5,7 +5,7 @@
 // the exact-retry hint.
 //
 //	Request --Prepare--> Prepared{Policy, Permissions, Guard, Call} --host.Run--> Report
-//	                        \--Retry(denials)--> RetryHint (escalation, grant, argv or request)
+//	                        \--Retry(denials, outcome)--> RetryHint (escalation, grant, argv or request)
 //
 // Prepare does, in this order: the command (a shell spec made into argv),
 // required features, limits, the cwd, the environment policy, the
@@ -23,7 +23,8 @@
 //	if err != nil { /* refused: a *profiles.FieldError names the field; escalate.ErrDenied; call.ErrNotFound */ }
 //	rep, err := run.Run(ctx, p, run.IO{Stdout: os.Stdout, Stderr: os.Stderr}) // package run; or host.Run(ctx, p.Call)
 //	if len(rep.Denials) > 0 {
-//		hint := p.Retry(rep.Denials, call.RetryForm{Request: rawRequest})
+//		// nil for a command that exited 0, unless the request asked (RetryOnSuccess)
+//		hint := p.Retry(rep.Denials, call.ExitOutcome(rep), call.RetryForm{Request: rawRequest})
 //	}
 //
 // A caller that launches sandboxed calls can guess with PrestartHint,

@@ -124,6 +124,7 @@ var Fields = []Field{
 	{Key: "shell.kind", Flag: "shell", given: func(r *Request) bool { return r.Shell != nil }},
 	{Key: "shell.script", Flag: "c", given: func(r *Request) bool { return r.Shell != nil }},
 	{Key: "shell.login", Switch: true, Flag: "login", given: func(r *Request) bool { return r.Shell != nil && r.Shell.Login }},
+	{Key: "retry_on_success", Switch: true, Flag: "retry-on-success", given: func(r *Request) bool { return r.RetryOnSuccess }},
 }
 
 // optional is s as a list of one, or none when s is "" (unset: the field's

@@ -52,6 +52,9 @@ type Request struct {
 	// KillGrace is the time between a relayed SIGTERM and the kill (0:
 	// host.DefaultKillGrace).
 	KillGrace time.Duration
+	// RetryOnSuccess asks for the retry hint of a call that succeeded
+	// with denials (Prepared.Retry): without it, such a call gets none.
+	RetryOnSuccess bool
 }
 
 // Escalation is the permission part of a request: grants, the per-call

@@ -49,10 +49,38 @@ type CommandLine struct {
 	ValueFlags map[string]bool
 }
 
-// Retry builds the exact-retry hint for a call that ran with denials, or
-// nil when there are none. What the guard Prepare loaded forbids gets no
-// hint. form says which forms of the call the hint repeats.
-func (p *Prepared) Retry(denials []report.Denial, form RetryForm) *RetryHint {
+// Outcome is how a call that ran ended, as its retry sees it.
+type Outcome int
+
+const (
+	// Failed: the command exited non-zero or was killed (sbx fs: the
+	// change was not made).
+	Failed Outcome = iota
+	// Succeeded: the command exited 0 (sbx fs: ok). Its denials did not
+	// fail it (report.Denial.Tolerated).
+	Succeeded
+)
+
+// ExitOutcome is the outcome of a command by its report: Succeeded when it
+// exited 0 by itself (no signal, nothing killed it).
+func ExitOutcome(rep report.Report) Outcome {
+	if rep.ExitCode == 0 && rep.Signal == nil && rep.KilledBy == "" && !rep.TimedOut {
+		return Succeeded
+	}
+	return Failed
+}
+
+// Retry builds the exact-retry hint for a call that ran with denials and
+// ended with outcome, or nil when there are none. A call that succeeded
+// gets none unless it asked (retry_on_success): a runtime that follows
+// every retry would otherwise ask its user for a widening the command did
+// not need (git status exits 0 without the index lock it was refused).
+// What the guard Prepare loaded forbids gets no hint. form says which
+// forms of the call the hint repeats.
+func (p *Prepared) Retry(denials []report.Denial, outcome Outcome, form RetryForm) *RetryHint {
+	if outcome == Succeeded && !p.Request.RetryOnSuccess {
+		return nil
+	}
 	r, ok := escalate.SmallestRetry(escalate.RetryInput{Policy: p.Call.Policy, Guard: p.Guard, Additional: p.Request.Additional,
 		SandboxPermissions: p.Request.Escalation.SandboxPermissions, Denials: denials})
 	if !ok {

@@ -145,7 +145,7 @@ func TestPreparedRetry(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := mustJSON(t, p.Retry(tt.denials, tt.form)); got != tt.want {
+			if got := mustJSON(t, p.Retry(tt.denials, Failed, tt.form)); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}
 		})
@@ -153,3 +153,55 @@ func TestPreparedRetry(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestRetryQuietOnSuccess: a call that succeeded with denials gets no retry
+// unless it asked (retry_on_success); one that failed gets it either way
+// (issue 29: git status exits 0 without the index lock it was refused).
+func TestRetryQuietOnSuccess(t *testing.T) {
+	f := newFixture(t)
+	denials := []report.Denial{{Operation: "create", Path: filepath.Join(f.out, "index.lock"), Reason: "outside the writable roots"}}
+	tests := []struct {
+		name           string
+		retryOnSuccess bool
+		outcome        Outcome
+		want           bool
+	}{
+		{"succeeded: none", false, Succeeded, false},
+		{"succeeded, asked: the retry", true, Succeeded, true},
+		{"failed: the retry", false, Failed, true},
+		{"failed, asked: the retry", true, Failed, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := f.request()
+			r.RetryOnSuccess = tt.retryOnSuccess
+			p, err := Prepare(context.Background(), r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := p.Retry(denials, tt.outcome, RetryForm{})
+			if got := h.Helps(); got != tt.want {
+				t.Errorf("retry %s, want one: %v", mustJSON(t, h), tt.want)
+			}
+		})
+	}
+}
+
+func TestExitOutcome(t *testing.T) {
+	sig := 9
+	tests := []struct {
+		name string
+		rep  report.Report
+		want Outcome
+	}{
+		{"exit 0", report.Report{}, Succeeded},
+		{"exit 1", report.Report{ExitCode: 1}, Failed},
+		{"a signal", report.Report{ExitCode: 137, Signal: &sig}, Failed},
+		{"killed, status 0", report.Report{KilledBy: "timeout", TimedOut: true}, Failed},
+	}
+	for _, tt := range tests {
+		if got := ExitOutcome(tt.rep); got != tt.want {
+			t.Errorf("%s: %v, want %v", tt.name, got, tt.want)
+		}
+	}
+}

@@ -74,6 +74,9 @@ type Request struct {
 	// with_additional_permissions, the caller's own only when
 	// preauthorized under use_default (call.Prepare).
 	CapAdd []string `json:"cap_add"`
+	// RetryOnSuccess asks for the retry of a call that succeeded with
+	// denials (call.Request.RetryOnSuccess): by default it has none.
+	RetryOnSuccess bool `json:"retry_on_success"`
 }
 
 // PTY is the "pty" object; absent sizes are the default 24x80.
@@ -164,7 +167,7 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 		ExcludeTmpdir: req.ExcludeTmpdir, CarveOuts: req.ReadOnly, Network: req.NetworkAccess,
 		Protect: req.Protect, ProtectField: "protect", NoDefaultProtect: req.NoDefaultProtect,
 		Env: env, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require, CapAdd: req.CapAdd, CapAddField: "cap_add",
-		KillGrace: killGrace, Resolve: req.Resolve,
+		KillGrace: killGrace, Resolve: req.Resolve, RetryOnSuccess: req.RetryOnSuccess,
 	}
 	if req.SandboxMode != nil {
 		r.Mode = *req.SandboxMode

@@ -3,6 +3,7 @@ package execjson
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/call"
@@ -12,14 +13,30 @@ import (
 )
 
 // NewCallReport is the report of the prepared call p whose run reported
-// rep: where each permission came from, what the environment policy did,
-// and the exact-retry hint in form when the sandbox denied something.
-func NewCallReport(p *call.Prepared, rep report.Report, form call.RetryForm) CallReport {
+// rep and ended with outcome: where each permission came from, what the
+// environment policy did, and the exact-retry hint in form when the sandbox
+// denied something. The denials of a call that succeeded are Tolerated,
+// and get a hint only when the call asked (retry_on_success).
+func NewCallReport(p *call.Prepared, rep report.Report, outcome call.Outcome, form call.RetryForm) CallReport {
 	cr := CallReport{Report: rep, Permissions: p.Permissions, Env: p.Env}
 	if len(cr.Denials) > 0 {
-		cr.Retry = p.Retry(cr.Denials, form)
+		if outcome == call.Succeeded {
+			cr.Denials = slices.Clone(cr.Denials)
+			report.Tolerate(cr.Denials)
+		}
+		cr.Retry = p.Retry(cr.Denials, outcome, form)
 	}
 	return cr
+}
+
+// FSStageOutcome is the outcome of an fs change by its stage's stdout:
+// Succeeded only when the stage said the change was made (ok).
+func FSStageOutcome(stdout string) call.Outcome {
+	var st FSStageResult
+	if json.Unmarshal([]byte(stdout), &st) == nil && st.OK {
+		return call.Succeeded
+	}
+	return call.Failed
 }
 
 // StartFailed records on res a call that failed before or at start (err

@@ -65,3 +65,19 @@ func TestStartFailed(t *testing.T) {
 		t.Errorf("sbx's own failure: %v, result %+v", err, res)
 	}
 }
+
+// TestFSStageOutcome: an fs change succeeded only when its stage said ok;
+// a failure, a death or garbage is a failure (its denials get the retry).
+func TestFSStageOutcome(t *testing.T) {
+	for stdout, want := range map[string]call.Outcome{
+		`{"ok":true}`:                   call.Succeeded,
+		`{"ok":false,"error":"x"}`:      call.Failed,
+		"":                              call.Failed,
+		`{"ok":true`:                    call.Failed,
+		`{"ok":"true","error":"mixed"}`: call.Failed,
+	} {
+		if got := FSStageOutcome(stdout); got != want {
+			t.Errorf("%q: %v, want %v", stdout, got, want)
+		}
+	}
+}

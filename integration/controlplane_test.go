@@ -64,7 +64,10 @@ func TestControlPlaneRefusesCalls(t *testing.T) {
 	for _, net := range []struct {
 		name  string
 		flags []string
-	}{{"network off", wsWrite}, {"network on", append([]string{"--network"}, wsWrite...)}} {
+	}{{"network off", append([]string{"--retry-on-success"}, wsWrite...)}, {"network on", append([]string{"--retry-on-success", "--network"}, wsWrite...)}} {
+		// The probe exits 0 (its JSON line says how it went): noRetry
+		// judges the retry asked for, which a call that exits 0 gets only
+		// with --retry-on-success.
 		// The supervisor carries out the connect itself (and reports):
 		// the network off, below Landlock ABI 9, which would let it
 		// continue.

@@ -208,10 +208,15 @@ func parseProbe(t *testing.T, out outcome) probeResult {
 	return r
 }
 
-// probe runs the probe inside the sandbox: `sbx run --cwd dir ARGS -- probe
-// PROBEARGS`. The probe must exit 0 with its JSON line.
+// probe runs the probe inside the sandbox: `sbx run --cwd dir
+// --retry-on-success ARGS -- probe PROBEARGS`. The probe must exit 0 with
+// its JSON line: it says how the operation went there, not in its exit
+// status, so sbx sees every probe succeed, and a test that judges the
+// retry of a refused operation asks for it (--retry-on-success; without
+// it, a command that exits 0 gets none).
 func probe(t *testing.T, dir string, args []string, probeArgs ...string) (probeResult, *report) {
 	t.Helper()
+	args = append([]string{"--retry-on-success"}, args...)
 	out, rep := run(t, dir, args, append([]string{probeBin}, probeArgs...)...)
 	if out.code != 0 {
 		t.Fatalf("sbx run %q -- probe %q: exit %d, want 0\nstdout: %s\nstderr: %s", args, probeArgs, out.code, out.stdout, out.stderr)
@@ -333,6 +338,7 @@ type denial struct {
 	Source     string `json:"source"`
 	Confidence string `json:"confidence"`
 	Reason     string `json:"reason"`
+	Tolerated  bool   `json:"tolerated"`
 	Address    *struct {
 		Family  string `json:"family"`
 		Address string `json:"address"`

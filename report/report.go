@@ -111,6 +111,19 @@ type Denial struct {
 	Confidence string `json:"confidence"`
 	Count      int    `json:"count"`
 	Reason     string `json:"reason,omitempty"`
+	// Tolerated says the call succeeded with this operation refused (the
+	// command exited 0; sbx fs: the change was made): the denial did not
+	// fail the call, so it comes with no retry unless the call asked for
+	// one (retry_on_success). The operation was refused all the same.
+	Tolerated bool `json:"tolerated,omitempty"`
+}
+
+// Tolerate marks every denial of ds Tolerated: ds are the denials of a
+// call that succeeded.
+func Tolerate(ds []Denial) {
+	for i := range ds {
+		ds[i].Tolerated = true
+	}
 }
 
 // The confidences of a Denial. ConfidenceObserved: the kernel or the

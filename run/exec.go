@@ -95,7 +95,7 @@ func Exec(ctx context.Context, req *execjson.Request, r call.Request, in execjso
 // result maps a call's output to the wire result, with the retry hint in
 // form when the sandbox denied something.
 func result(p *call.Prepared, out Output, form call.RetryForm) execjson.Result {
-	return execjson.Result{CallReport: execjson.NewCallReport(p, out.Report, form),
+	return execjson.Result{CallReport: execjson.NewCallReport(p, out.Report, call.ExitOutcome(out.Report), form),
 		Stdout: out.Stdout, Stderr: out.Stderr, StdoutTruncated: out.StdoutTruncated, StderrTruncated: out.StderrTruncated}
 }
 

@@ -92,7 +92,7 @@ func RunFS(ctx context.Context, req call.Request, op fsop.Op, content string, op
 		// looks for it first); anything else is sbx's own failure.
 		return execjson.FSResult{}, execjson.Internal(fmt.Errorf("fs helper: %w", err))
 	}
-	rep := execjson.NewCallReport(p, out.Report, opt.Form)
+	rep := execjson.NewCallReport(p, out.Report, execjson.FSStageOutcome(out.Stdout), opt.Form)
 	res := execjson.NewFSResult(rep, op.Kind, out.Stdout, out.Stderr)
 	return res, nil
 }

@@ -58,6 +58,38 @@ func ExampleRun() {
 	// outside file exists: false
 }
 
+// A command that exits 0 though a write was refused (a tool's optional
+// cache or lock) carries no retry: its denials are listed, tolerated.
+// RetryOnSuccess asks for the retry all the same.
+func ExampleRun_quietOnSuccess() {
+	ws, _ := os.MkdirTemp("", "sandbox-example-ws-")
+	outside, _ := os.MkdirTemp("/var/tmp", "sandbox-example-out-")
+	defer os.RemoveAll(ws)
+	defer os.RemoveAll(outside)
+
+	for _, ask := range []bool{false, true} {
+		req, err := sandbox.Decode([]byte(fmt.Sprintf(`{"command": ["sh", "-c", "(echo x > %s/cache) 2>/dev/null; echo done"],
+			"cwd": %q, "sandbox_mode": "workspace-write"}`, outside, ws)))
+		if err != nil {
+			fmt.Println("refused:", err)
+			return
+		}
+		req.RetryOnSuccess = ask
+		res, err := sandbox.Run(context.Background(), req, sandbox.Options{})
+		if err != nil {
+			fmt.Println("refused:", err)
+			return
+		}
+		r := res.Result
+		for _, d := range r.Report.Denials {
+			fmt.Println("exit:", r.ExitCode, "denied:", d.Operation, strings.TrimPrefix(d.Path, outside+"/"), "tolerated:", d.Tolerated, "retry offered:", r.Retry != nil)
+		}
+	}
+	// Output:
+	// exit: 0 denied: create cache tolerated: true retry offered: false
+	// exit: 0 denied: create cache tolerated: true retry offered: true
+}
+
 // A bad request is refused before anything runs, naming the field.
 func ExampleDecode() {
 	_, err := sandbox.Decode([]byte(`{"command": ["true"], "cwd": "/", "SANDBOX_MODE": "danger-full-access"}`))

@@ -538,6 +538,19 @@ func TestExplainDenials(t *testing.T) {
 	if _, out := sbxMain(t, args("--explain-denials=false")...); strings.Contains(out, "sbx: denied") {
 		t.Errorf("--explain-denials=false printed: %s", out)
 	}
+	// A command that exits 0 with the write refused: no retry, and the
+	// summary says why (issue 29: quiet on success).
+	quiet := []string{"run", "--mode", "workspace-write", "--cwd", e.ws, "--exclude-tmp", "--exclude-tmpdir", "--explain-denials",
+		"--", "/bin/sh", "-c", "echo y > " + e.out + "/x 2>/dev/null; true"}
+	_, out = sbxMain(t, quiet...)
+	if !strings.Contains(out, "sbx: denied create "+e.out+"/x (") || !strings.Contains(out, "sbx: the command succeeded: these denials did not fail it") ||
+		strings.Contains(out, "sbx: retry:") {
+		t.Errorf("summary of a command that exited 0:\n%s", out)
+	}
+	_, out = sbxMain(t, append(quiet[:len(quiet)-4:len(quiet)-4], "--retry-on-success", "--", "/bin/sh", "-c", "echo y > "+e.out+"/x 2>/dev/null; true")...)
+	if !strings.Contains(out, "sbx: retry: ") || strings.Contains(out, "did not fail it") {
+		t.Errorf("summary with --retry-on-success:\n%s", out)
+	}
 }
 
 // corpusListener listens on a non-loopback address of this host, so that a

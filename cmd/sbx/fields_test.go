@@ -123,6 +123,7 @@ func TestFieldTable(t *testing.T) {
 		"shell.script": {flags: []string{"--shell", "sh", "-c", "exit 0"}, json: map[string]any{"shell": map[string]any{"kind": "sh", "script": "exit 0"}}},
 		"shell.login": {flags: []string{"--shell", "sh", "-c", "true", "--login"},
 			json: map[string]any{"shell": map[string]any{"kind": "sh", "script": "true", "login": true}}},
+		"retry_on_success": {flags: []string{"--retry-on-success"}, json: map[string]any{"retry_on_success": true}},
 	}
 	for _, f := range call.Fields {
 		c, ok := cases[f.Key]
@@ -261,8 +262,8 @@ func checkSameRefusal(t *testing.T, f call.Field, cerr, jerr error) {
 func checkRetryRoundTrip(t *testing.T, cp, jp *call.Prepared, fs *flagSet, args []string, raw []byte, out string) {
 	t.Helper()
 	denials := []report.Denial{{Operation: "create", Path: filepath.Join(out, "new"), Reason: "outside the writable roots"}}
-	ch := cp.Retry(denials, call.RetryForm{CommandLine: retryCommandLine("run", fs.FlagSet, args)})
-	jh := jp.Retry(denials, call.RetryForm{Request: raw})
+	ch := cp.Retry(denials, call.Failed, call.RetryForm{CommandLine: retryCommandLine("run", fs.FlagSet, args)})
+	jh := jp.Retry(denials, call.Failed, call.RetryForm{Request: raw})
 	if (ch == nil) != (jh == nil) {
 		t.Fatalf("retry: flag %+v, JSON %+v", ch, jh)
 	}

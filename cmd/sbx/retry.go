@@ -29,6 +29,21 @@ func isBoolFlag(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
+// runRetry is the retry of sbx run's call p, whose run reported rep and
+// ended with runErr (not nil: the command did not start, a failure): the
+// denials of a call that succeeded are tolerated, and it has a retry only
+// when it asked (--retry-on-success). cl is the call's command line.
+func runRetry(p *call.Prepared, rep *report.Report, runErr error, cl *call.CommandLine) *call.RetryHint {
+	outcome := call.Failed
+	if runErr == nil {
+		outcome = call.ExitOutcome(*rep)
+	}
+	if outcome == call.Succeeded {
+		report.Tolerate(rep.Denials)
+	}
+	return p.Retry(rep.Denials, outcome, call.RetryForm{CommandLine: cl})
+}
+
 // maxExplained bounds the summary; the report has the rest.
 const maxExplained = 10
 
@@ -61,6 +76,10 @@ func explainDenials(w io.Writer, ds []report.Denial, dropped int, h *call.RetryH
 	}
 	if dropped > 0 {
 		fmt.Fprintf(w, "sbx: %d more denials were not listed\n", dropped)
+	}
+	if ds[0].Tolerated && h == nil {
+		// Quiet on success: say why there is no retry, and how to get one.
+		fmt.Fprintln(w, "sbx: the command succeeded: these denials did not fail it (no retry; --retry-on-success gives one)")
 	}
 	if h == nil {
 		return

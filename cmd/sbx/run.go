@@ -72,7 +72,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, CarveOuts: rf.readOnly,
 		Protect: rf.protect, ProtectField: "--protect", NoDefaultProtect: rf.noDefaultProtect,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require, CapAdd: rf.capAdd, CapAddField: "--cap-add",
-		Timeout: rf.timeout, Resolve: rf.resolve,
+		Timeout: rf.timeout, Resolve: rf.resolve, RetryOnSuccess: rf.retryOnSuccess,
 	}
 	if r.Limits, err = rf.limitsRequest(set).Limits(runLimitNames); err != nil {
 		return r, err
@@ -409,7 +409,7 @@ func runCmd(args []string, stdio Stdio) int {
 			rep.Report, err = host.Run(context.Background(), c)
 		}
 		if len(rep.Denials) > 0 {
-			rep.Retry = p.Retry(rep.Denials, call.RetryForm{CommandLine: retryCommandLine("run", fs.FlagSet, args)})
+			rep.Retry = runRetry(p, &rep.Report, err, retryCommandLine("run", fs.FlagSet, args))
 		}
 		show := *explain
 		if !set["explain-denials"] {

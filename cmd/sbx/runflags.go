@@ -96,6 +96,7 @@ type runFlags struct {
 	resolve          listFlag
 	excludeTmp       bool
 	excludeTmpdir    bool
+	retryOnSuccess   bool
 	require          listFlag
 	capAdd           listFlag
 	shell            string
@@ -231,6 +232,9 @@ func (rf *runFlags) rowFlags() map[string]func(fs *flag.FlagSet, name string) {
 		},
 		"cap_add": func(fs *flag.FlagSet, name string) {
 			fs.Var(&rf.capAdd, name, "keep Linux capability `CAP` for the command (repeatable; root only, reported): every other one is dropped, root's included")
+		},
+		"retry_on_success": func(fs *flag.FlagSet, name string) {
+			fs.BoolVar(&rf.retryOnSuccess, name, false, "give the report's retry even when the call succeeded (exit 0; sbx fs: the change made): by default its denials, which did not fail it, are listed as tolerated, with no retry")
 		},
 		"require": func(fs *flag.FlagSet, name string) {
 			fs.Var(&rf.require, name, "fail with 125 instead of running when FEATURE cannot be enforced (repeatable; "+strings.Join(report.FeatureNames(), ", ")+")")

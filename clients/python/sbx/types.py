@@ -215,6 +215,8 @@ class ExecRequest(_Request):
     stream: Optional[bool] = None
     require: Optional[List[str]] = None
     cap_add: Optional[List[str]] = None
+    # The retry even when the call succeeded (its denials are tolerated).
+    retry_on_success: Optional[bool] = None
     call_id: Optional[str] = None
     environment_id: Optional[str] = None
     grants: Optional[Grants] = None
@@ -310,6 +312,10 @@ class Denial:
     port: Optional[int] = None
     syscall: Optional[str] = None
     reason: Optional[str] = None
+    # True when the call succeeded with this refused (exit 0; fs: ok): it
+    # did not fail the call, and the result has no retry unless the
+    # request set retry_on_success.
+    tolerated: Optional[bool] = None
 
 
 @dataclass

@@ -102,6 +102,8 @@ export interface ExecRequest {
   stream?: boolean;
   require?: string[];
   cap_add?: string[];
+  /** The retry even when the call succeeded (its denials are tolerated). */
+  retry_on_success?: boolean;
   call_id?: string;
   environment_id?: string;
   grants?: Grants;
@@ -142,6 +144,8 @@ export interface Denial {
   port?: number;
   syscall?: string;
   reason?: string;
+  /** The call succeeded with this refused (exit 0; fs: ok): it did not fail the call, and the result has no retry unless the request set retry_on_success. */
+  tolerated?: true;
 }
 
 /** The exact-retry hint (docs/json.md "Retry"). */
