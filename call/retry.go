@@ -54,7 +54,7 @@ type CommandLine struct {
 // hint. form says which forms of the call the hint repeats.
 func (p *Prepared) Retry(denials []report.Denial, form RetryForm) *RetryHint {
 	r, ok := escalate.SmallestRetry(escalate.RetryInput{Policy: p.Call.Policy, Guard: p.Guard, Additional: p.Request.Additional,
-		SandboxPermissions: p.Request.Escalation.SandboxPermissions, Denials: denials})
+		SandboxPermissions: p.Request.Escalation.SandboxPermissions, Denials: denials, Env: p.Call.Cmd.Env, Command: p.Request.Command})
 	if !ok {
 		return nil
 	}

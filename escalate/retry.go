@@ -9,6 +9,7 @@ import (
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/tools"
 )
 
 // RetryInput is what SmallestRetry needs to know about a call that had
@@ -24,6 +25,12 @@ type RetryInput struct {
 	// cover for the same call to go through (see Retry.Grant).
 	SandboxPermissions profiles.SandboxPermissions
 	Denials            []report.Denial
+	// Env is the command's environment: it places the tools' cache and
+	// state roots (tools.Resolve) and says what HOME and PATH are.
+	Env []string
+	// Command is the call's argv: its program names the tool whose roots
+	// a denial on the way to several is meant for.
+	Command []string
 }
 
 // Retry is the exact-retry hint: the escalation fields to add to the same
@@ -88,10 +95,15 @@ const guardReason = "forbidden by guard: "
 // SmallestRetry returns the smallest escalation that lets every denial of
 // in through, in the ladder's order of size:
 //
-//   - with_additional_permissions naming exactly what was refused: a write
-//     to an existing object grants that object; making, removing or
-//     renaming a name grants its directory (the nearest existing one, since
-//     a granted path must exist); a network denial grants the network;
+//   - with_additional_permissions naming what was refused, made stable
+//     (stableGrant): a write to an existing object grants that object;
+//     making, removing or renaming a name grants its directory (the
+//     nearest existing one, since a granted path must exist); inside a
+//     tool's cache or state root (tools.Table) the root, whole, even when
+//     it is missing; never a hash-named, dated or temporary name, a whole
+//     home directory, or a place whose contents run later outside the
+//     sandbox (those denials are Unresolved); a network denial grants the
+//     network;
 //   - require_escalated to danger-full-access, only when additional
 //     permissions cannot fit: a read-only carve-out (.git, --read-only),
 //     which policy.Build keeps read-only inside any granted tree, or a
@@ -109,6 +121,11 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 	var write, escalate, caps []string
 	network := false
 	var domains proxyRetry
+	roots := tools.Resolve(in.Env)
+	command := ""
+	if len(in.Command) > 0 {
+		command = in.Command[0]
+	}
 	unresolved := func(d report.Denial, reason string) {
 		r.Unresolved = append(r.Unresolved, Unresolved{Operation: d.Operation, Path: d.Path, Address: d.Address, Domain: d.Domain, Port: d.Port, Reason: reason})
 	}
@@ -197,7 +214,16 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			escalate = append(escalate, fmt.Sprintf("%s %s was refused although %s is writable (%s)", d.Operation, d.Path, target, d.Reason))
 			continue
 		}
-		write = append(write, nearestExisting(target))
+		denied := ""
+		if d.Operation == "create" || d.Operation == "mkdir" {
+			denied = d.Path
+		}
+		g, refused := stableGrant(target, denied, command, roots)
+		if refused != "" {
+			unresolved(d, refused)
+			continue
+		}
+		write = append(write, g)
 	}
 	empty := ""
 	switch {

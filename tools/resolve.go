@@ -140,3 +140,15 @@ func ByName(name string) (Tool, bool) {
 	}
 	return Tool{}, false
 }
+
+// Below returns the table directories that lie strictly below p: the roots
+// a command creating p was on its way to.
+func (r Roots) Below(p string) []Root {
+	var out []Root
+	for _, x := range r.Dirs {
+		if x.Path != p && within(x.Path, p) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
