@@ -143,6 +143,7 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(env, "TMPDIR"),
 		ExtraCarveOuts: r.CarveOuts, Protect: r.Protect, NoDefaultProtect: r.NoDefaultProtect, Capabilities: caps, Resolve: r.Resolve,
 	}
+	r.Escalation.Env = env
 	pol, perms, guard, err := resolvePermissions(ctx, base, explicit, preauth, r.Escalation)
 	if err != nil {
 		return nil, err

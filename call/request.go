@@ -77,6 +77,10 @@ type Escalation struct {
 	// (Prepare sets it: cap_add but for the caller's own, preauthorized
 	// under use_default), which escalate asks about.
 	CapAdd []string
+	// Env is the command's environment (Prepare sets it): it places the
+	// tools' cache and state directories, which sbx creates on approval
+	// when a grant names one that is missing (creatable).
+	Env []string
 	// Command is the argv the approver is shown (Prepare sets it: the
 	// command when no shell spec rewrites it and the call is not a
 	// file-system change's stage; nil otherwise).

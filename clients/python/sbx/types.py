@@ -344,6 +344,8 @@ class Permissions:
     turn: Profile
     call: Profile
     guard_removed: List[Dict[str, Any]]
+    # Directories sbx made before the call (a granted tool cache that was missing).
+    created: Optional[List[str]] = None
 
 
 @dataclass
@@ -423,6 +425,7 @@ class Report:
                 turn=Profile.from_dict(p["turn"]),
                 call=Profile.from_dict(p["call"]),
                 guard_removed=p["guard_removed"],
+                created=p.get("created"),
             ),
             env=EnvReport(mode=d["env"]["mode"], stripped=d["env"]["stripped"], set=d["env"]["set"]),
             call_id=d.get("call_id"),

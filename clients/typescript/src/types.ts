@@ -170,6 +170,8 @@ export interface Permissions {
   turn: Profile;
   call: Profile;
   guard_removed: Array<{ what: string; path?: string; reason: string }>;
+  /** Directories sbx made before the call (a granted tool cache that was missing). */
+  created?: string[];
 }
 
 export interface EnvReport {
