@@ -44,6 +44,9 @@ type Prepared struct {
 	Report report.Report
 	// Guard is the deployment guard, loaded once; the retry reads it too.
 	Guard escalate.Guard
+	// gitWatch are the files of a granted .git that must not appear
+	// (policy.GitAppeared): SettleGitGrant removes them after the call.
+	gitWatch []string
 }
 
 // Policy is the final policy the call runs with.
@@ -160,7 +163,8 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 		// listener is made) over any of the caller's.
 		envRep.Set = mergeNames(envRep.Set, netproxy.EnvNames())
 	}
-	p := &Prepared{Request: r, Permissions: perms, Env: envRep, Report: report.NewReport(perms.Mode.String()), Guard: guard}
+	p := &Prepared{Request: r, Permissions: perms, Env: envRep, Report: report.NewReport(perms.Mode.String()), Guard: guard,
+		gitWatch: policy.GitAppeared(pol)}
 	if err := checkArgSize(r.Command, env); err != nil {
 		return nil, err
 	}

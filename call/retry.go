@@ -19,6 +19,9 @@ type RetryHint struct {
 	Argv []string `json:"argv,omitempty"`
 	// Request is the `sbx exec` request to send again (sbx exec only).
 	Request map[string]any `json:"request,omitempty"`
+	// Alternatives are escalate.Retry's, each with its own argv or
+	// request; the first is this retry.
+	Alternatives []RetryHint `json:"alternatives,omitempty"`
 }
 
 // Helps says whether the retry asks for anything.
@@ -58,7 +61,17 @@ func (p *Prepared) Retry(denials []report.Denial, form RetryForm) *RetryHint {
 	if !ok {
 		return nil
 	}
+	h := p.hint(r, form)
+	for _, alt := range r.Alternatives {
+		h.Alternatives = append(h.Alternatives, *p.hint(alt, form))
+	}
+	return h
+}
+
+// hint is r with the forms of the call that form asks for.
+func (p *Prepared) hint(r escalate.Retry, form RetryForm) *RetryHint {
 	h := &RetryHint{Retry: r}
+	h.Retry.Alternatives = nil
 	if form.CommandLine != nil {
 		h.Argv = form.CommandLine.Argv(r, p.Request.Additional)
 	}

@@ -63,6 +63,14 @@ type Retry struct {
 	// ("preauthorized": true under use_default), as no grant carries a
 	// capability.
 	CapAdd []string `json:"cap_add,omitempty"`
+	// Alternatives are the other retries that let the same call through,
+	// narrowest first; the first is this retry itself (without its own
+	// alternatives). Present only when there is another: a write into a
+	// repository's .git, whose narrow grant (that .git writable with its
+	// hooks and configuration kept read-only) comes before the escalation
+	// to danger-full-access. On the wire they are call.RetryHint's
+	// "alternatives", each with its argv or request.
+	Alternatives []Retry `json:"-"`
 	// Grant is the other way to let the same call through, for a runtime
 	// that asked the user itself: the profile to add to the call's
 	// grants.turn (or grants.session) before sending the call again
@@ -119,6 +127,9 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		return Retry{}, false
 	}
 	var write, escalate, caps []string
+	// gitDirs are repositories' .git a denial was in, which a narrow grant
+	// opens (policy.GitGrant); gitReasons say why each needed more.
+	var gitDirs, gitReasons []string
 	network := false
 	var domains proxyRetry
 	roots := tools.Resolve(in.Env)
@@ -206,6 +217,11 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			if c == d.Path {
 				what = d.Path + " is a read-only carve-out"
 			}
+			if gitNarrowable(d, c) {
+				gitDirs = append(gitDirs, c)
+				gitReasons = append(gitReasons, what)
+				continue
+			}
 			escalate = append(escalate, what+": additional permissions cannot widen past a carve-out")
 			continue
 		}
@@ -226,6 +242,14 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		write = append(write, g)
 	}
 	empty := ""
+	if len(escalate) > 0 {
+		// An escalation lets the .git writes through too.
+		for _, g := range gitReasons {
+			escalate = append(escalate, g+": additional permissions cannot widen past a carve-out")
+		}
+		gitDirs = nil
+	}
+	write = append(write, dedupe(gitDirs)...)
 	switch {
 	case len(escalate) > 0 && in.Policy.Mode == profiles.DangerFullAccess:
 		for _, reason := range escalate {
@@ -253,6 +277,9 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		case in.SandboxPermissions == profiles.WithAdditionalPermissions:
 			grant := profiles.Merge(in.Additional, needed)
 			r.Grant = &grant
+		}
+		if len(gitDirs) > 0 {
+			r = withGitAlternative(r, dedupe(gitDirs), gitReasons)
 		}
 	}
 	return r, true

@@ -3,8 +3,11 @@ package escalate
 import (
 	"path/filepath"
 	"regexp"
+	"strings"
 
+	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 	"github.com/sbx-sandbox/sbx/tools"
 )
 
@@ -26,6 +29,9 @@ import (
 func stableGrant(target, denied, command string, roots tools.Roots) (grant, refused string) {
 	g := ""
 	if r, ok := roots.Root(target); ok {
+		g = r.Path
+	} else if r, ok := roots.Root(denied); ok && denied != "" {
+		// Making the root itself (mkdir $GOCACHE).
 		g = r.Path
 	} else if r, ok := onTheWay(denied, command, roots); ok {
 		g = r.Path
@@ -88,4 +94,47 @@ var (
 // the next run.
 func unstableName(name string) bool {
 	return hexName.MatchString(name) || datedRe.MatchString(name) || tempName.MatchString(name)
+}
+
+// gitNarrowable reports whether denial d, inside the read-only carve-out
+// c, is a write into a repository's .git that the narrow grant lets
+// through: c is an existing .git directory (policy.GitGrant) and d is in
+// none of the entries that stay read-only under that grant.
+func gitNarrowable(d report.Denial, c string) bool {
+	if !policy.GitGrant(c) || d.Path == c {
+		return false
+	}
+	for _, k := range policy.GitKeptReadOnly {
+		if profiles.Within(d.Path, filepath.Join(c, k.Name)) {
+			return false
+		}
+	}
+	for _, k := range policy.GitKeptIfPresent {
+		if profiles.Within(d.Path, filepath.Join(c, k.Name)) {
+			return false
+		}
+	}
+	return true
+}
+
+// withGitAlternative gives r, which opens gitDirs, the risk in its reason
+// and the escalation as its alternative (Retry.Alternatives).
+func withGitAlternative(r Retry, gitDirs, gitReasons []string) Retry {
+	var kept []string
+	for _, k := range policy.GitKeptReadOnly {
+		kept = append(kept, k.Name)
+	}
+	for _, k := range policy.GitKeptIfPresent {
+		kept = append(kept, k.Name)
+	}
+	r.Reason = "grants " + strings.Join(gitDirs, ", ") + " writable for this call, with " + strings.Join(kept, ", ") +
+		" kept read-only (git add and git commit write none of them): the command can still rewrite this repository's index, objects, refs and history; the alternative is danger-full-access"
+	sp, mode, empty := profiles.RequireEscalated, profiles.DangerFullAccess, ""
+	var reasons []string
+	for _, g := range gitReasons {
+		reasons = append(reasons, g+": additional permissions cannot widen past a carve-out (the narrow grant opens it, with its hooks and configuration read-only)")
+	}
+	esc := Retry{SandboxPermissions: &sp, EscalateTo: &mode, Justification: &empty, Reason: strings.Join(dedupe(reasons), "; ")}
+	r.Alternatives = []Retry{r, esc}
+	return r
 }

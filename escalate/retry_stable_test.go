@@ -52,6 +52,8 @@ func TestSmallestRetryStable(t *testing.T) {
 			nil, 1},
 		{"GOCACHE relocates the root", []string{"GOCACHE=" + base + "/gc"}, []report.Denial{fs("create", base+"/gc/8d/x-d")},
 			[]string{base + "/gc"}, 0},
+		{"making GOCACHE itself asks for it", []string{"GOCACHE=" + base + "/nogc"}, []report.Denial{fs("create", base+"/nogc")},
+			[]string{base + "/nogc"}, 0},
 		{"a missing GOCACHE is its own grant", []string{"GOCACHE=" + base + "/nogc"}, []report.Denial{fs("create", base+"/nogc/00/x")},
 			[]string{base + "/nogc"}, 0},
 		{"telemetry dated files: the telemetry root, not ~/.config/go", nil, []report.Denial{

@@ -291,7 +291,7 @@ func Build(req Request) (Policy, error) {
 		return Policy{}, err
 	}
 	pol.ProtectedNames = names
-	pol.CarveOuts = carveOuts(repos, pol.WriteRoots, names, req.ExtraCarveOuts)
+	pol.CarveOuts = narrowGit(carveOuts(repos, pol.WriteRoots, names, req.ExtraCarveOuts), req.Additional.WritePaths())
 	return pol, nil
 }
 

@@ -332,6 +332,9 @@ class Retry:
     cap_add: Optional[List[str]] = None
     argv: Optional[List[str]] = None
     request: Optional[Dict[str, Any]] = None
+    # Every retry that lets the call through, narrowest first; the first is
+    # this one (a write into .git: that .git writable, then the escalation).
+    alternatives: Optional[List[Dict[str, Any]]] = None
 
 
 @dataclass
@@ -403,6 +406,7 @@ class Report:
                 cap_add=r.get("cap_add"),
                 argv=r.get("argv"),
                 request=r.get("request"),
+                alternatives=r.get("alternatives"),
             )
         denial_fields = {f.name for f in dataclasses.fields(Denial)}
         return dict(

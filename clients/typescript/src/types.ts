@@ -159,6 +159,8 @@ export interface Retry {
   argv?: string[];
   /** The same call asking sbx for approval; fill in `justification`. */
   request?: ExecRequest;
+  /** Every retry that lets the call through, narrowest first; the first is this one. */
+  alternatives?: Retry[];
 }
 
 export interface Permissions {
