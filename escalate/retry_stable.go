@@ -85,7 +85,7 @@ func tooWide(p, home string) bool {
 
 var (
 	hexName  = regexp.MustCompile(`^[0-9a-f]{2}$|^[0-9a-f]{8,}(-[a-z])?$`)
-	datedRe  = regexp.MustCompile(`(19|20)\d\d-?[01]\d-?[0-3]\d`)
+	datedRe  = regexp.MustCompile(`(19|20)\d\d[-_.][01]\d[-_.][0-3]\d|(^|\D)(19|20)\d\d[01]\d[0-3]\d(\D|$)`)
 	tempName = regexp.MustCompile(`(?i)^\.?(tmp|temp)([._-]|$)|\.(tmp|temp)$|^\.#|~$`)
 )
 

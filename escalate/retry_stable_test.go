@@ -110,6 +110,7 @@ func TestUnstableName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"5e": true, "8d": true, "5e01abcd-d": true, "0123456789abcdef": true, "2026-12-07": true, "go@go1.26.8-linux-amd64-2026-12-07.v1.count": true,
 		"tmp": true, ".tmp-123": true, "x.tmp": true, "tmp_abc": true,
+		"20261207": true, "log-20261207.txt": true, "sbx-it-1520660032": false,
 		"go-build": false, "registry": false, "_cacache": false, "out": false, "src": false, "index-v5": false, "bin": false,
 	} {
 		if got := unstableName(name); got != want {
