@@ -46,7 +46,7 @@ type Prepared struct {
 	Guard escalate.Guard
 	// gitWatch are the files of a granted .git that must not appear
 	// (policy.GitAppeared): SettleGitGrant removes them after the call.
-	gitWatch []string
+	gitWatch []gitWatch
 }
 
 // Policy is the final policy the call runs with.
@@ -164,7 +164,7 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 		envRep.Set = mergeNames(envRep.Set, netproxy.EnvNames())
 	}
 	p := &Prepared{Request: r, Permissions: perms, Env: envRep, Report: report.NewReport(perms.Mode.String()), Guard: guard,
-		gitWatch: policy.GitAppeared(pol)}
+		gitWatch: watchGit(pol)}
 	if err := checkArgSize(r.Command, env); err != nil {
 		return nil, err
 	}

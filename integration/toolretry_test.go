@@ -145,4 +145,17 @@ func TestRetryGitCommitNarrow(t *testing.T) {
 	if !found {
 		t.Errorf("the removed commondir is not reported: %v", res["denials"])
 	}
+	// The check after the call removes only inside the granted .git: a
+	// .git swapped for a link to another directory leaves that directory's
+	// commondir alone.
+	victim := outsidePath(t)
+	if err := os.Mkdir(victim, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(victim, "commondir"), "keep\n")
+	req["command"] = []string{"sh", "-c", "mv .git .git-moved && ln -s " + victim + " .git; true"}
+	execEnv(t, req, nil)
+	if b, err := os.ReadFile(filepath.Join(victim, "commondir")); err != nil || string(b) != "keep\n" {
+		t.Errorf("%s/commondir after a .git swapped for a link: %q %v; want it untouched", victim, b, err)
+	}
 }
