@@ -90,8 +90,20 @@ func (r Roots) Root(p string) (Root, bool) {
 
 // Never returns the never-grant entry that p lies in, or that lies in p
 // (granting a parent of ~/.cargo/bin grants it too).
+//
+// A directory from PATH counts only for itself, its ancestors and the
+// names directly in it (a program there runs by name): a PATH that holds
+// HOME does not make every directory below HOME ungrantable.
 func (r Roots) Never(p string) (Root, bool) {
-	if n, ok := deepest(r.never, p); ok {
+	var table []Root
+	for _, n := range r.never {
+		if n.Tool != "PATH" {
+			table = append(table, n)
+		} else if p == n.Path || filepath.Dir(p) == n.Path {
+			return n, true
+		}
+	}
+	if n, ok := deepest(table, p); ok {
 		return n, true
 	}
 	for _, n := range r.never {
