@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/tools"
@@ -63,4 +64,42 @@ func createDirs(want []string) ([]string, error) {
 		made = append(made, w)
 	}
 	return made, nil
+}
+
+// ToolProfile is the smallest profile with which the named tools work
+// (tools.Table): their cache and state directories writable, placed by the
+// command's environment env (sbx makes a missing one, as for any granted
+// tool directory), and their registry domains reachable through the
+// proxy. An unknown name is an error naming tools[i].
+func ToolProfile(names, env []string, cwd string) (profiles.Profile, error) {
+	if len(names) == 0 {
+		return profiles.Profile{}, nil
+	}
+	roots := tools.Resolve(env)
+	var write, domains []string
+	for i, n := range names {
+		t, ok := tools.ByName(n)
+		if !ok {
+			var known []string
+			for _, t := range tools.Table {
+				known = append(known, t.Name)
+			}
+			return profiles.Profile{}, &profiles.FieldError{Field: fmt.Sprintf("tools[%d]", i), Err: fmt.Errorf("unknown tool %q (known: %s)", n, strings.Join(known, ", "))}
+		}
+		for _, r := range roots.Dirs {
+			if r.Tool == t.Name {
+				write = append(write, r.Path)
+			}
+		}
+		domains = append(domains, t.Domains...)
+	}
+	var n *profiles.Network
+	if len(domains) > 0 {
+		n = &profiles.Network{Enabled: true, AllowedDomains: domains}
+	}
+	p, err := profiles.New(n, nil, write).Normalize(cwd)
+	if err != nil {
+		return profiles.Profile{}, &profiles.FieldError{Field: "tools", Err: err}
+	}
+	return p, nil
 }

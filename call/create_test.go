@@ -55,3 +55,26 @@ func TestCreateToolDirOnApproval(t *testing.T) {
 		t.Errorf("a missing path outside the tool table: %v; want it refused, not made", err)
 	}
 }
+
+// TestToolProfile: --tool go is the go row of the table placed by the
+// environment (GOCACHE's directory, not the default) with its registry
+// domains; an unknown tool is refused naming its index.
+func TestToolProfile(t *testing.T) {
+	home := t.TempDir()
+	env := []string{"HOME=" + home, "GOCACHE=" + home + "/gc"}
+	p, err := ToolProfile([]string{"go"}, env, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := p.WritePaths()
+	if !slices.Contains(w, home+"/gc") || slices.Contains(w, home+"/.cache/go-build") || !slices.Contains(w, home+"/go/pkg/mod") || !slices.Contains(p.AllowedDomains(), "proxy.golang.org") {
+		t.Errorf("go profile %+v: want GOCACHE, ~/go/pkg/mod writable and proxy.golang.org", p)
+	}
+	if p, err := ToolProfile([]string{"git"}, env, home); err != nil || !p.IsEmpty() {
+		t.Errorf("git: %+v %v; want nothing (git writes only in its repository)", p, err)
+	}
+	var fe *profiles.FieldError
+	if _, err := ToolProfile([]string{"go", "nope"}, env, home); !errors.As(err, &fe) || fe.Field != "tools[1]" {
+		t.Errorf("unknown tool: %v; want a tools[1] error", err)
+	}
+}

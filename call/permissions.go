@@ -32,6 +32,9 @@ type Permissions struct {
 	// the command started: granted write paths inside a tool's cache or
 	// state directory (tools.Table) that did not exist yet.
 	Created []string `json:"created,omitempty"`
+	// Tools are the tool table rows the call opted into (--tool, "tools"):
+	// their profile is part of Preauthorized.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // resolvePermissions runs the escalation pipeline: standing policy, sticky

@@ -125,6 +125,11 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	toolProfile, err := ToolProfile(r.Tools, env, cwd)
+	if err != nil {
+		return nil, err
+	}
+	preauth = profiles.Merge(preauth, toolProfile)
 	caps, err := capabilities(r.CapAdd, r.CapAddField)
 	if err != nil {
 		return nil, err
@@ -163,6 +168,7 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 		// listener is made) over any of the caller's.
 		envRep.Set = mergeNames(envRep.Set, netproxy.EnvNames())
 	}
+	perms.Tools = r.Tools
 	p := &Prepared{Request: r, Permissions: perms, Env: envRep, Report: report.NewReport(perms.Mode.String()), Guard: guard,
 		gitWatch: watchGit(pol)}
 	if err := checkArgSize(r.Command, env); err != nil {

@@ -159,3 +159,31 @@ func TestRetryGitCommitNarrow(t *testing.T) {
 		t.Errorf("%s/commondir after a .git swapped for a link: %q %v; want it untouched", victim, b, err)
 	}
 }
+
+// TestToolOptIn: "tools": ["go"] gives go build what it needs without a
+// retry: GOCACHE, outside the writable roots and missing, is made and
+// writable; the report names the tool and the directory made (issue 29).
+func TestToolOptIn(t *testing.T) {
+	requireWriteRestriction(t)
+	goBin := needTool(t, "go")
+	ws := workspace(t)
+	out := outsidePath(t)
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gocache := filepath.Join(out, "gocache")
+	writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/hello\n\ngo 1.21\n")
+	writeFile(t, filepath.Join(ws, "main.go"), "package main\n\nfunc main() { println(\"hello\") }\n")
+	env := []string{"GOCACHE=" + gocache, "GOPATH=" + filepath.Join(out, "gopath"), "XDG_CONFIG_HOME=" + filepath.Join(out, "config"),
+		"GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false", "GOPROXY=off", "PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin"}
+	req := map[string]any{"command": []string{goBin, "build", "-o", "hello", "."}, "cwd": ws, "sandbox_mode": "workspace-write", "tools": []string{"go"}}
+	res := execEnv(t, req, env)
+	if res["exit_code"] != float64(0) {
+		t.Fatalf("go build with tools [go]: %v", res)
+	}
+	perms := res["permissions"].(map[string]any)
+	created, _ := perms["created"].([]any)
+	if !slices.Contains(created, any(gocache)) || !slices.Equal(perms["tools"].([]any), []any{"go"}) {
+		t.Errorf("permissions %v: want tools [go] and %s created", perms, gocache)
+	}
+}

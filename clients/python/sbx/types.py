@@ -204,6 +204,8 @@ class ExecRequest(_Request):
     additional_permissions: Optional[Profile] = None
     # HOST:PORT:ADDR pins for sbx's proxy, as `sbx run --resolve`.
     resolve: Optional[List[str]] = None
+    # Tool table rows to opt into (`sbx run --tool`): their caches writable, registries reachable.
+    tools: Optional[List[str]] = None
     env_policy: Optional[EnvPolicy] = None
     env: Optional[Dict[str, str]] = None
     timeout_ms: Optional[int] = None
@@ -349,6 +351,8 @@ class Permissions:
     guard_removed: List[Dict[str, Any]]
     # Directories sbx made before the call (a granted tool cache that was missing).
     created: Optional[List[str]] = None
+    # Tool table rows the call opted into; their profile is in preauthorized.
+    tools: Optional[List[str]] = None
 
 
 @dataclass
@@ -430,6 +434,7 @@ class Report:
                 call=Profile.from_dict(p["call"]),
                 guard_removed=p["guard_removed"],
                 created=p.get("created"),
+                tools=p.get("tools"),
             ),
             env=EnvReport(mode=d["env"]["mode"], stripped=d["env"]["stripped"], set=d["env"]["set"]),
             call_id=d.get("call_id"),
