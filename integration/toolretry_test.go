@@ -40,6 +40,26 @@ func grantWrites(t *testing.T, res map[string]any) (map[string]any, []string) {
 	return grant, out
 }
 
+// goModule makes a Go module in a fresh workspace (not a repository) and an
+// environment that keeps every directory go writes under out, outside the
+// writable roots: GOCACHE (gocache, missing), GOPATH, the telemetry's
+// XDG_CONFIG_HOME; no toolchain download, no module proxy.
+func goModule(t *testing.T) (goBin, ws, out, gocache string, env []string) {
+	t.Helper()
+	goBin = needTool(t, "go")
+	ws = workspace(t)
+	out = outsidePath(t)
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gocache = filepath.Join(out, "gocache")
+	writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/hello\n\ngo 1.21\n")
+	writeFile(t, filepath.Join(ws, "main.go"), "package main\n\nfunc main() { println(\"hello\") }\n")
+	env = []string{"GOCACHE=" + gocache, "GOPATH=" + filepath.Join(out, "gopath"), "XDG_CONFIG_HOME=" + filepath.Join(out, "config"),
+		"GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false", "GOPROXY=off", "PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin"}
+	return goBin, ws, out, gocache, env
+}
+
 // TestRetryGoEmptyCache: go build with GOCACHE pointing at a directory
 // that does not exist, outside the writable roots, converges in one
 // approval: the retry grants GOCACHE itself (not its parent, not HOME),
@@ -50,17 +70,7 @@ func TestRetryGoEmptyCache(t *testing.T) {
 	if !caps(t).supervised {
 		Require(t, "denial-reports")
 	}
-	goBin := needTool(t, "go")
-	ws := workspace(t)
-	out := outsidePath(t)
-	if err := os.Mkdir(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gocache := filepath.Join(out, "gocache")
-	writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/hello\n\ngo 1.21\n")
-	writeFile(t, filepath.Join(ws, "main.go"), "package main\n\nfunc main() { println(\"hello\") }\n")
-	env := []string{"GOCACHE=" + gocache, "GOPATH=" + filepath.Join(out, "gopath"), "XDG_CONFIG_HOME=" + filepath.Join(out, "config"),
-		"GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false", "GOPROXY=off", "PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin"}
+	goBin, ws, out, gocache, env := goModule(t)
 	req := map[string]any{"command": []string{goBin, "build", "-o", "hello", "."}, "cwd": ws, "sandbox_mode": "workspace-write"}
 	res := execEnv(t, req, env)
 	if res["exit_code"] == float64(0) {
@@ -165,17 +175,7 @@ func TestRetryGitCommitNarrow(t *testing.T) {
 // writable; the report names the tool and the directory made (issue 29).
 func TestToolOptIn(t *testing.T) {
 	requireWriteRestriction(t)
-	goBin := needTool(t, "go")
-	ws := workspace(t)
-	out := outsidePath(t)
-	if err := os.Mkdir(out, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gocache := filepath.Join(out, "gocache")
-	writeFile(t, filepath.Join(ws, "go.mod"), "module example.com/hello\n\ngo 1.21\n")
-	writeFile(t, filepath.Join(ws, "main.go"), "package main\n\nfunc main() { println(\"hello\") }\n")
-	env := []string{"GOCACHE=" + gocache, "GOPATH=" + filepath.Join(out, "gopath"), "XDG_CONFIG_HOME=" + filepath.Join(out, "config"),
-		"GOTOOLCHAIN=local", "GOFLAGS=-buildvcs=false", "GOPROXY=off", "PATH=" + filepath.Dir(goBin) + ":/usr/bin:/bin"}
+	goBin, ws, _, gocache, env := goModule(t)
 	req := map[string]any{"command": []string{goBin, "build", "-o", "hello", "."}, "cwd": ws, "sandbox_mode": "workspace-write", "tools": []string{"go"}}
 	res := execEnv(t, req, env)
 	if res["exit_code"] != float64(0) {
