@@ -92,6 +92,8 @@ var Fields = []Field{
 		strings: func(r *Request) []string { return r.Additional.DeniedDomains() }, given: func(r *Request) bool { return len(r.Additional.DeniedDomains()) > 0 }},
 	{Key: "additional_permissions.network.allow_private_addresses", Switch: true, Flag: "allow-private-addresses", Effect: Confined, Request: true,
 		given: func(r *Request) bool { return r.Additional.AllowPrivateAddresses() }},
+	{Key: "tools", List: true, Flag: "tool", Effect: Confined,
+		strings: func(r *Request) []string { return r.Tools }, given: func(r *Request) bool { return len(r.Tools) > 0 }},
 	{Key: "resolve", List: true, Flag: "resolve", Effect: Confined,
 		strings: func(r *Request) []string { return r.Resolve }, given: func(r *Request) bool { return len(r.Resolve) > 0 }},
 	{Key: "require", List: true, Flag: "require",

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/escalate"
@@ -27,6 +28,13 @@ type Permissions struct {
 	Call          profiles.Profile `json:"call"`
 	// GuardRemoved lists what the guard took away, last.
 	GuardRemoved []escalate.Removal `json:"guard_removed"`
+	// Created are the directories sbx made, as the calling user, before
+	// the command started: granted write paths inside a tool's cache or
+	// state directory (tools.Table) that did not exist yet.
+	Created []string `json:"created,omitempty"`
+	// Tools are the tool table rows the call opted into (--tool, "tools"):
+	// their profile is part of Preauthorized.
+	Tools []string `json:"tools,omitempty"`
 }
 
 // resolvePermissions runs the escalation pipeline: standing policy, sticky
@@ -50,6 +58,9 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	if err != nil {
 		return policy.Policy{}, rep, guard, err
 	}
+	// A granted tool cache that is missing is made once approved (below):
+	// until then Build keeps it as a write root that does not exist.
+	base.Create = creatable(e.Env, explicit, preauth, grants.Session, grants.Turn)
 	standingReq := base
 	standingReq.Additional = preauth
 	standing, err := policy.Build(standingReq)
@@ -111,6 +122,9 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	if err != nil {
 		return policy.Policy{}, rep, guard, err
 	}
+	if applied, err = createApproved(base.Create, finalReq, applied, guard, deployed, e.Control, &rep); err != nil {
+		return policy.Policy{}, rep, guard, err
+	}
 	rep.Mode, rep.Via = dec.Mode, dec.Via
 	if rep.Via == escalate.ViaStanding && eff.Implicit && !escalate.Missing(call.Standing, profiles.Profile{}, call.Granted).IsEmpty() {
 		// Sticky grants applied implicitly and add to the standing
@@ -120,6 +134,30 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	applied.Policy.Masked = applied.MaskRead
 	rep.GuardRemoved = append(rep.GuardRemoved, applied.Removed...)
 	return applied.Policy, rep, guard, nil
+}
+
+// createApproved makes the missing tool directories of the approved call
+// (those of create the guard left writable) and, when it made any, builds
+// and guards the policy again, now that they exist.
+func createApproved(create []string, finalReq policy.Request, applied escalate.Applied, guard, deployed escalate.Guard, control ControlPaths, rep *Permissions) (escalate.Applied, error) {
+	var want []string
+	for _, c := range create {
+		if slices.Contains(applied.Policy.WriteRoots, c) && slices.Contains(finalReq.Additional.WritePaths(), c) {
+			want = append(want, c)
+		}
+	}
+	made, err := createDirs(want)
+	rep.Created = made
+	if err != nil || len(made) == 0 {
+		return applied, err
+	}
+	final, err := policy.Build(finalReq)
+	if err != nil {
+		return applied, err
+	}
+	applied = applyGuard(guard, final, finalReq.Cwd, finalReq.Additional)
+	controlReasons(applied.Removed, deployed, control)
+	return applied, nil
 }
 
 // checkRequest refuses, before anyone is asked, a with_additional_permissions

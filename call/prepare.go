@@ -44,6 +44,9 @@ type Prepared struct {
 	Report report.Report
 	// Guard is the deployment guard, loaded once; the retry reads it too.
 	Guard escalate.Guard
+	// gitWatch are the files of a granted .git that must not appear
+	// (policy.GitAppeared): SettleGitGrant removes them after the call.
+	gitWatch []gitWatch
 }
 
 // Policy is the final policy the call runs with.
@@ -122,6 +125,11 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
+	toolProfile, err := ToolProfile(r.Tools, env, cwd)
+	if err != nil {
+		return nil, err
+	}
+	preauth = profiles.Merge(preauth, toolProfile)
 	caps, err := capabilities(r.CapAdd, r.CapAddField)
 	if err != nil {
 		return nil, err
@@ -143,6 +151,7 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 		ExcludeTmp: r.ExcludeTmp, ExcludeTmpdir: r.ExcludeTmpdir, Tmpdir: lookupEnv(env, "TMPDIR"),
 		ExtraCarveOuts: r.CarveOuts, Protect: r.Protect, NoDefaultProtect: r.NoDefaultProtect, Capabilities: caps, Resolve: r.Resolve,
 	}
+	r.Escalation.Env = env
 	pol, perms, guard, err := resolvePermissions(ctx, base, explicit, preauth, r.Escalation)
 	if err != nil {
 		return nil, err
@@ -159,7 +168,9 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 		// listener is made) over any of the caller's.
 		envRep.Set = mergeNames(envRep.Set, netproxy.EnvNames())
 	}
-	p := &Prepared{Request: r, Permissions: perms, Env: envRep, Report: report.NewReport(perms.Mode.String()), Guard: guard}
+	perms.Tools = r.Tools
+	p := &Prepared{Request: r, Permissions: perms, Env: envRep, Report: report.NewReport(perms.Mode.String()), Guard: guard,
+		gitWatch: watchGit(pol)}
 	if err := checkArgSize(r.Command, env); err != nil {
 		return nil, err
 	}

@@ -32,6 +32,11 @@ type Request struct {
 	// Resolve pins names for the proxy of a network-by-domain call, as
 	// curl's --resolve HOST:PORT:ADDR (policy.Domains.Resolve).
 	Resolve []string
+	// Tools are rows of the tool table (tools.Table) the caller opts the
+	// call into (--tool, "tools"): each one's cache and state directories
+	// writable and its registry domains reachable through the proxy, as
+	// the caller's own permissions (ToolProfile).
+	Tools []string
 	// Preauthorized marks Additional as the caller's own configuration
 	// (sbx run's --allow-* flags, sbx exec's "preauthorized": true), which
 	// needs no approval under use_default. Without it, additional
@@ -80,6 +85,10 @@ type Escalation struct {
 	// (Prepare sets it: cap_add but for the caller's own, preauthorized
 	// under use_default), which escalate asks about.
 	CapAdd []string
+	// Env is the command's environment (Prepare sets it): it places the
+	// tools' cache and state directories, which sbx creates on approval
+	// when a grant names one that is missing (creatable).
+	Env []string
 	// Command is the argv the approver is shown (Prepare sets it: the
 	// command when no shell spec rewrites it and the call is not a
 	// file-system change's stage; nil otherwise).

@@ -19,6 +19,9 @@ type RetryHint struct {
 	Argv []string `json:"argv,omitempty"`
 	// Request is the `sbx exec` request to send again (sbx exec only).
 	Request map[string]any `json:"request,omitempty"`
+	// Alternatives are escalate.Retry's, each with its own argv or
+	// request; the first is this retry.
+	Alternatives []RetryHint `json:"alternatives,omitempty"`
 }
 
 // Helps says whether the retry asks for anything.
@@ -82,11 +85,21 @@ func (p *Prepared) Retry(denials []report.Denial, outcome Outcome, form RetryFor
 		return nil
 	}
 	r, ok := escalate.SmallestRetry(escalate.RetryInput{Policy: p.Call.Policy, Guard: p.Guard, Additional: p.Request.Additional,
-		SandboxPermissions: p.Request.Escalation.SandboxPermissions, Denials: denials})
+		SandboxPermissions: p.Request.Escalation.SandboxPermissions, Denials: denials, Env: p.Call.Cmd.Env, Command: p.Request.Command})
 	if !ok {
 		return nil
 	}
+	h := p.hint(r, form)
+	for _, alt := range r.Alternatives {
+		h.Alternatives = append(h.Alternatives, *p.hint(alt, form))
+	}
+	return h
+}
+
+// hint is r with the forms of the call that form asks for.
+func (p *Prepared) hint(r escalate.Retry, form RetryForm) *RetryHint {
 	h := &RetryHint{Retry: r}
+	h.Retry.Alternatives = nil
 	if form.CommandLine != nil {
 		h.Argv = form.CommandLine.Argv(r, p.Request.Additional)
 	}

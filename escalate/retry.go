@@ -9,6 +9,7 @@ import (
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/tools"
 )
 
 // RetryInput is what SmallestRetry needs to know about a call that had
@@ -24,6 +25,12 @@ type RetryInput struct {
 	// cover for the same call to go through (see Retry.Grant).
 	SandboxPermissions profiles.SandboxPermissions
 	Denials            []report.Denial
+	// Env is the command's environment: it places the tools' cache and
+	// state roots (tools.Resolve) and says what HOME and PATH are.
+	Env []string
+	// Command is the call's argv: its program names the tool whose roots
+	// a denial on the way to several is meant for.
+	Command []string
 }
 
 // Retry is the exact-retry hint: the escalation fields to add to the same
@@ -56,6 +63,14 @@ type Retry struct {
 	// ("preauthorized": true under use_default), as no grant carries a
 	// capability.
 	CapAdd []string `json:"cap_add,omitempty"`
+	// Alternatives are the other retries that let the same call through,
+	// narrowest first; the first is this retry itself (without its own
+	// alternatives). Present only when there is another: a write into a
+	// repository's .git, whose narrow grant (that .git writable with its
+	// hooks and configuration kept read-only) comes before the escalation
+	// to danger-full-access. On the wire they are call.RetryHint's
+	// "alternatives", each with its argv or request.
+	Alternatives []Retry `json:"-"`
 	// Grant is the other way to let the same call through, for a runtime
 	// that asked the user itself: the profile to add to the call's
 	// grants.turn (or grants.session) before sending the call again
@@ -88,10 +103,15 @@ const guardReason = "forbidden by guard: "
 // SmallestRetry returns the smallest escalation that lets every denial of
 // in through, in the ladder's order of size:
 //
-//   - with_additional_permissions naming exactly what was refused: a write
-//     to an existing object grants that object; making, removing or
-//     renaming a name grants its directory (the nearest existing one, since
-//     a granted path must exist); a network denial grants the network;
+//   - with_additional_permissions naming what was refused, made stable
+//     (stableGrant): a write to an existing object grants that object;
+//     making, removing or renaming a name grants its directory (the
+//     nearest existing one, since a granted path must exist); inside a
+//     tool's cache or state root (tools.Table) the root, whole, even when
+//     it is missing; never a hash-named, dated or temporary name, a whole
+//     home directory, or a place whose contents run later outside the
+//     sandbox (those denials are Unresolved); a network denial grants the
+//     network;
 //   - require_escalated to danger-full-access, only when additional
 //     permissions cannot fit: a read-only carve-out (.git, --read-only),
 //     which policy.Build keeps read-only inside any granted tree, or a
@@ -107,8 +127,16 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		return Retry{}, false
 	}
 	var write, escalate, caps []string
+	// gitDirs are repositories' .git a denial was in, which a narrow grant
+	// opens (policy.GitGrant); gitReasons say why each needed more.
+	var gitDirs, gitReasons []string
 	network := false
 	var domains proxyRetry
+	roots := tools.Resolve(in.Env)
+	command := ""
+	if len(in.Command) > 0 {
+		command = in.Command[0]
+	}
 	unresolved := func(d report.Denial, reason string) {
 		r.Unresolved = append(r.Unresolved, Unresolved{Operation: d.Operation, Path: d.Path, Address: d.Address, Domain: d.Domain, Port: d.Port, Reason: reason})
 	}
@@ -189,6 +217,11 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			if c == d.Path {
 				what = d.Path + " is a read-only carve-out"
 			}
+			if gitNarrowable(d, c) {
+				gitDirs = append(gitDirs, c)
+				gitReasons = append(gitReasons, what)
+				continue
+			}
 			escalate = append(escalate, what+": additional permissions cannot widen past a carve-out")
 			continue
 		}
@@ -197,9 +230,26 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			escalate = append(escalate, fmt.Sprintf("%s %s was refused although %s is writable (%s)", d.Operation, d.Path, target, d.Reason))
 			continue
 		}
-		write = append(write, nearestExisting(target))
+		denied := ""
+		if d.Operation == "create" || d.Operation == "mkdir" {
+			denied = d.Path
+		}
+		g, refused := stableGrant(target, denied, command, roots)
+		if refused != "" {
+			unresolved(d, refused)
+			continue
+		}
+		write = append(write, g)
 	}
 	empty := ""
+	if len(escalate) > 0 {
+		// An escalation lets the .git writes through too.
+		for _, g := range gitReasons {
+			escalate = append(escalate, g+": additional permissions cannot widen past a carve-out")
+		}
+		gitDirs = nil
+	}
+	write = append(write, dedupe(gitDirs)...)
 	switch {
 	case len(escalate) > 0 && in.Policy.Mode == profiles.DangerFullAccess:
 		for _, reason := range escalate {
@@ -227,6 +277,9 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 		case in.SandboxPermissions == profiles.WithAdditionalPermissions:
 			grant := profiles.Merge(in.Additional, needed)
 			r.Grant = &grant
+		}
+		if len(gitDirs) > 0 {
+			r = withGitAlternative(r, dedupe(gitDirs), gitReasons)
 		}
 	}
 	return r, true

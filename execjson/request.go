@@ -35,6 +35,9 @@ type Request struct {
 	// is beside the profile, not in it: it grants nothing, so grants,
 	// merging and approval never carry it.
 	Resolve []string `json:"resolve"`
+	// Tools opts into the tool table's profile of each named tool
+	// (call.Request.Tools).
+	Tools []string `json:"tools"`
 	// Preauthorized marks additional_permissions and cap_add as the
 	// caller's own under use_default (otherwise they are refused there).
 	Preauthorized bool                `json:"preauthorized"`
@@ -167,7 +170,7 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 		ExcludeTmpdir: req.ExcludeTmpdir, CarveOuts: req.ReadOnly, Network: req.NetworkAccess,
 		Protect: req.Protect, ProtectField: "protect", NoDefaultProtect: req.NoDefaultProtect,
 		Env: env, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require, CapAdd: req.CapAdd, CapAddField: "cap_add",
-		KillGrace: killGrace, Resolve: req.Resolve, RetryOnSuccess: req.RetryOnSuccess,
+		KillGrace: killGrace, Resolve: req.Resolve, RetryOnSuccess: req.RetryOnSuccess, Tools: req.Tools,
 	}
 	if req.SandboxMode != nil {
 		r.Mode = *req.SandboxMode

@@ -154,6 +154,11 @@ type Request struct {
 	// Resolve pins names for the proxy of a network-by-domain call
 	// (Domains.Resolve); ignored without allowed_domains.
 	Resolve []string
+	// Create are additional write paths that may be missing: the caller
+	// creates them once the call is approved, and builds again (a tool's
+	// cache root: call.Prepare). Build keeps such a path as a write root
+	// without its carve-outs; it is not a policy to launch.
+	Create []string
 }
 
 // DefaultProtected are the names every writable root keeps read-only, as
@@ -262,6 +267,10 @@ func Build(req Request) (Policy, error) {
 		if !filepath.IsAbs(w) {
 			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i), Err: errors.New("not normalised: relative path")}
 		}
+		if !profiles.Exists(w) && slices.Contains(req.Create, w) {
+			write = append(write, w)
+			continue
+		}
 		if !profiles.Exists(w) {
 			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i), Err: fmt.Errorf("%s does not exist (grant its parent directory to allow creating it)", w)}
 		}
@@ -282,7 +291,7 @@ func Build(req Request) (Policy, error) {
 		return Policy{}, err
 	}
 	pol.ProtectedNames = names
-	pol.CarveOuts = carveOuts(repos, pol.WriteRoots, names, req.ExtraCarveOuts)
+	pol.CarveOuts = narrowGit(carveOuts(repos, pol.WriteRoots, names, req.ExtraCarveOuts), req.Additional.WritePaths())
 	return pol, nil
 }
 

@@ -37,7 +37,10 @@ type IO struct {
 // report then says killed_by "signal"). p.Call's ForwardSignals and
 // Cleanup are the caller's to set before.
 func Run(ctx context.Context, p *call.Prepared, stdio IO) (report.Report, error) {
-	return execCall(ctx, p.Call, stdio)
+	rep, err := execCall(ctx, p.Call, stdio)
+	// The tree is dead: what a granted .git must not keep goes now.
+	rep.Denials = append(rep.Denials, p.SettleGitGrant()...)
+	return rep, err
 }
 
 // Output is a call's report with its captured output.

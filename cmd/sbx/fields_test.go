@@ -100,7 +100,9 @@ func TestFieldTable(t *testing.T) {
 			json: map[string]any{"additional_permissions": map[string]any{"network": map[string]any{"enabled": true, "allowed_domains": []string{"a.test"}, "allow_private_addresses": true}}}, badMode: "danger-full-access"},
 		"resolve": {flags: append([]string{"--resolve", "a.test:443:127.0.0.1"}, domains...),
 			json: map[string]any{"resolve": []string{"a.test:443:127.0.0.1"}, "additional_permissions": map[string]any{"network": map[string]any{"enabled": true, "allowed_domains": []string{"a.test"}}}}, badMode: "danger-full-access"},
-		"require":             {flags: []string{"--require", "landlock"}, json: map[string]any{"require": []string{"landlock"}}},
+		"require": {flags: []string{"--require", "landlock"}, json: map[string]any{"require": []string{"landlock"}}},
+		// git's row has no directories: the case makes none in HOME.
+		"tools":               {flags: []string{"--tool", "git"}, json: map[string]any{"tools": []string{"git"}}, badMode: "danger-full-access"},
 		"cap_add":             {flags: []string{"--cap-add", "CAP_CHOWN"}, json: map[string]any{"cap_add": []string{"CAP_CHOWN"}}},
 		"call_id":             {json: map[string]any{"call_id": "c1"}},
 		"environment_id":      {json: map[string]any{"environment_id": "e1"}},

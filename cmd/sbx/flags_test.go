@@ -12,7 +12,7 @@ import (
 
 // repeatableFlags may be given more than once; every other flag of every
 // subcommand takes one value.
-var repeatableFlags = []string{"writable-root", "allow-read", "allow-write", "read-only", "env-allow", "setenv", "require", "cap-add", "protect", "allow-domain", "deny-domain", "resolve"}
+var repeatableFlags = []string{"writable-root", "allow-read", "allow-write", "read-only", "env-allow", "setenv", "require", "cap-add", "protect", "allow-domain", "deny-domain", "resolve", "tool"}
 
 // flagValues are valid values for flags whose value is checked when set.
 var flagValues = map[string]string{

@@ -72,7 +72,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, CarveOuts: rf.readOnly,
 		Protect: rf.protect, ProtectField: "--protect", NoDefaultProtect: rf.noDefaultProtect,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require, CapAdd: rf.capAdd, CapAddField: "--cap-add",
-		Timeout: rf.timeout, Resolve: rf.resolve, RetryOnSuccess: rf.retryOnSuccess,
+		Timeout: rf.timeout, Resolve: rf.resolve, RetryOnSuccess: rf.retryOnSuccess, Tools: rf.tools,
 	}
 	if r.Limits, err = rf.limitsRequest(set).Limits(runLimitNames); err != nil {
 		return r, err

@@ -94,6 +94,7 @@ type runFlags struct {
 	denyDomain       listFlag
 	allowPrivate     bool
 	resolve          listFlag
+	tools            listFlag
 	excludeTmp       bool
 	excludeTmpdir    bool
 	retryOnSuccess   bool
@@ -166,6 +167,9 @@ func (rf *runFlags) rowFlags() map[string]func(fs *flag.FlagSet, name string) {
 			fs.BoolVar(&rf.noDefaultProtect, name, false, "do not protect "+strings.Join(policy.DefaultProtected, ", ")+" (the report's policy.protected_names says what is)")
 		},
 		"network_access": func(fs *flag.FlagSet, name string) { fs.BoolVar(&rf.network, name, false, "allow network access") },
+		"tools": func(fs *flag.FlagSet, name string) {
+			fs.Var(&rf.tools, name, "opt into the smallest profile with which `TOOL` works: its cache directories writable (made when missing), its registry domains through the proxy (repeatable; go, npm, pip, cargo, ...: docs/json.md)")
+		},
 		"additional_permissions.network.allowed_domains": func(fs *flag.FlagSet, name string) {
 			fs.Var(&rf.allowDomain, name, "allow network to `PATTERN` only, through sbx's proxy: host, *.domain (subdomains only), optional :PORT (default 80 and 443) (repeatable; docs/network.md)")
 		},

@@ -204,6 +204,8 @@ class ExecRequest(_Request):
     additional_permissions: Optional[Profile] = None
     # HOST:PORT:ADDR pins for sbx's proxy, as `sbx run --resolve`.
     resolve: Optional[List[str]] = None
+    # Tool table rows to opt into (`sbx run --tool`): their caches writable, registries reachable.
+    tools: Optional[List[str]] = None
     env_policy: Optional[EnvPolicy] = None
     env: Optional[Dict[str, str]] = None
     timeout_ms: Optional[int] = None
@@ -338,6 +340,9 @@ class Retry:
     cap_add: Optional[List[str]] = None
     argv: Optional[List[str]] = None
     request: Optional[Dict[str, Any]] = None
+    # Every retry that lets the call through, narrowest first; the first is
+    # this one (a write into .git: that .git writable, then the escalation).
+    alternatives: Optional[List[Dict[str, Any]]] = None
 
 
 @dataclass
@@ -350,6 +355,10 @@ class Permissions:
     turn: Profile
     call: Profile
     guard_removed: List[Dict[str, Any]]
+    # Directories sbx made before the call (a granted tool cache that was missing).
+    created: Optional[List[str]] = None
+    # Tool table rows the call opted into; their profile is in preauthorized.
+    tools: Optional[List[str]] = None
 
 
 @dataclass
@@ -407,6 +416,7 @@ class Report:
                 cap_add=r.get("cap_add"),
                 argv=r.get("argv"),
                 request=r.get("request"),
+                alternatives=r.get("alternatives"),
             )
         denial_fields = {f.name for f in dataclasses.fields(Denial)}
         return dict(
@@ -429,6 +439,8 @@ class Report:
                 turn=Profile.from_dict(p["turn"]),
                 call=Profile.from_dict(p["call"]),
                 guard_removed=p["guard_removed"],
+                created=p.get("created"),
+                tools=p.get("tools"),
             ),
             env=EnvReport(mode=d["env"]["mode"], stripped=d["env"]["stripped"], set=d["env"]["set"]),
             call_id=d.get("call_id"),

@@ -91,6 +91,8 @@ export interface ExecRequest {
   additional_permissions?: Profile;
   /** HOST:PORT:ADDR pins for sbx's proxy, as `sbx run --resolve`. */
   resolve?: string[];
+  /** Tool table rows to opt into (`sbx run --tool`): their caches writable, registries reachable. */
+  tools?: string[];
   env_policy?: EnvPolicy;
   env?: Record<string, string>;
   timeout_ms?: number;
@@ -163,6 +165,8 @@ export interface Retry {
   argv?: string[];
   /** The same call asking sbx for approval; fill in `justification`. */
   request?: ExecRequest;
+  /** Every retry that lets the call through, narrowest first; the first is this one. */
+  alternatives?: Retry[];
 }
 
 export interface Permissions {
@@ -174,6 +178,10 @@ export interface Permissions {
   turn: Profile;
   call: Profile;
   guard_removed: Array<{ what: string; path?: string; reason: string }>;
+  /** Directories sbx made before the call (a granted tool cache that was missing). */
+  created?: string[];
+  /** Tool table rows the call opted into; their profile is in preauthorized. */
+  tools?: string[];
 }
 
 export interface EnvReport {
