@@ -1,0 +1,99 @@
+//go:build linux
+
+package linux
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sbx-sandbox/sbx/policy"
+	"github.com/sbx-sandbox/sbx/profiles"
+)
+
+// TestSweep: the post-call check removes a watched carve-out that
+// appeared, whatever it holds, without following a symbolic link out of
+// it, and reports it; one that did not appear is left alone, silently.
+func TestSweep(t *testing.T) {
+	ws := t.TempDir()
+	outside := t.TempDir()
+	keep := filepath.Join(outside, "keep")
+	if err := os.WriteFile(keep, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dotgit, codex := filepath.Join(ws, ".git"), filepath.Join(ws, ".codex")
+	ws2, err := openWatches([]string{dotgit, codex})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a racing thread could leave: nested directories, a link out,
+	// a hard link, a directory it made unreadable.
+	must(t, os.MkdirAll(filepath.Join(dotgit, "hooks", "deep"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dotgit, "hooks", "pre-commit"), []byte("#!/bin/sh\n"), 0o755))
+	must(t, os.Symlink(outside, filepath.Join(dotgit, "out")))
+	must(t, os.Link(keep, filepath.Join(dotgit, "hooks", "deep", "hard")))
+	must(t, os.Mkdir(filepath.Join(dotgit, "locked"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dotgit, "locked", "f"), nil, 0o644))
+	must(t, os.Chmod(filepath.Join(dotgit, "locked"), 0))
+
+	got := sweep(pol, ws2)
+	if len(got) != 1 || got[0].Path != dotgit || got[0].Operation != "create" || got[0].Source != PostCallSource ||
+		!strings.Contains(got[0].Reason, "removed after the call") {
+		t.Errorf("denials %+v, want one create of %s from %s, removed", got, dotgit, PostCallSource)
+	}
+	if _, err := os.Lstat(dotgit); !os.IsNotExist(err) {
+		t.Errorf("%s survived the check: %v", dotgit, err)
+	}
+	if b, err := os.ReadFile(keep); err != nil || string(b) != "x" {
+		t.Errorf("the link's target was touched: %q, %v", b, err)
+	}
+	if _, err := os.Lstat(codex); !os.IsNotExist(err) {
+		t.Errorf("%s exists: %v", codex, err)
+	}
+}
+
+// TestSweepRenamedRoot: a command that renames its root away and leaves a
+// symbolic link to another repository in its place does not get that
+// repository's .git removed: the check looks in the directory it watched
+// from the start, and removes what appeared there.
+func TestSweepRenamedRoot(t *testing.T) {
+	base := t.TempDir()
+	ws := filepath.Join(base, "ws")
+	other := filepath.Join(base, "other")
+	must(t, os.Mkdir(ws, 0o755))
+	must(t, os.MkdirAll(filepath.Join(other, ".git"), 0o755))
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, err := openWatches([]string{filepath.Join(ws, ".git")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	moved := filepath.Join(base, "moved")
+	must(t, os.Mkdir(filepath.Join(ws, ".git"), 0o755))
+	must(t, os.Rename(ws, moved))
+	must(t, os.Symlink(other, ws))
+	got := sweep(pol, w)
+	if len(got) != 1 {
+		t.Errorf("denials %+v, want one", got)
+	}
+	if _, err := os.Stat(filepath.Join(other, ".git")); err != nil {
+		t.Errorf("the other repository's .git was removed: %v", err)
+	}
+	if _, err := os.Lstat(filepath.Join(moved, ".git")); !os.IsNotExist(err) {
+		t.Errorf("the .git made in the watched directory survived: %v", err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
