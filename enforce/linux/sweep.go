@@ -5,6 +5,7 @@ package linux
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -64,6 +65,14 @@ func closeWatches(ws []watch) {
 // of another sbx with a wider policy) is removed as well, and reported.
 func sweep(pol policy.Policy, ws []watch) []report.Denial {
 	defer closeWatches(ws)
+	// Under the lock placeholders are made and removed under: one that a
+	// call of this process holds (it requires carve-out-create) is bound
+	// read-only in that call, and removing it here would detach its bind
+	// mid-call. Its contents are another's (this call's racing thread, in
+	// whose mount namespace it is a plain directory): they go; it stays,
+	// for its last holder to remove.
+	placeholders.Lock()
+	defer placeholders.Unlock()
 	var out []report.Denial
 	var check *denial.Checker
 	for _, w := range ws {
@@ -71,14 +80,21 @@ func sweep(pol policy.Policy, ws []watch) []report.Denial {
 		if err := unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			continue // ENOENT: as it was; anything else, removal would meet it too
 		}
+		remove, what := removeAllAt, "it"
+		if placeholders.held[w.path] > 0 && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			if empty, err := emptyAt(w.dir, w.name); err == nil && empty {
+				continue // another call's placeholder, as it made it
+			}
+			remove, what = removeContentsAt, "what was made in another call's placeholder of it"
+		}
 		if check == nil {
 			check = denial.NewChecker(pol, denial.Extra{})
 		}
 		reason := check.Path(denial.Create, w.path).Reason()
-		if err := removeAllAt(w.dir, w.name, removeDepth); err != nil {
-			reason += fmt.Sprintf("; it appeared during the call, and removing it after the call failed: %v", err)
+		if err := remove(w.dir, w.name, removeDepth); err != nil {
+			reason += fmt.Sprintf("; %s appeared during the call, and removing it after the call failed: %v", what, err)
 		} else {
-			reason += "; it appeared during the call (the supervisor refuses creating it: a racing thread changed the path after the check) and was removed after the call"
+			reason += "; " + what + " appeared during the call (the supervisor refuses creating it: a racing thread changed the path after the check) and was removed after the call"
 		}
 		out = append(out, report.Denial{Operation: "create", Path: w.path, Source: PostCallSource,
 			Confidence: Observed, Count: 1, Reason: reason})
@@ -105,6 +121,54 @@ func removeAllAt(dir int, name string, depth int) error {
 	if depth == 0 {
 		return fmt.Errorf("%s: more than %d directories deep", name, removeDepth)
 	}
+	if err := removeContentsAt(dir, name, depth); err != nil {
+		return err
+	}
+	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unlinkat %s: %w", name, err)
+	}
+	return nil
+}
+
+// removeContentsAt removes everything in the directory name in dir, as
+// removeAllAt does, and leaves the directory.
+func removeContentsAt(dir int, name string, depth int) error {
+	f, err := openDirAt(dir, name)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	// Read whole before removing anything: removing while reading in
+	// batches can make the directory's offsets skip a name.
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return fmt.Errorf("getdents %s: %w", name, err)
+	}
+	for _, n := range names {
+		if err := removeAllAt(int(f.Fd()), n, depth-1); err != nil {
+			return fmt.Errorf("%s/%w", name, err)
+		}
+	}
+	return nil
+}
+
+// emptyAt reports whether the directory name in dir is empty.
+func emptyAt(dir int, name string) (bool, error) {
+	f, err := openDirAt(dir, name)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	if errors.Is(err, io.EOF) {
+		return true, nil
+	}
+	return len(names) == 0, err
+}
+
+// openDirAt opens the directory name in dir, not following a symbolic
+// link.
+func openDirAt(dir int, name string) (*os.File, error) {
 	fd, err := unix.Openat(dir, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if errors.Is(err, unix.EACCES) {
 		// A directory the command made unreadable: it is the caller's,
@@ -115,23 +179,7 @@ func removeAllAt(dir int, name string, depth int) error {
 		}
 	}
 	if err != nil {
-		return fmt.Errorf("openat %s: %w", name, err)
+		return nil, fmt.Errorf("openat %s: %w", name, err)
 	}
-	f := os.NewFile(uintptr(fd), name)
-	defer f.Close()
-	// Read whole before removing anything: removing while reading in
-	// batches can make the directory's offsets skip a name.
-	names, err := f.Readdirnames(-1)
-	if err != nil {
-		return fmt.Errorf("getdents %s: %w", name, err)
-	}
-	for _, n := range names {
-		if err := removeAllAt(fd, n, depth-1); err != nil {
-			return fmt.Errorf("%s/%w", name, err)
-		}
-	}
-	if err := unix.Unlinkat(dir, name, unix.AT_REMOVEDIR); err != nil && !errors.Is(err, unix.ENOENT) {
-		return fmt.Errorf("unlinkat %s: %w", name, err)
-	}
-	return nil
+	return os.NewFile(uintptr(fd), name), nil
 }

@@ -91,6 +91,45 @@ func TestSweepRenamedRoot(t *testing.T) {
 	}
 }
 
+// TestSweepHeldPlaceholder: a watched name that is another call's
+// placeholder (a call of this process that requires carve-out-create) is
+// left to that call, which has it bound read-only: removing it would detach
+// the bind mid-call. What was made in it (by the watched call's racing
+// thread, to which it is a plain directory) is removed and reported.
+func TestSweepHeldPlaceholder(t *testing.T) {
+	ws := t.TempDir()
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dotgit := filepath.Join(ws, ".git")
+	made, err := makePlaceholders([]string{dotgit})
+	if err != nil || len(made) != 1 {
+		t.Fatalf("placeholder: %v %v", made, err)
+	}
+	defer removePlaceholders(made)
+	w, err := openWatches([]string{dotgit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sweep(pol, w); len(got) != 0 {
+		t.Errorf("an untouched placeholder reported: %+v", got)
+	}
+	must(t, os.Mkdir(filepath.Join(dotgit, "hooks"), 0o755))
+	must(t, os.WriteFile(filepath.Join(dotgit, "hooks", "pre-commit"), nil, 0o755))
+	if w, err = openWatches([]string{dotgit}); err != nil {
+		t.Fatal(err)
+	}
+	got := sweep(pol, w)
+	if len(got) != 1 || !strings.Contains(got[0].Reason, "another call's placeholder") {
+		t.Errorf("denials %+v, want one for what was made in the placeholder", got)
+	}
+	entries, err := os.ReadDir(dotgit)
+	if err != nil || len(entries) != 0 {
+		t.Errorf("the placeholder: %v entries, %v; want it there, empty", entries, err)
+	}
+}
+
 func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
