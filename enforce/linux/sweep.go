@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/enforce"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/policy/denial"
 	"github.com/sbx-sandbox/sbx/report"
@@ -80,6 +81,9 @@ func sweep(pol policy.Policy, ws []watch) []report.Denial {
 		if err := unix.Fstatat(w.dir, w.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			continue // ENOENT: as it was; anything else, removal would meet it too
 		}
+		if othersInSticky(w.dir, st, pol) {
+			continue
+		}
 		remove, what := removeAllAt, "it"
 		if placeholders.held[w.path] > 0 && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 			if empty, err := emptyAt(w.dir, w.name); err == nil && empty {
@@ -100,6 +104,25 @@ func sweep(pol policy.Policy, ws []watch) []report.Denial {
 			Confidence: Observed, Count: 1, Reason: reason})
 	}
 	return out
+}
+
+// othersInSticky reports whether st, found in the directory dir, is
+// another user's in a sticky directory (/tmp, a writable root of every
+// call by default): someone else made it there, not the command, which
+// holds no CAP_CHOWN or CAP_SETUID to make it another's (unless the
+// policy keeps one: then the check cannot tell, and removes). Root's sbx would otherwise
+// remove another user's /tmp/.git made during the call.
+func othersInSticky(dir int, st unix.Stat_t, pol policy.Policy) bool {
+	var parent unix.Stat_t
+	if unix.Fstat(dir, &parent) != nil || parent.Mode&unix.S_ISVTX == 0 {
+		return false
+	}
+	for _, name := range pol.Capabilities {
+		if c, err := enforce.ParseCapability(name); err != nil || c == unix.CAP_CHOWN || c == unix.CAP_SETUID {
+			return false
+		}
+	}
+	return int(st.Uid) != os.Geteuid()
 }
 
 // removeDepth bounds the directories removeAllAt descends into, each one

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
 )
@@ -134,5 +136,38 @@ func must(t *testing.T, err error) {
 	t.Helper()
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSweepOthersInSticky: in a sticky directory (/tmp, a writable root of
+// every call by default), a watched name another user made is not the
+// command's (it holds no CAP_CHOWN or CAP_SETUID): root's sbx leaves it.
+func TestSweepOthersInSticky(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP: making another user's file needs root")
+	}
+	sticky := t.TempDir()
+	must(t, unix.Chmod(sticky, 0o1777))
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: sticky, ExcludeTmp: true, ExcludeTmpdir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, mine := filepath.Join(sticky, ".git"), filepath.Join(sticky, ".codex")
+	w, err := openWatches([]string{theirs, mine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	must(t, os.Mkdir(theirs, 0o755))
+	must(t, os.Chown(theirs, 65534, 65534))
+	must(t, os.Mkdir(mine, 0o755))
+	got := sweep(pol, w)
+	if len(got) != 1 || got[0].Path != mine {
+		t.Errorf("denials %+v, want one, for %s", got, mine)
+	}
+	if _, err := os.Stat(theirs); err != nil {
+		t.Errorf("another user's %s was removed: %v", theirs, err)
+	}
+	if _, err := os.Lstat(mine); !os.IsNotExist(err) {
+		t.Errorf("%s survived: %v", mine, err)
 	}
 }
