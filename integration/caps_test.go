@@ -73,6 +73,14 @@ func (c sandboxCaps) degraded(s callShape) []string {
 	if c.namespaces && !c.privateProc {
 		d = append(d, "procfs")
 	}
+	if c.namespaces && c.supervised && s.mode == "workspace-write" && !s.git {
+		// A missing .git is left missing, as it is bare (a placeholder
+		// made Go's -buildvcs=auto run git, which failed): the supervisor
+		// refuses creating it, best effort, and the post-call check
+		// removes what appeared. --require carve-out-create takes the
+		// placeholder instead (unenforced).
+		d = append(d, "carve-out-create")
+	}
 	if !c.namespaces {
 		// Without a mount namespace: no placeholder protects a missing
 		// .git, no read-only mounts refuse chmod, chown, utimes and xattrs
@@ -126,8 +134,17 @@ func (c sandboxCaps) degraded(s callShape) []string {
 }
 
 // unenforced is every feature --require must refuse for a call of shape s:
-// exactly the degraded ones.
-func (c sandboxCaps) unenforced(s callShape) []string { return c.degraded(s) }
+// the degraded ones.
+// With namespaces, carve-out-create is the exception: degraded by
+// default, where the supervisor watches the missing carve-outs, and
+// enforced by a placeholder when the call requires it.
+func (c sandboxCaps) unenforced(s callShape) []string {
+	d := c.degraded(s)
+	if c.namespaces {
+		d = slices.DeleteFunc(d, func(f string) bool { return f == "carve-out-create" })
+	}
+	return d
+}
 
 // landlockFeatures are the optional access rights the report must list as
 // used (enforcement.landlock.features) at this ABI, for a call with the

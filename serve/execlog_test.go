@@ -112,14 +112,20 @@ func TestDispatchWaitsForCallStarted(t *testing.T) {
 }
 
 // TestNothingLeftWhenAnswered: the carve-out placeholders a call made (an
-// empty .git, .codex and .agents where the workspace has none) are
-// removed while call/finished is written, and gone when the answer comes.
+// empty .git, .codex and .agents where the workspace has none, for a call
+// that requires carve-out-create: by default none is made) are removed
+// while call/finished is written, and gone when the answer comes.
 func TestNothingLeftWhenAnswered(t *testing.T) {
 	c := newClient(t, Options{})
 	ws, turn := c.openTurn("s", map[string]any{"preset": "auto"})
+	res := c.ok("exec", map[string]any{"session_id": "s", "turn_id": turn, "call_id": "bare", "cwd": ws,
+		"command": []string{"sh", "-c", "test -e .git"}})
+	if res["exit_code"] != 1.0 {
+		t.Errorf("by default the command sees a .git the workspace does not have: %v", res)
+	}
 	for i := range 20 {
 		res := c.ok("exec", map[string]any{"session_id": "s", "turn_id": turn, "call_id": fmt.Sprintf("c%d", i), "cwd": ws,
-			"command": []string{"sh", "-c", "test -d .git"}})
+			"command": []string{"sh", "-c", "test -d .git"}, "require": []string{"carve-out-create"}})
 		if res["exit_code"] != 0.0 {
 			// Without a mount namespace nothing is made: nothing to check.
 			t.Skipf("SKIP: no placeholder .git in the call (no mount namespace here): %v", res)

@@ -15,9 +15,12 @@
 //   - plan.go: Probe, Compile → Plan (its String is what `sbx explain`
 //     prints); landlock.go, seccomp.go and bpf.go the kernel rules it holds,
 //     cgroup.go and rlimit.go its limits, denyglob.go, maskinode.go and
-//     placeholder.go what the mounts cannot do alone.
+//     placeholder.go (the missing carve-outs: watched, or a placeholder)
+//     what the mounts cannot do alone.
 //   - launch.go: Start, the entry point, picks the launch mode and sets up
-//     what every launch shares (supervisor, control groups, placeholders).
+//     what every launch shares (supervisor, control groups, placeholders,
+//     the watched carve-outs' directories, which sweep.go checks after the
+//     call).
 //   - thread.go: LaunchThread (root, or no user namespace to be had): a
 //     locked OS thread enters the namespaces it may make, restricts itself
 //     and forks the command; pidinit.go is the PID namespace's init.

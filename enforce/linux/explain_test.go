@@ -11,6 +11,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/explain/*.golden")
@@ -46,19 +47,25 @@ func TestExplainGolden(t *testing.T) {
 		req  policy.Request
 		mask []string
 		sys  System
+		opts Options
 	}{
-		{"read-only-root", policy.Request{Mode: profiles.ReadOnly}, nil, root},
-		{"workspace-write-root", policy.Request{Mode: profiles.WorkspaceWrite}, nil, root},
-		{"workspace-write-user", policy.Request{Mode: profiles.WorkspaceWrite}, nil, user},
-		{"workspace-write-no-userns", policy.Request{Mode: profiles.WorkspaceWrite}, nil, noNS},
-		{"workspace-write-user-masked-proc", policy.Request{Mode: profiles.WorkspaceWrite}, nil, userMasked},
-		{"workspace-write-abi2", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{LandlockABI: 2, Privileged: true, UserNotif: true, InitUserNS: true, ProcFullyVisible: true}},
-		{"workspace-write-abi9", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{LandlockABI: 9, Privileged: true, UserNotif: true, InitUserNS: true, ProcFullyVisible: true}},
-		{"workspace-write-no-landlock", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{Privileged: true, InitUserNS: true, ProcFullyVisible: true}},
+		{"read-only-root", policy.Request{Mode: profiles.ReadOnly}, nil, root, Options{}},
+		{"workspace-write-root", policy.Request{Mode: profiles.WorkspaceWrite}, nil, root, Options{}},
+		{"workspace-write-user", policy.Request{Mode: profiles.WorkspaceWrite}, nil, user, Options{}},
+		{"workspace-write-no-userns", policy.Request{Mode: profiles.WorkspaceWrite}, nil, noNS, Options{}},
+		{"workspace-write-user-masked-proc", policy.Request{Mode: profiles.WorkspaceWrite}, nil, userMasked, Options{}},
+		{"workspace-write-abi2", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{LandlockABI: 2, Privileged: true, UserNotif: true, InitUserNS: true, ProcFullyVisible: true}, Options{}},
+		{"workspace-write-abi9", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{LandlockABI: 9, Privileged: true, UserNotif: true, InitUserNS: true, ProcFullyVisible: true}, Options{}},
+		{"workspace-write-no-landlock", policy.Request{Mode: profiles.WorkspaceWrite}, nil, System{Privileged: true, InitUserNS: true, ProcFullyVisible: true}, Options{}},
 		{"network-and-grants", policy.Request{Mode: profiles.ReadOnly, ExcludeTmp: true,
-			Additional: profiles.New(profiles.FullNetwork(), []string{"/usr"}, []string{extra})}, nil, root},
-		{"carve-out-and-mask", policy.Request{Mode: profiles.WorkspaceWrite, ExtraCarveOuts: []string{"out"}}, []string{extra}, root},
-		{"danger-full-access", policy.Request{Mode: profiles.DangerFullAccess}, nil, root},
+			Additional: profiles.New(profiles.FullNetwork(), []string{"/usr"}, []string{extra})}, nil, root, Options{}},
+		{"carve-out-and-mask", policy.Request{Mode: profiles.WorkspaceWrite, ExtraCarveOuts: []string{"out"}}, []string{extra}, root, Options{}},
+		{"danger-full-access", policy.Request{Mode: profiles.DangerFullAccess}, nil, root, Options{}},
+		// The kernel's wall for the missing carve-outs: placeholders
+		// (Plan.Placeholders), where by default they are watched.
+		{"workspace-write-require-carve-out-create", policy.Request{Mode: profiles.WorkspaceWrite}, nil, root,
+			Options{Require: []report.Feature{report.FeatureCarveOutCreate}}},
+		{"workspace-write-no-denial-reports", policy.Request{Mode: profiles.WorkspaceWrite}, nil, user, Options{NoDenialReports: true}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			c.req.Cwd = ws
@@ -67,7 +74,7 @@ func TestExplainGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			pol.Masked = c.mask
-			p, err := Compile(pol, c.sys, Options{})
+			p, err := Compile(pol, c.sys, c.opts)
 			if err != nil {
 				t.Fatal(err)
 			}

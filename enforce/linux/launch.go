@@ -73,16 +73,25 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 			return nil, err
 		}
 	}
+	// Opened before the command can rename a watched carve-out's
+	// directory (see watch).
+	watches, err := openWatches(p.Watched)
+	if err != nil {
+		pre.end()
+		made, _ := phs.wait()
+		removePlaceholders(made)
+		return nil, err
+	}
 	// Removed once the call is over, and on every failure before that.
 	ok := false
 	defer func() {
 		if !ok {
 			made, _ := phs.wait()
 			removePlaceholders(made)
+			closeWatches(watches)
 		}
 	}()
 	var sup *supervisor
-	var err error
 	if p.Supervise != SuperviseOff && p.Launch != LaunchDirect {
 		if sup, err = newSupervisor(p); err != nil {
 			pre.end()
@@ -129,7 +138,7 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 	}
 	// Made: the launcher thread waited for them before its mounts.
 	made, _ := phs.wait()
-	pr.cg, pr.plan, pr.placeholders = cg, p, made
+	pr.cg, pr.plan, pr.placeholders, pr.watches = cg, p, made, watches
 	ok = true
 	return pr, nil
 }

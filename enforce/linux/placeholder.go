@@ -6,9 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // placeholders are the carve-out placeholders this process made and the
@@ -128,4 +133,79 @@ func releaseLocked(made []string) {
 		delete(placeholders.held, path)
 		unix.Rmdir(path)
 	}
+}
+
+// compileCarveOuts mounts the existing carve-outs and masks read-only (a
+// carve-out that is missing is watched where a mount namespace can be had,
+// or gets a placeholder there when wall; else a downgrade) and returns the
+// masked paths as the policy has them, before compileNamespaces may drop
+// the mounts.
+func (p *Plan) compileCarveOuts(needNS, wall bool) (masked []string) {
+	pol := p.Policy
+	// A carve-out that exists only as another call's placeholder is
+	// missing: that call removes it when it ends (existingCarveOuts).
+	p.ReadOnlyMounts = existingCarveOuts(pol.CarveOuts)
+	p.MaskedMounts = existing(pol.Masked)
+	masked = p.MaskedMounts
+	var missing []string
+	for _, ro := range pol.CarveOuts {
+		if slices.Contains(p.ReadOnlyMounts, ro) {
+			continue
+		}
+		// Landlock cannot subtract a subpath from a granted tree, and a bind
+		// mount needs the path to exist, so a carve-out that does not exist
+		// yet (a missing .git) gets an empty placeholder directory to
+		// bind read-only, where a mount namespace can be had, its parent
+		// exists and the kernel's wall is wanted. Otherwise it stays
+		// missing, as it is bare: the command's tree is dead when Wait
+		// checks it (a PID namespace), so what appeared can be removed
+		// without a race.
+		if needNS && isDir(filepath.Dir(ro)) {
+			if wall {
+				p.Placeholders = append(p.Placeholders, ro)
+			} else {
+				p.Watched = append(p.Watched, ro)
+			}
+			continue
+		}
+		missing = append(missing, ro)
+	}
+	if len(p.Watched) > 0 {
+		// IMPORTANT: during the call only the supervisor refuses creating
+		// a watched carve-out, from a path read in the command's memory,
+		// which a racing thread can change after the check; what it so
+		// creates lives until the call ends (the command can use it, and
+		// so can a concurrent call in the same root), then is removed.
+		// --require carve-out-create takes the placeholder instead.
+		what, them := missingWhat(p.Watched)
+		p.addSupervised(report.Downgrade{Feature: report.FeatureCarveOutCreate,
+			Reason: what + "; the seccomp supervisor refuses creating " + them + ", best effort: a racing thread can change the path after the check; whatever appears is removed after the call, and reported"},
+			report.Downgrade{Feature: report.FeatureCarveOutCreate,
+				Reason: what + "; creating " + them + " is not prevented during the call; whatever appears is removed after the call, and reported"})
+	}
+	// IMPORTANT: without a mount namespace a missing carve-out is protected
+	// against creation only by the supervisor, which checks a path read
+	// from the command's memory: a racing thread can change it after the
+	// check. That is best effort, so the downgrade stays and --require
+	// carve-out-create still refuses to run. One downgrade names them all
+	// (.git, .codex and .agents are usually missing together).
+	if len(missing) > 0 {
+		what, them := missingWhat(missing)
+		plain := report.Downgrade{Feature: report.FeatureCarveOutCreate, Reason: what + "; creating " + them + " is not prevented"}
+		if p.Supervise != SuperviseOff {
+			p.addSupervised(report.Downgrade{Feature: report.FeatureCarveOutCreate,
+				Reason: what + "; the seccomp supervisor refuses creating " + them + ", best effort: a racing thread can change the path after the check"}, plain)
+		} else {
+			p.Downgrades = append(p.Downgrades, plain)
+		}
+	}
+	return masked
+}
+
+// missingWhat says that paths do not exist, and how to call them after.
+func missingWhat(paths []string) (what, them string) {
+	if len(paths) > 1 {
+		return strings.Join(paths, ", ") + " do not exist", "them"
+	}
+	return paths[0] + " does not exist", "it"
 }

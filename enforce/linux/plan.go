@@ -245,11 +245,21 @@ type Plan struct {
 	Creds        *Creds `json:"-"`
 	credsCanKeep bool
 	// Placeholders are carve-outs that do not exist yet (a missing .git in
-	// a writable root): Start creates each as an empty directory, which
-	// is bind-mounted read-only like ReadOnlyMounts, so the command cannot
-	// create it (EROFS), remove it or mount over it (EBUSY, EPERM), and
-	// removes it after the call if it is still empty.
+	// a writable root) that the kernel is to keep from being created: Start
+	// creates each as an empty directory, which is bind-mounted read-only
+	// like ReadOnlyMounts, so the command cannot create it (EROFS), remove
+	// it or mount over it (EBUSY, EPERM), and removes it after the call if
+	// it is still empty. Only where the supervisor cannot stand in for
+	// them, or the caller requires carve-out-create: the command sees a
+	// .git that is not there bare (Go's -buildvcs=auto then runs git,
+	// which fails "not a git repository", with no denial to say why).
 	Placeholders []string `json:",omitempty"`
+	// Watched are the missing carve-outs that get no placeholder, so that
+	// the command sees them as missing, as it does bare: the supervisor
+	// refuses creating one and reports it (best effort during the call),
+	// and Wait, once the command's tree is dead, removes whichever
+	// appeared anyway and reports it (sweep.go): none survives the call.
+	Watched []string `json:",omitempty"`
 	// ReadOnlyMounts are existing carve-outs bind-mounted read-only in a
 	// private mount namespace.
 	ReadOnlyMounts []string
@@ -376,7 +386,7 @@ type Options struct {
 // changes the plan after it. It fails only on an internal error; whatever
 // the kernel lacks becomes a Downgrade.
 func Compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
-	p, err := compile(pol, sys)
+	p, err := compile(pol, sys, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -392,8 +402,9 @@ func Compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
 	return p, nil
 }
 
-// compile is Compile for the policy alone.
-func compile(pol policy.Policy, sys System) (*Plan, error) {
+// compile is Compile for the policy, with what of opts decides the
+// carve-outs' protection.
+func compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
 	p := &Plan{Policy: pol, Launch: LaunchThread, ServerUserNS: sys.ServerUserNS}
 	if pol.Unrestricted {
 		p.Launch = LaunchDirect
@@ -413,7 +424,14 @@ func compile(pol policy.Policy, sys System) (*Plan, error) {
 	// Every sandboxed call gets a PID namespace, so that the whole tree dies
 	// with sbx; hence namespaces are always needed.
 	needNS := sys.Privileged || sys.UserNS
-	masked := p.compileCarveOuts(needNS)
+	// The kernel's wall for a missing carve-out (a placeholder) where
+	// nothing else stands for it, or the caller requires it.
+	// So also where the call has no PID namespace (compileNamespaces): its
+	// tree could outlive Wait, which then cannot remove what it made
+	// without a race.
+	noPIDNS := sys.Privileged && runtime.GOARCH != "amd64"
+	wall := p.Supervise == SuperviseOff || opts.NoDenialReports || slices.Contains(opts.Require, report.FeatureCarveOutCreate) || noPIDNS
+	masked := p.compileCarveOuts(needNS, wall)
 	p.compileNamespaces(sys)
 	p.compileMaskLinks(masked)
 	p.compileNetwork(sys, needNS)
@@ -453,55 +471,6 @@ func (p *Plan) compileCapabilities(sys System) error {
 		}
 	}
 	return nil
-}
-
-// compileCarveOuts mounts the existing carve-outs and masks read-only (a
-// carve-out that is missing gets a placeholder where a mount namespace can
-// be had, else a downgrade) and returns the masked paths as the policy has
-// them, before compileNamespaces may drop the mounts.
-func (p *Plan) compileCarveOuts(needNS bool) (masked []string) {
-	pol := p.Policy
-	// A carve-out that exists only as another call's placeholder is
-	// missing: that call removes it when it ends (existingCarveOuts).
-	p.ReadOnlyMounts = existingCarveOuts(pol.CarveOuts)
-	p.MaskedMounts = existing(pol.Masked)
-	masked = p.MaskedMounts
-	var missing []string
-	for _, ro := range pol.CarveOuts {
-		if slices.Contains(p.ReadOnlyMounts, ro) {
-			continue
-		}
-		// Landlock cannot subtract a subpath from a granted tree, and a bind
-		// mount needs the path to exist, so a carve-out that does not exist
-		// yet (a missing .git) gets an empty placeholder directory to
-		// bind read-only, where a mount namespace can be had and its parent
-		// exists.
-		if needNS && isDir(filepath.Dir(ro)) {
-			p.Placeholders = append(p.Placeholders, ro)
-			continue
-		}
-		missing = append(missing, ro)
-	}
-	// IMPORTANT: without a mount namespace a missing carve-out is protected
-	// against creation only by the supervisor, which checks a path read
-	// from the command's memory: a racing thread can change it after the
-	// check. That is best effort, so the downgrade stays and --require
-	// carve-out-create still refuses to run. One downgrade names them all
-	// (.git, .codex and .agents are usually missing together).
-	if len(missing) > 0 {
-		what, them := missing[0]+" does not exist", "it"
-		if len(missing) > 1 {
-			what, them = strings.Join(missing, ", ")+" do not exist", "them"
-		}
-		plain := report.Downgrade{Feature: report.FeatureCarveOutCreate, Reason: what + "; creating " + them + " is not prevented"}
-		if p.Supervise != SuperviseOff {
-			p.addSupervised(report.Downgrade{Feature: report.FeatureCarveOutCreate,
-				Reason: what + "; the seccomp supervisor refuses creating " + them + ", best effort: a racing thread can change the path after the check"}, plain)
-		} else {
-			p.Downgrades = append(p.Downgrades, plain)
-		}
-	}
-	return masked
 }
 
 // compileNamespaces picks the launch and its PID and user namespaces for
@@ -864,6 +833,9 @@ func (p *Plan) String() string {
 	fmt.Fprintf(&b, "capabilities: %s kept (bounding set emptied, securebits locked)\n", caps)
 	for _, op := range p.MountOps() {
 		fmt.Fprintf(&b, "mount: %s\n", op)
+	}
+	for _, w := range p.Watched {
+		fmt.Fprintf(&b, "watch: %s (missing carve-out, left missing: creating it is refused by the supervisor; after the call, whatever appeared there is removed and reported)\n", w)
 	}
 	for _, l := range p.MaskedLinks {
 		fmt.Fprintf(&b, "mask: %s (inode %d:%d) has %d name(s) no mask covers\n", l.Path, l.Dev, l.Ino, l.Uncovered)

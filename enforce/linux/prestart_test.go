@@ -137,27 +137,18 @@ func TestResidentPrestarts(t *testing.T) {
 	// [0] in sbx's network namespace, [1] in one of their own.
 	waiting := func(want int) (out [2]string) {
 		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			if inits := childInits(); len(inits) == want {
-				for _, pid := range inits {
-					ns := nsLinks(t, pid)
-					k := 1
-					if ns[0] == own[0] {
-						k = 0
-					}
-					if out[k] != "" {
-						t.Fatalf("two prestarted threads of kind %d", k)
-					}
-					out[k] = ns[1]
-				}
-				return out
+		for _, pid := range stableInits(t, want) {
+			ns := nsLinks(t, pid)
+			k := 1
+			if ns[0] == own[0] {
+				k = 0
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("init processes %v, want the %d prestarted ones only", childInits(), want)
+			if out[k] != "" {
+				t.Fatalf("two prestarted threads of kind %d", k)
 			}
-			time.Sleep(10 * time.Millisecond)
+			out[k] = ns[1]
 		}
+		return out
 	}
 	off, on := plan(false, report.Limits{}), plan(true, report.Limits{})
 	first := call(off)
@@ -267,6 +258,30 @@ func waitInits(t *testing.T, running bool) {
 			t.Fatalf("init processes: %v, want running %t", inits, running)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// stableInits waits until this process has want PID namespace inits, the
+// same ones twice 50 ms apart, and returns them: those of the prepared
+// launcher threads. A call's own init, killed by its Wait and reaped off
+// the call's path (stopInit), can outlive Wait a little, and a PID
+// namespace's inode number can be reused by the next one, so only their
+// going tells them apart.
+func stableInits(t *testing.T, want int) []string {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	var last []string
+	for {
+		inits := childInits()
+		slices.Sort(inits)
+		if len(inits) == want && slices.Equal(inits, last) {
+			return inits
+		}
+		last = inits
+		if time.Now().After(deadline) {
+			t.Fatalf("init processes %v, want the %d prestarted ones only", inits, want)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 
@@ -449,8 +464,7 @@ awk '$5 ~ /^\/proc/ {m[$5] = $6} END {for (k in m) print k, m[k]}' /proc/self/mo
 
 	keepAhead.Store(true)
 	shellOutput(t, plan, ws, "true")
-	waitInits(t, true)
-	inits := childInits()
+	inits := stableInits(t, 1)
 	if len(inits) != 1 || ahead[1] == nil || !ahead[1].proc || !ahead[1].bounding {
 		t.Fatalf("after one call: inits %v, ready %+v, want one launcher thread that mounts the procfs and empties its bounding set", inits, ahead)
 	}
@@ -489,8 +503,7 @@ awk '$5 ~ /^\/proc/ {m[$5] = $6} END {for (k in m) print k, m[k]}' /proc/self/mo
 	}
 	// A plan without a procfs of its own: the waiting thread, which has
 	// one, is not used.
-	waitInits(t, true)
-	ready = nsLinks(t, childInits()[0])[1]
+	ready = nsLinks(t, stableInits(t, 1)[0])[1]
 	hostProc := *plan
 	hostProc.PrivateProc = false
 	if got := strings.TrimSpace(shellOutput(t, &hostProc, ws, "readlink /proc/self/ns/pid")); got == ready {

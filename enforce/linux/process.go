@@ -10,6 +10,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/report"
 )
 
 // Process is a started command.
@@ -46,6 +48,11 @@ type Process struct {
 	// hundreds of microseconds: the call's mount namespace, where the
 	// placeholder is bound, is still there, and the kernel detaches it.
 	Cleanup *sync.WaitGroup
+	// watches are the plan's watched carve-outs (sweep.go), checked by
+	// Wait once the command's tree is dead; swept is what that found,
+	// for EndSupervision.
+	watches []watch
+	swept   []report.Denial
 	// proxy serves network by domain (proxy.go), nil without; Wait ends it.
 	proxy *proxyServer
 }
@@ -58,12 +65,17 @@ type exitResult struct {
 
 // EndSupervision stops the seccomp supervisor, once the command has ended,
 // and returns what it saw. Without a supervisor it returns nothing.
+// The watched carve-outs that appeared (sweep) are among its denials, with
+// or without a supervisor.
 func (pr *Process) EndSupervision() SupervisionResult {
+	swept := pr.swept
+	pr.swept = nil
 	if pr.sup == nil {
-		return SupervisionResult{}
+		return SupervisionResult{Denials: swept}
 	}
 	res := pr.sup.finish()
 	pr.sup = nil
+	res.Denials = append(res.Denials, swept...)
 	return res
 }
 
@@ -98,6 +110,13 @@ func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
 		pr.usage = pr.cg.usage()
 		pr.cg.remove()
 		pr.cg = nil
+	}
+	if len(pr.watches) > 0 {
+		// The tree is dead: its PID namespace's init is reaped, or was
+		// alone (stopInit); a stage launch's stage was its init; and no
+		// watched plan lacks a PID namespace (compile).
+		pr.swept = sweep(pr.plan.Policy, pr.watches)
+		pr.watches = nil
 	}
 	return r.status, r.rusage, r.err
 }

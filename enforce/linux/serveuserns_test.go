@@ -3,6 +3,8 @@
 package linux
 
 import (
+	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -24,7 +26,15 @@ func TestPlanServerUserNS(t *testing.T) {
 		t.Skip("SKIP: the server's user namespace is made on x86-64 only")
 	}
 	sys := System{LandlockABI: 7, Privileged: true, UserNS: true, UserNotif: true, ProcFullyVisible: true, ServerUserNS: true}
-	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: t.TempDir()})
+	// The protected names exist: a missing one is a carve-out-create
+	// downgrade (watched, see Plan.Watched), not this test's subject.
+	cwd := t.TempDir()
+	for _, n := range []string{".git", ".codex", ".agents"} {
+		if err := os.Mkdir(filepath.Join(cwd, n), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: cwd})
 	if err != nil {
 		t.Fatal(err)
 	}

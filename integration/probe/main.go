@@ -37,6 +37,7 @@ const usage = `usage: probe ACTION [ARG...]
                                         (as an sbx server's client: a danger-full-access exec writing OUT)
   unix-connect-nonblock PATH | unix-sendto PATH | unix-dgram-serve PATH
   unix-race INSIDE OUTSIDE N            (connects while a thread flips the sockaddr)
+  mkdir-race DIR NAME N                 (mkdir while a thread flips DIR/decoy and DIR/NAME)
   unix-sendmsg-dontroute PATH | unix-sendmmsg PATH
   sendmsg-loop N                        (times N sendmsg on a connected socketpair)
   unix-sendmsg-race OUTSIDE N           (sendmsg while a thread flips msg_name between none and OUTSIDE)
@@ -177,6 +178,15 @@ func run(args []string) (result, error) {
 			return result{}, fmt.Errorf("unix-race: count: %w", err)
 		}
 		return unixRace(args[0], args[1], n), nil
+	case "mkdir-race":
+		if err := need(3); err != nil {
+			return result{}, err
+		}
+		n, err := strconv.Atoi(args[2])
+		if err != nil {
+			return result{}, fmt.Errorf("mkdir-race: count: %w", err)
+		}
+		return mkdirRace(args[0], args[1], n), nil
 	case "sendto":
 		if err := need(2); err != nil {
 			return result{}, err
