@@ -46,7 +46,7 @@ func grantWrites(t *testing.T, res map[string]any) (map[string]any, []string) {
 // XDG_CONFIG_HOME; no toolchain download, no module proxy.
 func goModule(t *testing.T) (goBin, ws, out, gocache string, env []string) {
 	t.Helper()
-	goBin = needTool(t, "go")
+	goBin = goTool(t)
 	ws = workspace(t)
 	out = outsidePath(t)
 	if err := os.Mkdir(out, 0o755); err != nil {
