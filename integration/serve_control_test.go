@@ -206,26 +206,28 @@ func TestServeStateDirUnsafe(t *testing.T) {
 	t.Run("another owner", func(t *testing.T) {
 		if os.Geteuid() != 0 {
 			// Only root can give a directory away; unprivileged, a system
-			// directory another uid owns stands for one. Not always /: the
-			// kernel matrix's guests unpack theirs owned by nobody, the
-			// user of that pass. The server in its user namespace sees
-			// root as the overflow uid.
-			other := ""
-			for _, d := range []string{"/", "/proc", "/dev", "/etc", "/usr"} {
-				var st unix.Stat_t
-				if unix.Stat(d, &st) == nil && int(st.Uid) != os.Geteuid() && st.Mode&0o022 == 0 {
-					other = d
-					break
-				}
-			}
-			if other == "" {
-				t.Fatal("no directory of another owner without group or other write among /, /proc, /dev, /etc, /usr")
-			}
+			// directory another uid owns (root's) stands for one. The
+			// server in its user namespace would see root as the overflow
+			// uid, nobody's: the check is made before it enters it.
+			other := otherOwnersDir(t, os.Geteuid())
 			out := sbx(t, opts{args: []string{"serve", "--state-dir", other}, stdin: strings.NewReader(initialize)})
 			if out.code != 125 || out.stdout != "" || !regexp.MustCompile(regexp.QuoteMeta(other)+` is owned by uid [0-9]+, not by this server's uid [0-9]+`).MatchString(out.stderr) {
 				t.Errorf("--state-dir %s: exit %d stdout %q stderr %q; want 125: owned by another uid", other, out.code, out.stdout, out.stderr)
 			}
 			return
+		}
+		// A server run as nobody serves from its own user namespace,
+		// where root's files read as the overflow uid: nobody's own. The
+		// check must be the host's, before that namespace is entered (the
+		// kernel matrix's nobody pass served / until it was).
+		other := otherOwnersDir(t, 65534)
+		nobody := exec.Command(sbxBin, "serve", "--state-dir", other)
+		nobody.Env = []string{"PATH=/usr/bin:/bin", "HOME=/"}
+		nobody.Stdin = strings.NewReader(initialize)
+		nobody.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		if b, err := nobody.CombinedOutput(); nobody.ProcessState == nil || nobody.ProcessState.ExitCode() != 125 ||
+			!regexp.MustCompile(regexp.QuoteMeta(other)+` is owned by uid [0-9]+, not by this server's uid 65534`).Match(b) {
+			t.Errorf("--state-dir %s as uid 65534: %v, output %q; want 125: owned by another uid", other, err, b)
 		}
 		d := mk(0o700)
 		if err := os.Chown(d, 65534, 65534); err != nil {
@@ -236,4 +238,19 @@ func TestServeStateDirUnsafe(t *testing.T) {
 			t.Errorf("exit %d stdout %q stderr %q; want 125: owned by uid 65534", out.code, out.stdout, out.stderr)
 		}
 	})
+}
+
+// otherOwnersDir is a system directory that uid does not own and that its
+// group and others cannot write: one a server of uid must refuse as its
+// state directory for its owner alone (/ where root owns it).
+func otherOwnersDir(t *testing.T, uid int) string {
+	t.Helper()
+	for _, d := range []string{"/", "/proc", "/dev", "/etc", "/usr"} {
+		var st unix.Stat_t
+		if unix.Stat(d, &st) == nil && int(st.Uid) != uid && st.Mode&0o022 == 0 {
+			return d
+		}
+	}
+	t.Fatalf("no directory among /, /proc, /dev, /etc, /usr that uid %d does not own and others cannot write", uid)
+	return ""
 }

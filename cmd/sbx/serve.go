@@ -162,6 +162,16 @@ func serveCmd(args []string, stdio Stdio) int {
 		fmt.Fprintf(stdio.Err, "sbx serve: --answerers: %v\n", err)
 		return ExitRefused
 	}
+	if !*ephemeral {
+		// Checked here, before serveInUserNS, as well as below: inside
+		// the server's user namespace every uid it does not map (root's)
+		// reads as the overflow uid, which is the server's own when it
+		// runs as nobody, and a directory of root's would pass.
+		if _, err := serveStateDir(*stateDir); errors.Is(err, journal.ErrUnsafeDir) {
+			fmt.Fprintf(stdio.Err, "sbx serve: --state-dir: %v\n", err)
+			return ExitRefused
+		}
+	}
 	if code, served := serveInUserNS(args, *acpFD, stdio, func(format string, a ...any) { fmt.Fprintf(stdio.Err, "sbx serve: "+format+"\n", a...) }); served {
 		return code
 	}
