@@ -11,7 +11,7 @@
 #            CPU has vmx/svm, otherwise tcg - e.g. nested-PVM hosts lack both)
 #   -m MB    guest memory (default 1024)      -s N  guest vCPUs (default 2)
 #   -t SEC   per-kernel wall-clock timeout (default 600)
-#   -b SEC   boot watchdog: retry once if /init hasn't started after SEC (default 120)
+#   -b SEC   boot watchdog: retry (up to twice) if /init has not started after SEC (default 120)
 #   -c ARGS  extra kernel cmdline, e.g. -c "lsm=landlock,lockdown,yama,apparmor"
 #   -A ARGS  extra args for every test binary (*.test binaries also get -test.v)
 #   -u       run the binaries as uid/gid 65534 (nobody) instead of root
@@ -133,21 +133,22 @@ boot_once() {
   sed -i 's/\r$//' "$LOG"
 }
 
-# --- boot each kernel (one retry if it never reached /init, or if the guest
-# kernel itself oopsed: TCG has been seen to leave a stray int3 in kernel
-# text it was patching, which no test can cause; the failed try's log is
-# kept next to the retry's and the summary says which try it took) ---------
+# --- boot each kernel (two retries if it never reached /init, or if the
+# guest kernel itself oopsed: TCG has been seen to leave a stray int3 in
+# kernel text it was patching, which no test can cause (sid's 7.2.13 did it
+# at boot, 2026-12-07); the failed try's log is kept next to the retry's and
+# the summary says which try it took) ---------------------------------------
 declare -a SUMMARY; RC=0
 for K in "$@"; do
   read -r LABEL VML < <(resolve "$K") || { SUMMARY+=("$K ERROR cannot-resolve"); RC=1; continue; }
   LOG=$WORK/$LABEL.log
-  for TRY in 1 2; do
+  for TRY in 1 2 3; do
     echo "===== $LABEL ($ACCEL, try $TRY) ====="
     boot_once
     if ! grep -aq '@@VMM BOOTED' "$LOG"; then continue; fi
-    if [ "$TRY" = 1 ] && ! grep -aq '@@VMM DONE' "$LOG" && grep -aqE 'Kernel panic|Oops: ' "$LOG"; then
+    if [ "$TRY" != 3 ] && ! grep -aq '@@VMM DONE' "$LOG" && grep -aqE 'Kernel panic|Oops: ' "$LOG"; then
       echo "===== $LABEL: the guest kernel oopsed before the run ended (see the log above); booting it again ====="
-      [ -n "$LOGDIR" ] && mkdir -p "$LOGDIR" && cp "$LOG" "$LOGDIR/$LABEL.try1.log"
+      [ -n "$LOGDIR" ] && mkdir -p "$LOGDIR" && cp "$LOG" "$LOGDIR/$LABEL.try$TRY.log"
       continue
     fi
     break
