@@ -61,6 +61,7 @@ func TestControlPlaneRefusesCalls(t *testing.T) {
 	sock, serverLog := listeningServer(t)
 	outside := outsideDir(t)
 	var n atomic.Int32
+	var refusals atomic.Int32 // the calls the server must have refused
 	for _, net := range []struct {
 		name  string
 		flags []string
@@ -104,6 +105,7 @@ func TestControlPlaneRefusesCalls(t *testing.T) {
 					t.Logf("no PID namespace (%s): a direct connect is not recognised (%s)", rep.degraded("pidns"), r)
 					return
 				}
+				refusals.Add(1) // the server saw the command, or sbx's marked connect
 				if r.OK || r.Errno != "refused" || !strings.Contains(r.Detail, callRefusal) || !strings.Contains(r.Detail, `"kind":"denied"`) {
 					t.Errorf("the call reached the server: %s", r)
 				}
@@ -120,7 +122,10 @@ func TestControlPlaneRefusesCalls(t *testing.T) {
 			})
 		}
 	}
-	if !strings.Contains(serverLog(), "refused a connection: a sandboxed call never reaches an sbx server") {
+	// Every refusal is logged; none is made where each call connected
+	// itself without a PID namespace (no user namespaces at Landlock ABI 9+,
+	// which lets the connect continue: the gap above).
+	if refusals.Load() > 0 && !strings.Contains(serverLog(), "refused a connection: a sandboxed call never reaches an sbx server") {
 		t.Errorf("the server logged no refusal:\n%s", serverLog())
 	}
 }
@@ -141,6 +146,11 @@ func TestControlPlaneBoundSocket(t *testing.T) {
 			t.Errorf("no denial of the bound socket's connect: %+v", rep.Denials)
 		}
 		noRetry(t, rep)
+	} else if reason := rep.degraded("pidns"); reason != "" {
+		// The connect is the command's own (Landlock ABI 9+ lets it
+		// continue, or no supervisor) and, without a PID namespace,
+		// unmarked: the gap of TestControlPlaneRefusesCalls.
+		t.Logf("no PID namespace (%s): a direct connect is not recognised (%s)", reason, r)
 	} else if r.OK || r.Errno != "refused" {
 		t.Errorf("the call reached the server: %s", r)
 	}
