@@ -114,6 +114,8 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	if err := checkRequest(call, final, applied); err != nil {
 		return policy.Policy{}, rep, guard, err
 	}
+	// The question says which missing tool directories an approval makes.
+	call.Create = toCreate(base.Create, finalReq, applied)
 	// ctx ending while the approver is asked settles the approval
 	// cancelled (Ask drops a late answer); the call never starts. The
 	// library installs no signal handler: sbx's own SIGINT and SIGTERM
@@ -122,7 +124,7 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	if err != nil {
 		return policy.Policy{}, rep, guard, err
 	}
-	if applied, err = createApproved(base.Create, finalReq, applied, guard, deployed, e.Control, &rep); err != nil {
+	if applied, err = createApproved(call.Create, finalReq, applied, guard, deployed, e.Control, &rep); err != nil {
 		return policy.Policy{}, rep, guard, err
 	}
 	rep.Mode, rep.Via = dec.Mode, dec.Via
@@ -136,16 +138,22 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	return applied.Policy, rep, guard, nil
 }
 
-// createApproved makes the missing tool directories of the approved call
-// (those of create the guard left writable) and, when it made any, builds
-// and guards the policy again, now that they exist.
-func createApproved(create []string, finalReq policy.Request, applied escalate.Applied, guard, deployed escalate.Guard, control ControlPaths, rep *Permissions) (escalate.Applied, error) {
+// toCreate are the missing tool directories of create that the call, if
+// allowed, runs with as write roots (the guard left them writable): the
+// ones createApproved makes, and the approval question's create.
+func toCreate(create []string, finalReq policy.Request, applied escalate.Applied) []string {
 	var want []string
 	for _, c := range create {
-		if slices.Contains(applied.Policy.WriteRoots, c) && slices.Contains(finalReq.Additional.WritePaths(), c) {
+		if slices.Contains(applied.Policy.WriteRoots, c) && slices.Contains(finalReq.Additional.WritePaths(), c) && !slices.Contains(want, c) {
 			want = append(want, c)
 		}
 	}
+	return want
+}
+
+// createApproved makes want (toCreate) once the call is approved and, when
+// it made any, builds and guards the policy again, now that they exist.
+func createApproved(want []string, finalReq policy.Request, applied escalate.Applied, guard, deployed escalate.Guard, control ControlPaths, rep *Permissions) (escalate.Applied, error) {
 	made, err := createDirs(want)
 	rep.Created = made
 	if err != nil || len(made) == 0 {

@@ -83,6 +83,13 @@ type ApprovalRequest struct {
 	// CapAdd are the Linux capabilities the command would keep (cap_add):
 	// a widening of its own, asked about with the rest.
 	CapAdd []string `json:"cap_add,omitempty"`
+	// Create are the requested write paths that do not exist yet and
+	// that sbx will create, as the calling user, before the command
+	// starts if the call is allowed: missing directories inside a tool's
+	// cache or state directory (tools.Table), what the result then
+	// reports as permissions.created. Any other missing path is refused
+	// before anyone is asked.
+	Create []string `json:"create,omitempty"`
 	// Command is the call's argv, only when that argv is what runs (no
 	// shell spec rewrote it, not a file-system change): nil otherwise,
 	// never a guess.
@@ -236,7 +243,7 @@ func Obtain(ctx context.Context, c Call, ap profiles.ApprovalPolicy, approver Ap
 
 func requestFor(c Call) ApprovalRequest {
 	req := ApprovalRequest{ApprovalID: newApprovalID(), CallID: c.CallID, EnvironmentID: c.EnvironmentID, Tool: c.Tool,
-		Justification: c.Justification, Cwd: c.Cwd, StandingMode: c.Standing.Mode, CapAdd: c.CapAdd, Command: c.Command}
+		Justification: c.Justification, Cwd: c.Cwd, StandingMode: c.Standing.Mode, CapAdd: c.CapAdd, Create: c.Create, Command: c.Command}
 	if c.SandboxPermissions != RequireEscalated {
 		merged := profiles.Merge(c.Merged, c.Granted, c.Additional)
 		asked := c.Additional

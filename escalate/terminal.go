@@ -80,6 +80,15 @@ func prompt(req ApprovalRequest) string {
 		if p.NetworkEnabled() {
 			b.WriteString("  network: enabled\n")
 		}
+		for _, d := range p.AllowedDomains() {
+			fmt.Fprintf(&b, "  network domain: %s\n", clean(d))
+		}
+		for _, d := range p.DeniedDomains() {
+			fmt.Fprintf(&b, "  denied domain: %s\n", clean(d))
+		}
+		if p.AllowPrivateAddresses() {
+			b.WriteString("  private addresses: allowed\n")
+		}
 		for _, w := range p.WritePaths() {
 			fmt.Fprintf(&b, "  write: %s\n", clean(w))
 		}
@@ -90,6 +99,11 @@ func prompt(req ApprovalRequest) string {
 	for _, c := range req.CapAdd {
 		// A capability is a widening of its own: shown whatever else is.
 		fmt.Fprintf(&b, "  keep capability: %s\n", clean(c))
+	}
+	for _, c := range req.Create {
+		// sbx makes these before the command runs, if allowed: a change
+		// on disk the person should know of before saying yes.
+		fmt.Fprintf(&b, "  create (missing, made as you): %s\n", clean(c))
 	}
 	if req.Command != nil {
 		// The one question's command, as every answerer is shown it: each

@@ -103,6 +103,9 @@ type Call struct {
 	// shown to the approver with the grants and the request as what the call
 	// would run with.
 	Merged profiles.Profile
+	// Create are the missing directories sbx makes if the call is
+	// allowed (ApprovalRequest.Create); they are shown, not checked here.
+	Create []string
 	// Command is the argv shown to the approver (ApprovalRequest.Command),
 	// nil when that argv is not what runs.
 	Command []string

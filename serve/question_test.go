@@ -3,7 +3,12 @@ package serve
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -63,5 +68,80 @@ func TestClientGetsTheWholeQuestion(t *testing.T) {
 	c.answer(req["id"], allowed("s", p["approval_id"].(string)))
 	if m := c.wait(pending); m["error"] != nil || !ran(out) {
 		t.Fatalf("allowed-once: %v ran=%v", m, ran(out))
+	}
+}
+
+// toolExec asks to write the call's GOCACHE, which does not exist yet (nor
+// its parent), and, with domains, to reach a registry through the proxy.
+func toolExec(session, turn, callID, ws, cache string, domains bool) map[string]any {
+	p := map[string]any{"session_id": session, "turn_id": turn, "call_id": callID, "cwd": ws,
+		"command": []string{"true"}, "exclude_tmp": true, "exclude_tmpdir": true, "env": map[string]string{"GOCACHE": cache},
+		"sandbox_permissions": "with_additional_permissions", "justification": "build"}
+	perms := map[string]any{"file_system": map[string]any{"write": []string{cache}}}
+	if domains {
+		perms["network"] = map[string]any{"enabled": true, "allowed_domains": []string{"proxy.golang.org"}}
+	}
+	p["additional_permissions"] = perms
+	return p
+}
+
+// TestQuestionSaysWhatIsCreated: a request for a tool cache that does not
+// exist yet is asked with "create" naming it, as approval/requested, the
+// browser panel's card and ACP's _meta.sbx carry it, beside the requested
+// domains; nothing is made before the answer, and an approval makes it
+// (permissions.created) (issue 29).
+func TestQuestionSaysWhatIsCreated(t *testing.T) {
+	cl := NewClientAnswerer()
+	c := startClient(t, Options{Client: cl, Answerer: cl})
+	c.ok("initialize", approvalsCaps)
+	ws, turn := c.openTurn("s", map[string]any{"preset": "auto"})
+	cache := filepath.Join(t.TempDir(), "cache", "go-build")
+	pending := c.start("exec", toolExec("s", turn, "c1", ws, cache, false))
+	req := c.note("approval/requested")
+	q := req["params"].(map[string]any)
+	if fmt.Sprint(q["create"]) != "["+cache+"]" {
+		t.Fatalf("approval/requested create = %v, want [%s]: %v", q["create"], cache, q)
+	}
+	if _, err := os.Stat(cache); err == nil {
+		t.Fatal("the cache was made before the answer")
+	}
+	c.answer(req["id"], allowed("s", q["approval_id"].(string)))
+	m := c.wait(pending)
+	res, _ := m["result"].(map[string]any)
+	perms, _ := res["permissions"].(map[string]any)
+	if fi, err := os.Stat(cache); err != nil || !fi.IsDir() || fmt.Sprint(perms["created"]) != "["+cache+"]" {
+		t.Fatalf("allowed: %v; made: %v", m, err)
+	}
+
+	// The browser panel's card, with the domains.
+	os.RemoveAll(filepath.Dir(cache))
+	p := newPanelServer(t, false)
+	ws, turn = p.c.openTurn("s", map[string]any{"preset": "auto"})
+	states, stop := p.stream()
+	defer stop()
+	pending = p.c.start("exec", toolExec("s", turn, "c2", ws, cache, true))
+	a := until(t, states, "a pending approval", pendingOne).Approvals[0]
+	if !slices.Equal(a.Create, []string{cache}) || a.AdditionalPermissions == nil ||
+		!slices.Equal(a.AdditionalPermissions.AllowedDomains(), []string{"proxy.golang.org"}) {
+		t.Fatalf("card %+v: want create [%s] and the domain", a, cache)
+	}
+	if status, r := p.post("/api/answer", answerBody(a.ApprovalID, "rejected")); status != 200 {
+		t.Fatalf("answer: %d %v", status, r)
+	}
+	p.c.wait(pending)
+
+	// ACP's _meta.sbx.
+	ac, f, _ := acpServer(t, Options{})
+	ws, turn = ac.openTurn("s", map[string]any{"preset": "auto", "acp_session_id": "acp-1"})
+	pending = ac.start("exec", toolExec("s", turn, "c3", ws, cache, true))
+	ask := f.next("session/request_permission")
+	meta := ask["params"].(map[string]any)["_meta"].(map[string]any)["sbx"].(map[string]any)
+	if fmt.Sprint(meta["create"]) != "["+cache+"]" || !strings.Contains(fmt.Sprint(meta["additional_permissions"]), "proxy.golang.org") {
+		t.Fatalf("_meta.sbx %v: want create [%s] and the domain", meta, cache)
+	}
+	f.reply(ask["id"], `{"outcome": {"outcome": "cancelled"}}`)
+	ac.wait(pending)
+	if _, err := os.Stat(cache); err == nil {
+		t.Error("a call not allowed made the cache")
 	}
 }

@@ -50,10 +50,17 @@ function asked(a) {
   if (a.target_mode) lines.push("run under " + a.target_mode);
   const p = a.new_permissions || a.additional_permissions;
   const fs = (p && p.file_system) || {};
-  if (p && p.network && p.network.enabled) lines.push("network: enabled");
+  const net = (p && p.network) || {};
+  const domains = net.allowed_domains || [];
+  if (net.enabled && !domains.length) lines.push("network: enabled");
+  for (const d of domains) lines.push("network domain: " + d);
+  for (const d of net.denied_domains || []) lines.push("denied domain: " + d);
+  if (net.enabled && net.allow_private_addresses) lines.push("private addresses: allowed");
   for (const w of fs.write || []) lines.push("write: " + w);
   for (const r of fs.read || []) lines.push("read: " + r);
   for (const c of a.cap_add || []) lines.push("keep capability: " + c);
+  // Missing tool directories sbx makes, as the calling user, if allowed.
+  for (const c of a.create || []) lines.push("create (missing, made as you): " + c);
   return lines;
 }
 
