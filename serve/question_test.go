@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"reflect"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 
@@ -86,9 +85,10 @@ func toolExec(session, turn, callID, ws, cache string, domains bool) map[string]
 }
 
 // TestQuestionSaysWhatIsCreated: a request for a tool cache that does not
-// exist yet is asked with "create" naming it, as approval/requested, the
-// browser panel's card and ACP's _meta.sbx carry it, beside the requested
-// domains; nothing is made before the answer, and an approval makes it
+// exist yet is asked with "create" naming it, as approval/requested and
+// the browser panel's card carry it (ACP's _meta.sbx:
+// TestACPQuestionSaysWhatIsCreated), beside the requested domains;
+// nothing is made before the answer, and an approval makes it
 // (permissions.created) (issue 29).
 func TestQuestionSaysWhatIsCreated(t *testing.T) {
 	cl := NewClientAnswerer()
@@ -129,19 +129,7 @@ func TestQuestionSaysWhatIsCreated(t *testing.T) {
 		t.Fatalf("answer: %d %v", status, r)
 	}
 	p.c.wait(pending)
-
-	// ACP's _meta.sbx.
-	ac, f, _ := acpServer(t, Options{})
-	ws, turn = ac.openTurn("s", map[string]any{"preset": "auto", "acp_session_id": "acp-1"})
-	pending = ac.start("exec", toolExec("s", turn, "c3", ws, cache, true))
-	ask := f.next("session/request_permission")
-	meta := ask["params"].(map[string]any)["_meta"].(map[string]any)["sbx"].(map[string]any)
-	if fmt.Sprint(meta["create"]) != "["+cache+"]" || !strings.Contains(fmt.Sprint(meta["additional_permissions"]), "proxy.golang.org") {
-		t.Fatalf("_meta.sbx %v: want create [%s] and the domain", meta, cache)
-	}
-	f.reply(ask["id"], `{"outcome": {"outcome": "cancelled"}}`)
-	ac.wait(pending)
 	if _, err := os.Stat(cache); err == nil {
-		t.Error("a call not allowed made the cache")
+		t.Error("a rejected call made the cache")
 	}
 }
