@@ -317,14 +317,17 @@ func (r *Request) checkEffect() error {
 // proxy's rule for allowed hosts (sbx run refused both; JSON ignored them).
 func (r *Request) checkDomains() error {
 	hosts := len(r.Additional.AllowedDomains()) > 0
+	// As given, enabled or not: sbx run's flag beside --network alone
+	// sets it on a profile that only denies.
+	private := r.Additional.Network != nil && r.Additional.Network.AllowPrivateAddresses
 	switch {
 	case r.Network && hosts:
 		return &profiles.FieldError{Field: "additional_permissions.network.allowed_domains",
 			Err: mention{"contradicts {network_access}, which reaches every address: give one or the other"}}
-	case r.Additional.AllowPrivateAddresses() && !hosts && r.Network:
+	case private && !hosts && r.Network:
 		return &profiles.FieldError{Field: "additional_permissions.network.allow_private_addresses",
 			Err: mention{"no effect with {network_access}, which reaches private addresses already"}}
-	case r.Additional.AllowPrivateAddresses() && !hosts:
+	case private && !hosts:
 		return &profiles.FieldError{Field: "additional_permissions.network.allow_private_addresses",
 			Err: mention{"only valid with {additional_permissions.network.allowed_domains} (the proxy applies it)"}}
 	}

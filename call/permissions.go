@@ -114,6 +114,11 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	if err := checkRequest(call, final, applied); err != nil {
 		return policy.Policy{}, rep, guard, err
 	}
+	if len(base.Resolve) > 0 && applied.Policy.Domains == nil {
+		// Only the proxy applies a pin, and none would run for this call
+		// (grants and the guard count): refused before anyone is asked.
+		return policy.Policy{}, rep, guard, &profiles.FieldError{Field: "resolve", Err: mention{"no effect: no proxy runs for this call (it needs {additional_permissions.network.allowed_domains}, or {additional_permissions.network.denied_domains} beside the whole network)"}}
+	}
 	// The question says which missing tool directories an approval makes.
 	call.Create = toCreate(base.Create, finalReq, applied)
 	// ctx ending while the approver is asked settles the approval

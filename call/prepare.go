@@ -156,13 +156,8 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(r.Resolve) > 0 && pol.Domains == nil {
-		// Only the proxy applies a pin, and none runs for this call: the
-		// JSON front end ignored it where sbx run refuses it (a field that
-		// means nothing is refused in both; checked on the final policy,
-		// so grants and the guard count).
-		return nil, &profiles.FieldError{Field: "resolve", Err: mention{"no effect: no proxy runs for this call (it needs {additional_permissions.network.allowed_domains}, or {additional_permissions.network.denied_domains} beside the whole network)"}}
-	}
+	// A pin where no proxy runs was refused before anyone was asked
+	// (decide), on the policy the call would run with.
 	if pol.Domains != nil {
 		// The launcher sets them (the port is known only once its
 		// listener is made) over any of the caller's.

@@ -568,9 +568,14 @@ func writeReport(path string, v any, stdio Stdio) error {
 }
 
 // domains is the network part of the call's profile from the domain
-// flags, nil without them. Each value is checked here, so an error names
-// the flag; the flags that only narrow or pin names need a proxy to apply
-// them: --allow-domain, or --deny-domain beside --network.
+// flags, nil without them. Each value's syntax is checked here, so that an
+// error names the flag itself (the JSON decoder checks its own); and
+// --deny-domain needs --allow-domain or --network, a rule of the flags
+// (JSON's denied_domains may stand alone: it asks for nothing). What would
+// have no effect is call.Prepare's, for both front ends, named as a flag
+// by call.Render: a host beside --network, --allow-private-addresses
+// without --allow-domain (or beside --network), --resolve where no proxy
+// runs (on the policy the call would run with, grants included).
 func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
 	for _, f := range []struct {
 		name string
@@ -587,30 +592,15 @@ func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
 			return nil, &profiles.FieldError{Field: "--resolve", Err: err}
 		}
 	}
-	// --allow-domain beside --network is refused by call.Prepare, for
-	// network_access too.
-	if len(rf.allowDomain) == 0 && rf.network && len(rf.denyDomain) > 0 {
-		// --network with a deny list: the full network goes through the
-		// proxy, every host allowed but the denied ones (policy.Build).
-		// The profile only denies; --network itself is the grant.
-		if set["allow-private-addresses"] {
-			return nil, &profiles.FieldError{Field: "--allow-private-addresses", Err: errors.New("no effect with --network, which reaches private addresses already")}
-		}
-		return &profiles.Network{DeniedDomains: rf.denyDomain}, nil
+	if set["deny-domain"] && len(rf.allowDomain) == 0 && !rf.network {
+		// With no network the proxy does not run.
+		return nil, &profiles.FieldError{Field: "--deny-domain", Err: errors.New("only valid with --allow-domain or --network (the proxy applies it)")}
 	}
-	if len(rf.allowDomain) == 0 {
-		// With no network the proxy does not run; with --network alone
-		// every address is reachable and no proxy runs to apply them.
-		for _, f := range []struct{ name, with string }{
-			{"deny-domain", "--allow-domain or --network"},
-			{"allow-private-addresses", "--allow-domain"},
-			{"resolve", "--allow-domain, or --deny-domain beside --network"},
-		} {
-			if set[f.name] {
-				return nil, &profiles.FieldError{Field: "--" + f.name, Err: fmt.Errorf("only valid with %s (the proxy applies it)", f.with)}
-			}
-		}
+	if len(rf.allowDomain) == 0 && len(rf.denyDomain) == 0 && !rf.allowPrivate {
 		return nil, nil
 	}
-	return &profiles.Network{Enabled: true, AllowedDomains: rf.allowDomain, DeniedDomains: rf.denyDomain, AllowPrivateAddresses: rf.allowPrivate}, nil
+	// --network with a deny list alone: the full network goes through the
+	// proxy, every host allowed but the denied ones (policy.Build); the
+	// profile only denies, --network itself is the grant.
+	return &profiles.Network{Enabled: len(rf.allowDomain) > 0, AllowedDomains: rf.allowDomain, DeniedDomains: rf.denyDomain, AllowPrivateAddresses: rf.allowPrivate}, nil
 }
