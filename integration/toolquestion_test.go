@@ -3,6 +3,7 @@
 package integration
 
 import (
+	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
@@ -117,5 +118,37 @@ func TestServeWebBrowserShowsQuestion(t *testing.T) {
 	}
 	if _, err := os.Stat(cache); err == nil {
 		t.Error("a rejected call made the cache")
+	}
+}
+
+// TestApproverProgramCreate: sbx run --approver, asked for a GOCACHE that
+// does not exist, gives the program a question whose "create" names it;
+// the program rejecting makes nothing, allowing makes it (issue 29).
+func TestApproverProgramCreate(t *testing.T) {
+	ws := workspace(t)
+	cache := filepath.Join(outsidePath(t), "cache", "go-build")
+	dir := t.TempDir()
+	asked := filepath.Join(dir, "asked.json")
+	for _, outcome := range []string{"rejected", "allowed-once"} {
+		p := filepath.Join(dir, outcome+".sh")
+		writeFile(t, p, "#!/bin/sh\ncat >"+asked+"\necho '{\"outcome\":\""+outcome+"\"}'\n")
+		os.Chmod(p, 0o755)
+		o := sbx(t, opts{dir: ws, env: []string{"GOCACHE=" + cache}, args: []string{"run", "--mode", "workspace-write",
+			"--sandbox-permissions", "with_additional_permissions", "--justification", "build", "--allow-write", cache,
+			"--approver", p, "--", "true"}})
+		b, err := os.ReadFile(asked)
+		var q struct {
+			Create []string `json:"create"`
+		}
+		if err != nil || json.Unmarshal(b, &q) != nil || !slices.Equal(q.Create, []string{cache}) {
+			t.Fatalf("%s: the program read %s (%v); want create [%s]", outcome, b, err, cache)
+		}
+		_, statErr := os.Stat(cache)
+		if outcome == "rejected" && (o.code == 0 || statErr == nil) {
+			t.Errorf("rejected: exit %d, made %v", o.code, statErr == nil)
+		}
+		if outcome == "allowed-once" && (o.code != 0 || statErr != nil) {
+			t.Errorf("allowed: exit %d %s, made: %v", o.code, o.stderr, statErr)
+		}
 	}
 }
