@@ -95,7 +95,9 @@ func prestartThread(netns, proc, bounding bool) *prestarted {
 		// sbx's namespaces and is ended, not reused, when this returns.
 		runtime.LockOSThread()
 		var done nsDone
-		// A failure here is found again, and reported, by the job.
+		// A failure here is found again, and reported, by the job; but
+		// a PID namespace whose init is not running takes no process
+		// (ENOMEM), so the job then moves to a fresh thread (startThread).
 		if unix.Unshare(flags) == nil {
 			done.flags = flags
 			// The mount namespace counts as made once it is private (see

@@ -69,6 +69,18 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 			// error return it dies, which leaves them too.
 		}
 		if p.Launch == LaunchThread {
+			if pre.flags&unix.CLONE_NEWPID != 0 && !initRunning(pre.initPid) {
+				// A prestarted PID namespace without its init (its start
+				// failed, or it was killed) takes no process: the kernel
+				// refuses every fork into it with ENOMEM, and this thread
+				// cannot make another. The call moves to a fresh thread.
+				if pre.answers != nil {
+					pre.answers.Close()
+				}
+				st.initPid, st.lifeline, st.err = pre.initPid, pre.lifeline, errPIDNSGone
+				startc <- st
+				return
+			}
 			err := enterNamespaces(p, pre.flags)
 			if err == nil && pre.flags&unix.CLONE_NEWNS == 0 {
 				err = privateMounts(p)
@@ -128,6 +140,11 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 		}
 		cg.setCgroupFD(attr.Sys)
 		pid, err := syscall.ForkExec(spec.Path, spec.Argv, attr)
+		if err != nil && errors.Is(err, unix.ENOMEM) && st.initPid > 0 && !initRunning(st.initPid) {
+			// Not memory: init died since it was checked (killed from
+			// outside), and its namespace takes no process.
+			err = fmt.Errorf("%w (the PID namespace's init has exited, so the kernel refuses new processes in it)", err)
+		}
 		if err != nil {
 			st.err = fmt.Errorf("%w: %s: %w", ErrStart, spec.Argv[0], err)
 			startc <- st
@@ -149,6 +166,15 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 		}()
 	}
 	s := <-startc
+	if s.err == errPIDNSGone {
+		// The prestarted thread has ended; reap its init, if it had one.
+		(&Process{initPid: s.initPid, lifeline: s.lifeline}).stopInit()
+		go func() {
+			runtime.LockOSThread()
+			launch(nsDone{})
+		}()
+		s = <-startc
+	}
 	pr.initPid, pr.lifeline, pr.proxy = s.initPid, s.lifeline, s.proxy
 	if s.err != nil {
 		pr.proxy.close()
@@ -165,6 +191,25 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 	}
 	pr.Pid = s.pid
 	return pr, nil
+}
+
+// errPIDNSGone: a prestarted launcher thread's PID namespace has no init
+// (startThread then launches on a fresh thread).
+var errPIDNSGone = errors.New("the prestarted PID namespace has no init")
+
+// initRunning reports whether pid, a child of this process (init of a PID
+// namespace), has not exited; 0 (none started) is not running. It does not
+// reap: waitid with WNOWAIT leaves that to stopInit.
+func initRunning(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	var info unix.Siginfo
+	if err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOHANG|unix.WNOWAIT, nil); err != nil {
+		return false
+	}
+	// Linux zeroes info when no child has exited.
+	return info.Signo == 0
 }
 
 // startInit starts the PID namespace's init (see initCode): the first child
