@@ -22,18 +22,7 @@ import (
 // the call did ("pid namespace init: cannot allocate memory"). The call
 // runs on a fresh thread, in a PID namespace of its own.
 func TestPrestartedInitGone(t *testing.T) {
-	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
-		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
-	}
-	ws := t.TempDir()
-	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := Compile(pol, Probe(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws, plan := prestartPlan(t)
 	Prestart(true, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 	waitInits(t, true)
 	pid, _ := strconv.Atoi(childInits()[0])
@@ -41,10 +30,7 @@ func TestPrestartedInitGone(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitInits(t, false) // a zombie, not reaped: its namespace is dead
-	out := strings.TrimSpace(shellOutput(t, plan, ws, "readlink /proc/self/ns/pid"))
-	if !strings.HasPrefix(out, "pid:[") || out == testProcessNS[1] {
-		t.Errorf("the command printed %q (sbx's PID namespace %s): want one of its own", out, testProcessNS[1])
-	}
+	ownPIDNS(t, plan, ws)
 	waitInits(t, false)
 }
 
@@ -55,18 +41,7 @@ func TestPrestartedInitGone(t *testing.T) {
 // namespace init: cannot allocate memory"). The call now runs on a fresh
 // thread.
 func TestPrestartedInitFailed(t *testing.T) {
-	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
-		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
-	}
-	ws := t.TempDir()
-	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := Compile(pol, Probe(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ws, plan := prestartPlan(t)
 	// prestartThread's steps, but its init dies at once (as one whose
 	// exec failed does, reaped by ForkExec).
 	pre := &prestarted{netns: true, jobs: make(chan func(nsDone), 1)}
@@ -95,6 +70,32 @@ func TestPrestartedInitFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	setPending(pre)
+	ownPIDNS(t, plan, ws)
+}
+
+// prestartPlan is a workspace-write plan in a fresh workspace, the kind a
+// prestarted launcher thread serves (with the network off).
+func prestartPlan(t *testing.T) (string, *Plan) {
+	t.Helper()
+	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
+		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
+	}
+	ws := t.TempDir()
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := Compile(pol, Probe(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws, plan
+}
+
+// ownPIDNS runs plan's command, which must start and run in a PID
+// namespace that is not sbx's.
+func ownPIDNS(t *testing.T, plan *Plan, ws string) {
+	t.Helper()
 	out := strings.TrimSpace(shellOutput(t, plan, ws, "readlink /proc/self/ns/pid"))
 	if !strings.HasPrefix(out, "pid:[") || out == testProcessNS[1] {
 		t.Errorf("the command printed %q (sbx's PID namespace %s): want one of its own", out, testProcessNS[1])
