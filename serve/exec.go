@@ -160,9 +160,10 @@ func (c *conn) exec(id, params json.RawMessage) {
 		return
 	}
 	// call/started takes its place in the log now and is made durable
-	// while the call is resolved: the command waits for it (Dispatch), and
-	// a call that ends before is answered after call/finished, which comes
-	// later in the log and is durable only after it.
+	// while the call is resolved: the command waits for it (Dispatch). A
+	// call refused before is answered without waiting for it (nothing
+	// ran); its records reach the disk in their order, with the next
+	// group commit.
 	var started func() error
 	logged, envNames, err := withoutEnv(params)
 	if err == nil {
@@ -297,10 +298,15 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 			result = execResult{Result: resp.Result, Aborted: aborted}
 		}
 	}
-	if err := sess.append(RecCallFinished, fin); err != nil {
+	// call/finished is written after the fact and gates nothing: the
+	// answer does not wait for its fsync (the next group commit, at the
+	// latest journal.LaterDelay after, makes it durable). A crash before
+	// loses it, and Restore finishes the call "lost".
+	lerr := sess.later(RecCallFinished, fin)
+	if lerr != nil {
 		// The call happened; its end could not be recorded. Say so rather
 		// than acknowledge what the log does not hold.
-		return nil, asError(fmt.Errorf("call %s finished (%s) but %w", p.CallID, fin.Outcome, err))
+		return nil, asError(fmt.Errorf("call %s finished (%s) but %w", p.CallID, fin.Outcome, lerr))
 	}
 	return result, e
 }
