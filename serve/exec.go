@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"github.com/sbx-sandbox/sbx/run"
 )
 
@@ -117,11 +118,13 @@ func (c *conn) exec(id, params json.RawMessage) {
 		// Without an id there is nobody to give the result to.
 		return
 	}
+	steptrace.Begin()
 	var p execParams
 	if e := decodeParams(params, &p); e != nil {
 		c.reply(id, nil, e)
 		return
 	}
+	steptrace.Mark("read and decode the request")
 	sess, e := c.srv.lookup(p.SessionID)
 	if e != nil {
 		c.reply(id, nil, e)
@@ -175,13 +178,17 @@ func (c *conn) exec(id, params json.RawMessage) {
 		c.reply(id, nil, asError(err))
 		return
 	}
+	steptrace.Mark("check the session, queue call/started")
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer c.unregister(rc)
 		defer cancel()
 		res, e := c.run(ctx, sess, t, env, &p, params, started)
+		steptrace.Mark("wait for the launch's cleanup")
 		c.reply(id, res, e)
+		steptrace.Mark("write the answer")
+		steptrace.Flush()
 	}()
 }
 
@@ -302,7 +309,9 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 	// answer does not wait for its fsync (the next group commit, at the
 	// latest journal.LaterDelay after, makes it durable). A crash before
 	// loses it, and Restore finishes the call "lost".
+	steptrace.Mark("settle the approval, outcome")
 	lerr := sess.later(RecCallFinished, fin)
+	steptrace.Mark("log call/finished")
 	if lerr != nil {
 		// The call happened; its end could not be recorded. Say so rather
 		// than acknowledge what the log does not hold.
@@ -322,6 +331,7 @@ func (c *conn) execCall(ctx context.Context, sess *session, env string, p *execP
 	if err != nil {
 		return execjson.Response{}, err
 	}
+	steptrace.Mark("resolve the request (execjson)")
 	if ctx.Err() != nil {
 		return execjson.Response{}, errCancelled
 	}

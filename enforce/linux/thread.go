@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"golang.org/x/sys/unix"
 )
 
@@ -83,6 +84,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 				// A prestarted thread brought it up already.
 				err = loopbackUp()
 			}
+			steptrace.Mark("namespaces, init (made ahead when prestarted)")
 			if err == nil {
 				err = setupMounts(p, mountHooks{
 					proc:         func() error { return mountProcByInit(st.lifeline, answers) },
@@ -98,9 +100,11 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 				// seccomp's network rules.
 				st.proxy, spec.Env, err = startProxyHere(p, spec.Env)
 			}
+			steptrace.Mark("mounts")
 			if err == nil {
 				err = dropCapabilities(p.Capabilities, pre.bounding)
 			}
+			steptrace.Mark("capabilities")
 			if err == nil {
 				st.lis, err = restrictThread(p)
 			}
@@ -128,6 +132,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 		}
 		cg.setCgroupFD(attr.Sys)
 		pid, err := syscall.ForkExec(spec.Path, spec.Argv, attr)
+		steptrace.Mark("fork and exec")
 		if err != nil {
 			st.err = fmt.Errorf("%w: %s: %w", ErrStart, spec.Argv[0], err)
 			startc <- st
