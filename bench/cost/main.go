@@ -13,9 +13,10 @@
 // softirq, steal), so the kernel's work in its own threads (namespace
 // teardown, RCU) counts for every launcher alike. /proc/stat counts in
 // ticks (10 ms), so CPU per call is the total over all blocks of a
-// command divided by its calls, not a median of blocks. An idle block
-// (a sleep as long as the last block) each round measures what the rest
-// of the machine burns meanwhile; "cpu-idle" subtracts it.
+// command divided by its calls, not a median of blocks. It counts the
+// rest of the machine's load too: on a shared machine read "own cpu",
+// the CPU of the launcher's own processes (children's rusage; a server's
+// /proc counters), which leaves out the kernel threads' share.
 package main
 
 import (
@@ -63,10 +64,15 @@ type target struct {
 	name string
 	call func() (time.Duration, error)
 	wall rpc.Series
-	// busy is the CPU (ms, all CPUs) counted over its blocks; idle what
-	// the idle blocks next to them counted, scaled to the blocks' wall.
-	busy, idle float64
-	calls      int
+	// busy is the CPU (ms, all CPUs) counted over its blocks.
+	busy  float64
+	calls int
+	// own is the CPU of the launcher's processes alone (ms, cumulative):
+	// a per-process row's children's rusage, a server's /proc counters
+	// of it and its descendants (the calls it reaped included). It leaves
+	// out the kernel threads' share, and the rest of the machine's load.
+	own     func() float64
+	ownUsed float64
 }
 
 func (b *bench) run(wide, wideN int, benchUser string) error {
@@ -148,7 +154,20 @@ func (b *bench) targets(pre []string, prefix, sprefix, state string) ([]*target,
 		if out, err := rpc.Command(argv, b.ws).CombinedOutput(); err != nil {
 			return nil, fmt.Errorf("%s: %v\n%s", p.name, err, out)
 		}
-		rows = append(rows, &target{name: prefix + p.name, call: func() (time.Duration, error) { return rpc.TimeRun(argv, b.ws) }})
+		t := &target{name: prefix + p.name}
+		var used float64
+		t.call = func() (time.Duration, error) {
+			c := rpc.Command(argv, b.ws)
+			start := time.Now()
+			err := c.Run()
+			d := time.Since(start)
+			if c.ProcessState != nil {
+				used += float64((c.ProcessState.UserTime() + c.ProcessState.SystemTime()).Nanoseconds()) / 1e6
+			}
+			return d, err
+		}
+		t.own = func() float64 { return used }
+		rows = append(rows, t)
 	}
 	env := []string{"XDG_STATE_HOME=" + state}
 	durable, err := b.server(pre, env)
@@ -173,7 +192,8 @@ func (b *bench) targets(pre []string, prefix, sprefix, state string) ([]*target,
 		if err := c.Open(b.ws, s.preset); err != nil {
 			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
-		rows = append(rows, &target{name: sprefix + s.name, call: c.Exec})
+		pid := s.srv.Cmd.Process.Pid
+		rows = append(rows, &target{name: sprefix + s.name, call: c.Exec, own: func() float64 { return treeCPU(pid) }})
 		if s.name == "serve" && prefix == "" {
 			if _, err := c.Exec(); err != nil {
 				return nil, err
@@ -218,8 +238,7 @@ func (b *bench) server(pre, env []string, flags ...string) (*rpc.Server, error) 
 	return s, nil
 }
 
-// measure runs the rounds: a block of each target in turn, then an idle
-// block as long as the last one.
+// measure runs the rounds: a block of each target in turn.
 func (b *bench) measure(rows []*target) {
 	for _, t := range rows { // warm-up
 		for range 10 {
@@ -230,9 +249,8 @@ func (b *bench) measure(rows []*target) {
 		}
 	}
 	for range b.rounds {
-		var walls []float64
 		for _, t := range rows {
-			start, t0 := busy(), time.Now()
+			start, own0 := busy(), t.own()
 			for range b.block {
 				d, err := t.call()
 				if err != nil {
@@ -241,28 +259,15 @@ func (b *bench) measure(rows []*target) {
 				}
 				t.wall.Add(d)
 			}
-			walls = append(walls, float64(time.Since(t0).Nanoseconds())/1e6)
 			t.busy += busy() - start
+			t.ownUsed += t.own() - own0
 			t.calls += b.block
-		}
-		// The rest of the machine's busy time per ms of wall, scaled to
-		// each block's wall time.
-		var sum float64
-		for _, w := range walls {
-			sum += w
-		}
-		idle := min(sum/float64(len(walls)), 100)
-		s0, t0 := busy(), time.Now()
-		time.Sleep(time.Duration(idle * float64(time.Millisecond)))
-		rate := (busy() - s0) / (float64(time.Since(t0).Nanoseconds()) / 1e6)
-		for i, t := range rows {
-			t.idle += rate * walls[i]
 		}
 	}
 }
 
 func (t *target) cpu() float64     { return t.busy / float64(t.calls) }
-func (t *target) cpuIdle() float64 { return (t.busy - t.idle) / float64(t.calls) }
+func (t *target) cpuOwn() float64  { return t.ownUsed / float64(t.calls) }
 
 // table prints the rows as ratios of bwrap's (the row named bwrap in the
 // group); with base, the last columns are what each row adds above base's
@@ -276,21 +281,21 @@ func (b *bench) table(title string, rows []*target, base string) {
 	ref := by["bwrap"]
 	fmt.Printf("\n%s (%d rounds of %d calls)\n", title, b.rounds, b.block)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	head := "command\tp50 ms\tp99 ms\tx bwrap\tcpu ms\tx bwrap\tcpu-idle ms\tx bwrap\t"
+	head := "command\tp50 ms\tp99 ms\tx bwrap\tcpu ms\tx bwrap\town cpu ms\tx bwrap\t"
 	if base != "" {
-		head += "p50 above base\tx bwrap's\tcpu above base\tx bwrap's\t"
+		head += "p50 above base\tx bwrap's\town cpu above base\tx bwrap's\t"
 	}
 	fmt.Fprintln(tw, head)
 	for _, t := range rows {
 		fmt.Fprintf(tw, "%s\t%.3f\t%.3f\t%.2f\t%.3f\t%.2f\t%.3f\t%.2f\t", t.name, t.wall.Quantile(0.5), t.wall.Quantile(0.99),
-			t.wall.Quantile(0.5)/ref.wall.Quantile(0.5), t.cpu(), t.cpu()/ref.cpu(), t.cpuIdle(), t.cpuIdle()/ref.cpuIdle())
+			t.wall.Quantile(0.5)/ref.wall.Quantile(0.5), t.cpu(), t.cpu()/ref.cpu(), t.cpuOwn(), t.cpuOwn()/ref.cpuOwn())
 		if base != "" {
 			bt := by[base]
-			p, c := t.wall.Quantile(0.5), t.cpuIdle()
+			p, c := t.wall.Quantile(0.5), t.cpuOwn()
 			if strings.HasPrefix(t.name, "runuser-") { // a server's call pays no runuser
-				p, c = p-bt.wall.Quantile(0.5), c-bt.cpuIdle()
+				p, c = p-bt.wall.Quantile(0.5), c-bt.cpuOwn()
 			}
-			rp, rc := ref.wall.Quantile(0.5)-bt.wall.Quantile(0.5), ref.cpuIdle()-bt.cpuIdle()
+			rp, rc := ref.wall.Quantile(0.5)-bt.wall.Quantile(0.5), ref.cpuOwn()-bt.cpuOwn()
 			fmt.Fprintf(tw, "%.3f\t%.2f\t%.3f\t%.2f\t", p, p/rp, c, c/rc)
 		}
 		fmt.Fprintln(tw)
@@ -408,6 +413,33 @@ func busy() float64 {
 		t += x
 	}
 	return t * 10 // USER_HZ is 100 on Linux
+}
+
+// treeCPU is the CPU (ms) of process pid and its live descendants, with
+// what each has reaped of its children: utime, stime, cutime and cstime
+// of /proc/PID/stat, in clock ticks (10 ms) but exact in sum.
+func treeCPU(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	_, rest, _ := strings.Cut(string(b), ") ") // after comm, which may hold spaces
+	f := strings.Fields(rest)                  // f[0] is field 3 (state)
+	var t float64
+	for _, i := range []int{11, 12, 13, 14} { // fields 14-17
+		x, _ := strconv.ParseFloat(f[i], 64)
+		t += x * 10
+	}
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	for _, path := range tasks {
+		kids, _ := os.ReadFile(path)
+		for _, k := range strings.Fields(string(kids)) {
+			if c, err := strconv.Atoi(k); err == nil {
+				t += treeCPU(c)
+			}
+		}
+	}
+	return t
 }
 
 func printEnforcement(res map[string]any) {
