@@ -33,6 +33,10 @@
 //     fsyncs the directory, so a created file's name is durable too). After
 //     a failed write or fsync the Writer is poisoned: every later Append
 //     fails, so nothing follows a half-written record.
+//   - Later is for a record written after the fact, which gates nothing
+//     (a call's call/finished): it is ordered at once and written by the
+//     next group commit, within LaterDelay, or by Flush or Close; a crash
+//     before loses it (see docs/log.md).
 //   - Each record is framed with its length and two CRC-32C checksums
 //     (header and payload; the format is in frame.go and docs/log.md).
 //     Replay detects a torn or corrupt last record, drops it and reports it;

@@ -57,7 +57,18 @@ type Writer struct {
 	queuedSeq uint64 // Seq of the last queued frame
 	durable   uint64 // Seq of the last frame written and fsynced
 	flushing  bool
+	// later is armed while a record of Later waits in queued with no
+	// Append or Queue to flush it: it flushes after LaterDelay.
+	later      *time.Timer
+	laterArmed bool
 }
+
+// LaterDelay is the longest a record of Later waits for the next group
+// commit before it is flushed on its own: long enough that a call's
+// call/started that follows its previous call/finished at once shares
+// its fsync, short enough that the window in which a crash loses a
+// finished record stays small.
+var LaterDelay = 20 * time.Millisecond
 
 // Open opens the log of session sessionID in dir for appending: the file
 // SESSION_ID.log, created 0600 in a directory created 0700 (an existing
@@ -218,6 +229,52 @@ func (w *Writer) Queue(rec Record) (durable func() error, err error) {
 	}, nil
 }
 
+// Later takes rec's place in the log at once, as Append would, and
+// returns without waiting for it to be on disk: it is written by the next
+// flush (the group commit of the next Append or Queue), at the latest
+// LaterDelay after, or by Close. It is for records written after the
+// fact, whose effect has happened already and that gate nothing (a
+// call's call/finished): a crash before that flush loses the record, and
+// replay sees the call started and not finished. A record refused returns
+// an error, as from Append; a failed write of it poisons the writer, so
+// the next Append fails (ErrPoisoned).
+func (w *Writer) Later(rec Record) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, err := w.enqueue(rec); err != nil {
+		return err
+	}
+	if !w.laterArmed {
+		w.laterArmed = true
+		if w.later == nil {
+			w.later = time.AfterFunc(LaterDelay, w.flushLater)
+		} else {
+			w.later.Reset(LaterDelay)
+		}
+	}
+	return nil
+}
+
+// flushLater flushes what Later queued when no flush took it meanwhile.
+func (w *Writer) flushLater() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.laterArmed = false
+	w.drainLocked()
+}
+
+// drainLocked returns once nothing queued waits for a flush (or the writer
+// is poisoned); w.mu is held.
+func (w *Writer) drainLocked() {
+	for w.flushing || (len(w.queued) > 0 && w.err == nil) {
+		if w.flushing {
+			w.flushed.Wait()
+			continue
+		}
+		w.flush()
+	}
+}
+
 // enqueue checks rec, fills in what it leaves zero, applies it to the
 // state and queues its frame; w.mu is held. The Append doc says what is
 // filled in and refused.
@@ -324,8 +381,21 @@ func (w *Writer) write(frame []byte, seq uint64) error {
 	return nil
 }
 
-// Close closes the log once the Appends under way have returned (their
-// records are on disk then); Close of a closed Writer does nothing.
+// Flush returns once every record taken so far (Later's too) is on disk,
+// or with the error that poisoned the writer.
+func (w *Writer) Flush() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.drainLocked()
+	if w.err != nil {
+		return fmt.Errorf("journal: flush %s: %w", w.path, w.err)
+	}
+	return nil
+}
+
+// Close closes the log once the Appends under way have returned and the
+// records of Later are written (all are on disk then); Close of a closed
+// Writer does nothing.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -333,8 +403,10 @@ func (w *Writer) Close() error {
 		return nil
 	}
 	w.closed = true // no new Append starts
-	for w.flushing || (len(w.queued) > 0 && w.err == nil) {
-		w.flushed.Wait()
+	// Records of Later may wait for no Append: flush them here.
+	w.drainLocked()
+	if w.later != nil {
+		w.later.Stop()
 	}
 	if err := w.f.Close(); err != nil {
 		return fmt.Errorf("journal: close %s: %w", w.path, err)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 )
 
 // Options are what the caller of Exec decides beyond the call.
@@ -67,10 +68,12 @@ func Exec(ctx context.Context, req *execjson.Request, r call.Request, in execjso
 	if err != nil && !errors.Is(err, call.ErrNotFound) {
 		return execjson.Response{}, err
 	}
+	steptrace.Mark("prepare: policy, probe, compile the plan")
 	if err == nil && opt.Dispatch != nil {
 		if err := opt.Dispatch(); err != nil {
 			return execjson.Response{}, err
 		}
+		steptrace.Mark("dispatch: call/started durable")
 	}
 	res := execjson.Result{CallReport: execjson.PreparedReport(p)}
 	if err == nil {

@@ -9,6 +9,7 @@ import (
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"github.com/sbx-sandbox/sbx/report"
 )
 
@@ -137,10 +138,12 @@ func execCall(ctx context.Context, call host.Call, in IO) (report.Report, error)
 	})
 	call.Started = closeWrite
 	rep, err := host.Run(ctx, call)
+	steptrace.Mark("the command runs; wait, end init and supervisor")
 	closeWrite()
 	drained := make(chan struct{})
 	go func() { wg.Wait(); close(drained) }()
 	drain(drained, p.outR, p.errR)
+	steptrace.Mark("drain the output")
 	return rep, err
 }
 

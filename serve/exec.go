@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/escalate"
 	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"github.com/sbx-sandbox/sbx/run"
 )
 
@@ -117,11 +118,13 @@ func (c *conn) exec(id, params json.RawMessage) {
 		// Without an id there is nobody to give the result to.
 		return
 	}
+	steptrace.Begin()
 	var p execParams
 	if e := decodeParams(params, &p); e != nil {
 		c.reply(id, nil, e)
 		return
 	}
+	steptrace.Mark("read and decode the request")
 	sess, e := c.srv.lookup(p.SessionID)
 	if e != nil {
 		c.reply(id, nil, e)
@@ -160,9 +163,10 @@ func (c *conn) exec(id, params json.RawMessage) {
 		return
 	}
 	// call/started takes its place in the log now and is made durable
-	// while the call is resolved: the command waits for it (Dispatch), and
-	// a call that ends before is answered after call/finished, which comes
-	// later in the log and is durable only after it.
+	// while the call is resolved: the command waits for it (Dispatch). A
+	// call refused before is answered without waiting for it (nothing
+	// ran); its records reach the disk in their order, with the next
+	// group commit.
 	var started func() error
 	logged, envNames, err := withoutEnv(params)
 	if err == nil {
@@ -174,13 +178,17 @@ func (c *conn) exec(id, params json.RawMessage) {
 		c.reply(id, nil, asError(err))
 		return
 	}
+	steptrace.Mark("check the session, queue call/started")
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		defer c.unregister(rc)
 		defer cancel()
 		res, e := c.run(ctx, sess, t, env, &p, params, started)
+		steptrace.Mark("wait for the launch's cleanup")
 		c.reply(id, res, e)
+		steptrace.Mark("write the answer")
+		steptrace.Flush()
 	}()
 }
 
@@ -297,10 +305,17 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 			result = execResult{Result: resp.Result, Aborted: aborted}
 		}
 	}
-	if err := sess.append(RecCallFinished, fin); err != nil {
+	// call/finished is written after the fact and gates nothing: the
+	// answer does not wait for its fsync (the next group commit, at the
+	// latest journal.LaterDelay after, makes it durable). A crash before
+	// loses it, and Restore finishes the call "lost".
+	steptrace.Mark("settle the approval, outcome")
+	lerr := sess.later(RecCallFinished, fin)
+	steptrace.Mark("log call/finished")
+	if lerr != nil {
 		// The call happened; its end could not be recorded. Say so rather
 		// than acknowledge what the log does not hold.
-		return nil, asError(fmt.Errorf("call %s finished (%s) but %w", p.CallID, fin.Outcome, err))
+		return nil, asError(fmt.Errorf("call %s finished (%s) but %w", p.CallID, fin.Outcome, lerr))
 	}
 	return result, e
 }
@@ -316,6 +331,7 @@ func (c *conn) execCall(ctx context.Context, sess *session, env string, p *execP
 	if err != nil {
 		return execjson.Response{}, err
 	}
+	steptrace.Mark("resolve the request (execjson)")
 	if ctx.Err() != nil {
 		return execjson.Response{}, errCancelled
 	}

@@ -2,6 +2,7 @@ package serve
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -24,6 +25,35 @@ type Log interface {
 type QueueLog interface {
 	Log
 	Queue(rec journal.Record) (durable func() error, err error)
+}
+
+// LaterLog is a Log that can take a record written after the fact
+// (call/finished) without waiting for it to be durable
+// (journal.Writer.Later): the answer then does not wait for an fsync. A
+// crash before the next group commit loses the record; Restore finishes
+// such a call "lost". No record that gates an effect goes this way.
+type LaterLog interface {
+	Log
+	Later(rec journal.Record) error
+}
+
+// Flush makes every session's records durable, the call/finished records
+// a LaterLog holds for its next group commit among them: sbx serve calls
+// it before it exits, so that only a crash loses one.
+func (s *Server) Flush() error {
+	s.mu.Lock()
+	var logs []Log
+	for _, sess := range s.sessions {
+		logs = append(logs, sess.log)
+	}
+	s.mu.Unlock()
+	var errs []error
+	for _, l := range logs {
+		if f, ok := l.(interface{ Flush() error }); ok {
+			errs = append(errs, f.Flush())
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // OpenLog opens the log of one session (journal.Open(dir, id) for the

@@ -22,7 +22,9 @@ type RestoreProblem struct {
 // guessed at. What the dead server left open is settled, each on the
 // log before the session is served: a pending approval is decided
 // cancelled, an open turn is ended, a call without its end is finished
-// "lost" (its tree died with that server). A session whose log ends with
+// "lost" (its tree died with that server, or it had ended and its
+// call/finished, which the answer does not wait for, was not yet on
+// disk). A session whose log ends with
 // session/closed is not rebuilt: it stays closed, and its id is not
 // opened again. Restore is for a server that serves no connection yet.
 func (s *Server) Restore(sessions []journal.Session) []RestoreProblem {
@@ -216,7 +218,7 @@ func (s *Server) settle(sess *session) error {
 		}
 	}
 	for id := range st.calls {
-		if err := sess.append(RecCallFinished, callFinishedRecord{CallID: id, Outcome: "lost", Error: "the server ended while the call ran"}); err != nil {
+		if err := sess.append(RecCallFinished, callFinishedRecord{CallID: id, Outcome: "lost", Error: "the server ended while the call ran, or before the call's end was written"}); err != nil {
 			return err
 		}
 	}

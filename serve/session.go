@@ -103,6 +103,29 @@ func (s *session) append(typ string, data any) error {
 	return nil
 }
 
+// later appends a record written after the fact, which gates nothing:
+// it takes its place in the order now and is made durable by the next
+// group commit (LaterLog), not before later returns. A Log that cannot
+// (MemLog) appends it durable at once.
+func (s *session) later(typ string, data any) error {
+	rec, err := record(typ, s.id, data)
+	if err != nil {
+		return err
+	}
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	l, ok := s.log.(LaterLog)
+	if !ok {
+		err = s.log.Append(rec)
+	} else {
+		err = l.Later(rec)
+	}
+	if err != nil {
+		return fmt.Errorf("log %s: %w", typ, err)
+	}
+	return nil
+}
+
 // queue orders the record now, before every record appended after it, and
 // returns durable, which returns once it is durable: its effect waits for
 // durable, the work that only prepares it need not. A Log that cannot

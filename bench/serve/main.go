@@ -14,21 +14,20 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"text/tabwriter"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/bench/internal/rpc"
 )
+
+type series = rpc.Series
 
 func main() {
 	sbx := flag.String("sbx", "sbx", "the sbx binary")
@@ -55,21 +54,21 @@ func run(sbx string, n, rounds, clients int) error {
 		return err
 	}
 	procs := []*series{
-		{name: "bare", argv: []string{"/bin/true"}},
-		{name: "bwrap", argv: []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", ws, ws, "--unshare-net", "--unshare-pid", "--die-with-parent", "/bin/true"}},
-		{name: "sbx-run", argv: []string{sbx, "run", "--mode", "workspace-write", "--", "/bin/true"}},
+		{Name: "bare", Argv: []string{"/bin/true"}},
+		{Name: "bwrap", Argv: []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", ws, ws, "--unshare-net", "--unshare-pid", "--die-with-parent", "/bin/true"}},
+		{Name: "sbx-run", Argv: []string{sbx, "run", "--mode", "workspace-write", "--", "/bin/true"}},
 	}
 	for _, p := range procs {
-		if b, err := command(p.argv, ws).CombinedOutput(); err != nil {
-			return fmt.Errorf("%s: %v\n%s", p.name, err, b)
+		if b, err := rpc.Command(p.Argv, ws).CombinedOutput(); err != nil {
+			return fmt.Errorf("%s: %v\n%s", p.Name, err, b)
 		}
 	}
-	srv, err := startStdio(sbx, ws)
+	srv, err := rpc.StartStdio([]string{sbx, "serve", "--state-dir", filepath.Join(ws, ".sbx-state")}, ws, nil)
 	if err != nil {
 		return err
 	}
-	defer srv.close()
-	if _, err := srv.client.call("initialize", map[string]any{}); err != nil {
+	defer srv.Close()
+	if _, err := srv.Client.Call("initialize", map[string]any{}); err != nil {
 		return err
 	}
 	// serve-exec is the measure; the two others, in the same server, show
@@ -79,45 +78,45 @@ func run(sbx string, n, rounds, clients int) error {
 		preset string
 		extra  map[string]any
 	}{
-		{&series{name: "serve-exec"}, "auto", nil},
-		{&series{name: "serve-exec-network"}, "auto", map[string]any{"network_access": true}},
-		{&series{name: "serve-exec-unsandboxed"}, "full-access", nil},
+		{&series{Name: "serve-exec"}, "auto", nil},
+		{&series{Name: "serve-exec-network"}, "auto", map[string]any{"network_access": true}},
+		{&series{Name: "serve-exec-unsandboxed"}, "full-access", nil},
 	}
-	var sessions []*client
+	var sessions []*rpc.Client
 	for _, v := range variants {
-		c := *srv.client
-		if err := c.open(ws, v.preset); err != nil {
+		c := *srv.Client
+		if err := c.Open(ws, v.preset); err != nil {
 			return err
 		}
-		c.extra = v.extra
+		c.Extra = v.extra
 		sessions = append(sessions, &c)
 	}
 	for range 20 { // warm-up
 		for _, c := range sessions {
-			if _, err := c.exec(); err != nil {
+			if _, err := c.Exec(); err != nil {
 				return err
 			}
 		}
 	}
 	seq := variants[0].series
 	perRound := max(1, n/rounds)
-	for r := 0; seq.len() < n || r < rounds; r++ {
+	for r := 0; seq.Len() < n || r < rounds; r++ {
 		if r < rounds {
 			for _, p := range procs {
-				d, err := timeRun(p.argv, ws)
+				d, err := rpc.TimeRun(p.Argv, ws)
 				if err != nil {
-					return fmt.Errorf("%s: %w", p.name, err)
+					return fmt.Errorf("%s: %w", p.Name, err)
 				}
-				p.add(d)
+				p.Add(d)
 			}
 		}
-		for i := 0; i < perRound && seq.len() < n; i++ {
+		for i := 0; i < perRound && seq.Len() < n; i++ {
 			for j, c := range sessions {
-				d, err := c.exec()
+				d, err := c.Exec()
 				if err != nil {
 					return err
 				}
-				variants[j].series.add(d)
+				variants[j].series.Add(d)
 			}
 		}
 	}
@@ -131,154 +130,6 @@ func run(sbx string, n, rounds, clients int) error {
 	}
 	report(append(all, conc), "bwrap")
 	return nil
-}
-
-// series is one command's timings, in ms.
-type series struct {
-	name string
-	argv []string
-	mu   sync.Mutex
-	ms   []float64
-}
-
-func (s *series) add(d time.Duration) {
-	s.mu.Lock()
-	s.ms = append(s.ms, float64(d.Nanoseconds())/1e6)
-	s.mu.Unlock()
-}
-
-func (s *series) len() int { s.mu.Lock(); defer s.mu.Unlock(); return len(s.ms) }
-
-func (s *series) quantile(q float64) float64 {
-	v := slices.Clone(s.ms)
-	slices.Sort(v)
-	return v[min(len(v)-1, int(q*float64(len(v))))]
-}
-
-func (s *series) mean() float64 {
-	t := 0.0
-	for _, x := range s.ms {
-		t += x
-	}
-	return t / float64(len(s.ms))
-}
-
-func command(argv []string, dir string) *exec.Cmd {
-	c := exec.Command(argv[0], argv[1:]...)
-	c.Dir = dir
-	return c
-}
-
-func timeRun(argv []string, dir string) (time.Duration, error) {
-	c := command(argv, dir)
-	start := time.Now()
-	err := c.Run()
-	return time.Since(start), err
-}
-
-// client is one JSON-RPC connection to the server.
-type client struct {
-	w               io.Writer
-	r               *bufio.Reader
-	next            *int // shared by the sessions of one connection
-	sessionID, turn string
-	ws              string
-	extra           map[string]any // more exec params
-}
-
-func (c *client) call(method string, params any) (map[string]any, error) {
-	*c.next++
-	id := *c.next
-	b, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params})
-	if _, err := c.w.Write(append(b, '\n')); err != nil {
-		return nil, err
-	}
-	for {
-		line, err := c.r.ReadBytes('\n')
-		if err != nil {
-			return nil, err
-		}
-		var m map[string]any
-		if err := json.Unmarshal(line, &m); err != nil {
-			return nil, err
-		}
-		if m["id"] == float64(id) {
-			if m["error"] != nil {
-				return nil, fmt.Errorf("%s: %v", method, m["error"])
-			}
-			r, _ := m["result"].(map[string]any)
-			return r, nil
-		}
-	}
-}
-
-func (c *client) session(ws string) (*client, error) {
-	if _, err := c.call("initialize", map[string]any{}); err != nil {
-		return nil, err
-	}
-	return c, c.open(ws, "auto")
-}
-
-// open opens a session with preset and a turn in it.
-func (c *client) open(ws, preset string) error {
-	s, err := c.call("session/open", map[string]any{"cwd": ws, "preset": preset})
-	if err != nil {
-		return err
-	}
-	c.sessionID, c.ws = s["session_id"].(string), ws
-	t, err := c.call("turn/begin", map[string]any{"session_id": c.sessionID})
-	if err != nil {
-		return err
-	}
-	c.turn = t["turn_id"].(string)
-	return nil
-}
-
-// callIDs make call ids unique across clients (the server's are).
-var callIDs atomic.Int64
-
-// exec times one exec of /bin/true, request to response.
-func (c *client) exec() (time.Duration, error) {
-	start := time.Now()
-	p := map[string]any{"session_id": c.sessionID, "turn_id": c.turn, "call_id": fmt.Sprintf("c%d", callIDs.Add(1)),
-		"cwd": c.ws, "command": []string{"/bin/true"}}
-	for k, v := range c.extra {
-		p[k] = v
-	}
-	r, err := c.call("exec", p)
-	d := time.Since(start)
-	if err == nil && r["exit_code"] != 0.0 {
-		err = fmt.Errorf("exec /bin/true: %v", r)
-	}
-	return d, err
-}
-
-type server struct {
-	cmd    *exec.Cmd
-	in     io.WriteCloser
-	client *client
-}
-
-func startStdio(sbx, ws string) (*server, error) {
-	cmd := exec.Command(sbx, "serve", "--state-dir", filepath.Join(ws, ".sbx-state"))
-	cmd.Dir, cmd.Stderr = ws, os.Stderr
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return &server{cmd: cmd, in: in, client: &client{w: in, r: bufio.NewReaderSize(out, 1<<20), next: new(int)}}, nil
-}
-
-func (s *server) close() {
-	s.in.Close()
-	s.cmd.Wait()
 }
 
 // concurrent runs clients connections to one socket server, each making
@@ -299,7 +150,7 @@ func concurrent(sbx, ws string, clients, per int) (*series, error) {
 			return nil, fmt.Errorf("%s did not appear", sock)
 		}
 	}
-	s := &series{name: fmt.Sprintf("serve-exec-%dclients", clients)}
+	s := &series{Name: fmt.Sprintf("serve-exec-%dclients", clients)}
 	var wg sync.WaitGroup
 	errs := make(chan error, clients)
 	for range clients {
@@ -308,7 +159,7 @@ func concurrent(sbx, ws string, clients, per int) (*series, error) {
 			return nil, err
 		}
 		defer conn.Close()
-		c, err := (&client{w: conn, r: bufio.NewReader(conn), next: new(int)}).session(ws)
+		c, err := rpc.NewClient(conn, conn).Session(ws)
 		if err != nil {
 			return nil, err
 		}
@@ -316,12 +167,12 @@ func concurrent(sbx, ws string, clients, per int) (*series, error) {
 		go func() {
 			defer wg.Done()
 			for range per {
-				d, err := c.exec()
+				d, err := c.Exec()
 				if err != nil {
 					errs <- err
 					return
 				}
-				s.add(d)
+				s.Add(d)
 			}
 		}()
 	}
@@ -333,15 +184,15 @@ func concurrent(sbx, ws string, clients, per int) (*series, error) {
 func report(all []*series, ref string) {
 	var refP50, refMean float64
 	for _, s := range all {
-		if s.name == ref {
-			refP50, refMean = s.quantile(0.5), s.mean()
+		if s.Name == ref {
+			refP50, refMean = s.Quantile(0.5), s.Mean()
 		}
 	}
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "command\truns\tp50 ms\tp99 ms\tmean ms\tp50 x %s\tmean x %s\t\n", ref, ref)
 	for _, s := range all {
-		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.2f\t%.2f\t\n", s.name, len(s.ms), s.quantile(0.5), s.quantile(0.99), s.mean(),
-			s.quantile(0.5)/refP50, s.mean()/refMean)
+		fmt.Fprintf(tw, "%s\t%d\t%.3f\t%.3f\t%.3f\t%.2f\t%.2f\t\n", s.Name, len(s.MS), s.Quantile(0.5), s.Quantile(0.99), s.Mean(),
+			s.Quantile(0.5)/refP50, s.Mean()/refMean)
 	}
 	tw.Flush()
 }

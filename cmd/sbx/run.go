@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/enforce/host"
 	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"github.com/sbx-sandbox/sbx/netproxy"
 	"github.com/sbx-sandbox/sbx/profiles"
 	"github.com/sbx-sandbox/sbx/report"
@@ -337,6 +338,8 @@ func flagName(name string) string {
 }
 
 func runCmd(args []string, stdio Stdio) int {
+	steptrace.Begin()
+	defer steptrace.Flush()
 	fs := newFlagSet("run", runUsage, stdio)
 	var rf runFlags
 	rf.register(fs.FlagSet)
@@ -388,11 +391,13 @@ func runCmd(args []string, stdio Stdio) int {
 		host.Prestart(netns, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 		defer host.DiscardPrestart()
 	}
+	steptrace.Mark("parse the flags, prestart")
 	p, err := call.Prepare(context.Background(), req)
 	if err != nil && !errors.Is(err, call.ErrNotFound) {
 		fmt.Fprintf(stdio.Err, "sbx run: %v\n", call.Render(err, call.CLI))
 		return ExitRefused
 	}
+	steptrace.Mark("prepare: policy, probe, compile the plan")
 	rep := preparedReport(p)
 	c := p.Call
 	if err == nil {
@@ -407,6 +412,7 @@ func runCmd(args []string, stdio Stdio) int {
 			rep.Report, err = runWithoutStdin(c)
 		default:
 			rep.Report, err = host.Run(context.Background(), c)
+			steptrace.Mark("the command runs; wait, end init and supervisor")
 		}
 		if len(rep.Denials) > 0 {
 			rep.Retry = runRetry(p, &rep.Report, err, retryCommandLine("run", fs.FlagSet, args))

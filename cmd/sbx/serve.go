@@ -254,6 +254,13 @@ func serveCmd(args []string, stdio Stdio) int {
 		}
 	}
 	srv := serve.New(opt)
+	// The call/finished records the answers did not wait for are on disk
+	// before the server exits (journal.Writer.Later).
+	defer func() {
+		if err := srv.Flush(); err != nil {
+			opt.Logf("state: %v", err)
+		}
+	}()
 	// Each sandboxed call's launch prepares the next call's namespaces
 	// while its command runs: the next call skips making them.
 	host.Resident()

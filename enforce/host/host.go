@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"github.com/sbx-sandbox/sbx/policy"
 	"github.com/sbx-sandbox/sbx/report"
 )
@@ -100,6 +101,7 @@ func runOn(ctx context.Context, c Call, b backend) (report.Report, error) {
 	if err := b.prepare(&rep); err != nil {
 		return rep, err
 	}
+	steptrace.Mark("compile the plan (enforce), admit")
 	start := time.Now()
 	waitErr, err := b.run(ctx, &rep)
 	if err != nil {

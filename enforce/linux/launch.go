@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 )
 
 // ErrUserNS wraps a failure to make the stage's user namespace that the
@@ -108,6 +109,7 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 			return nil, err
 		}
 	}
+	steptrace.Mark("start: placeholders, supervisor, cgroup")
 	var pr *Process
 	switch {
 	case preStage != nil:
@@ -154,8 +156,11 @@ func restrictThread(p *Plan) (listener, error) {
 		if err := p.Landlock.apply(); err != nil {
 			return listener{fd: -1}, err
 		}
+		steptrace.Mark("landlock")
 	}
-	return loadFilter(p)
+	lis, err := loadFilter(p)
+	steptrace.Mark("seccomp: load the filter")
+	return lis, err
 }
 
 // markInheritedCloexec marks every fd above stderr close-on-exec, so fds sbx

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/enforce"
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"golang.org/x/sys/unix"
 )
 
@@ -95,6 +96,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 				// A prestarted thread brought it up already.
 				err = loopbackUp()
 			}
+			steptrace.Mark("namespaces, init (made ahead when prestarted)")
 			if err == nil {
 				err = setupMounts(p, mountHooks{
 					proc:         func() error { return mountProcByInit(st.lifeline, answers) },
@@ -110,9 +112,11 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 				// seccomp's network rules.
 				st.proxy, spec.Env, err = startProxyHere(p, spec.Env)
 			}
+			steptrace.Mark("mounts")
 			if err == nil {
 				err = dropCapabilities(p.Capabilities, pre.bounding)
 			}
+			steptrace.Mark("capabilities")
 			if err == nil {
 				st.lis, err = restrictThread(p)
 			}
@@ -140,6 +144,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 		}
 		cg.setCgroupFD(attr.Sys)
 		pid, err := syscall.ForkExec(spec.Path, spec.Argv, attr)
+		steptrace.Mark("fork and exec")
 		if err != nil && errors.Is(err, unix.ENOMEM) && st.initPid > 0 && !initRunning(st.initPid) {
 			// Not memory: init died since it was checked (killed from
 			// outside), and its namespace takes no process.
