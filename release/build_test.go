@@ -138,6 +138,8 @@ func TestReproducible(t *testing.T) {
 	if _, err := exec.LookPath("dpkg-deb"); err == nil {
 		want = append(want, "sbx_"+testVersion+"_amd64.deb")
 	}
+	clients := clientArtefacts(t, src)
+	want = append(want, clients...)
 	sort.Strings(want)
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("SHA256SUMS lists %v, want %v", names, want)
@@ -148,6 +150,14 @@ func TestReproducible(t *testing.T) {
 	checkZip(t, out1)
 	if _, err := exec.LookPath("dpkg-deb"); err == nil {
 		checkDeb(t, out1)
+	}
+	sbx := releaseBinary(t, out1)
+	for _, name := range clients {
+		if strings.HasSuffix(name, ".whl") {
+			checkWheel(t, out1, src, date, sbx, name)
+		} else {
+			checkNpm(t, out1, src, date, sbx, name)
+		}
 	}
 }
 
