@@ -68,7 +68,11 @@ class _Link:
 
 def _dial(path: str, wait: float) -> socket.socket:
     """Connects to the socket at ``path``, retrying for ``wait`` seconds while
-    it is missing or refuses (a server restarting binds it anew)."""
+    it is missing or refuses (a server restarting binds it anew).
+
+    IMPORTANT: the server is whoever listens at ``path``: the server checks
+    its peer, this client does not check the server. The socket's directory
+    must be one only its user can write (docs/security.md, known gaps)."""
     deadline = time.monotonic() + wait
     while True:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

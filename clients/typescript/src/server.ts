@@ -95,7 +95,14 @@ class Link {
   constructor(readonly write: (line: string) => void, readonly end: () => void) {}
 }
 
-/** dial connects to the socket at path, retrying for waitMs while it is missing or refuses. */
+/**
+ * dial connects to the socket at path, retrying for waitMs while it is missing or refuses (a server
+ * restarting binds it anew).
+ *
+ * IMPORTANT: the server is whoever listens at path: the server checks its peer, this client does
+ * not check the server. The socket's directory must be one only its user can write
+ * (docs/security.md, known gaps).
+ */
 async function dial(path: string, waitMs: number): Promise<Socket> {
   const deadline = Date.now() + waitMs;
   for (;;) {

@@ -9,7 +9,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { it } from "node:test";
 
-import { sbxBinary } from "./support.js";
+import { REPO, sbxBinary } from "./support.js";
 
 it("agent loop", () => {
   const example = join(dirname(fileURLToPath(import.meta.url)), "..", "examples", "agent-loop.js");
@@ -24,7 +24,10 @@ it("README example", () => {
   // shell call denied, its retry's grant applied, the call again.
   const here = dirname(fileURLToPath(import.meta.url));
   const src = readFileSync(join(here, "..", "..", "examples", "readme.ts"), "utf8");
-  assert.ok(readFileSync(join(here, "..", "..", "README.md"), "utf8").includes("```ts\n" + src + "```"), "README.md's example is not examples/readme.ts");
+  // The client's README, and the repository's.
+  for (const readme of [join(here, "..", "..", "README.md"), join(REPO, "README.md")]) {
+    assert.ok(readFileSync(readme, "utf8").includes("```ts\n" + src + "```"), `${readme}'s example is not examples/readme.ts`);
+  }
   const tmp = mkdtempSync(join(tmpdir(), "sbx-tsreadme-"));
   try {
     const p = spawnSync(process.execPath, [join(here, "..", "examples", "readme.js")], {
