@@ -185,6 +185,12 @@ class Server:
                 self._dispatch(link, line)
         except (OSError, ValueError):
             pass  # a socket closed under the reader: the connection ended
+        finally:
+            # The reader owns its end: a socket's file keeps the socket open.
+            try:
+                link.lines.close()
+            except OSError:
+                pass
         # The connection ended: every request still waiting on it fails, and
         # the calls among them are lost (a restarted server records them so).
         with self._lock:
