@@ -1,16 +1,12 @@
 package release
 
 import (
-	"archive/tar"
 	"archive/zip"
-	"compress/gzip"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strings"
 	"testing"
 	"time"
@@ -144,40 +140,7 @@ func checkWheel(t *testing.T, dist, src, date, sbx string, name string) {
 func checkNpm(t *testing.T, dist, src, date, sbx string, name string) {
 	t.Helper()
 	tgz := filepath.Join(dist, name)
-	f, err := os.Open(tgz)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	gz, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !gz.ModTime.IsZero() || gz.Name != "" {
-		t.Errorf("%s: gzip header has name %q, time %v: want neither", name, gz.Name, gz.ModTime)
-	}
-	wantTime, err := time.Parse(time.RFC3339, date)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var members []string
-	tr := tar.NewReader(gz)
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		members = append(members, h.Name)
-		if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(wantTime) {
-			t.Errorf("%s: owner %d/%d, time %v; want 0/0, %v", h.Name, h.Uid, h.Gid, h.ModTime, wantTime)
-		}
-	}
-	if !sort.StringsAreSorted(members) {
-		t.Errorf("%s: members are not sorted: %v", name, members)
-	}
+	members := readArchive(t, tgz, date, t.TempDir())
 	for _, m := range []string{"package/package.json", "package/README.md", "package/dist/src/index.js", "package/dist/src/index.d.ts", "package/dist/src/server.js"} {
 		if !contains(members, m) {
 			t.Errorf("%s lacks %s (has %v)", name, m, members)
