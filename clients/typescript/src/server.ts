@@ -176,6 +176,8 @@ export class Server {
     const link = new Link(write, end);
     const lines = createInterface({ input });
     lines.on("line", (line) => this.onLine(link, line));
+    // A socket reset by its peer closes without an end: either ends the link.
+    input.on("close", () => lines.close());
     lines.on("close", () => {
       // The connection ended: every request still waiting on it fails, and
       // the calls among them are lost (a restarted server records them so).
