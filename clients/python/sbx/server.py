@@ -120,6 +120,7 @@ class Server:
         self._path = _socket_path
         self._reconnect_wait = _reconnect_wait
         self._shut = False
+        self._reconnecting = threading.RLock()
         self._proc: Optional["subprocess.Popen[bytes]"] = None
         self._readers: List[threading.Thread] = []
         #: call ids of the ``exec`` requests a lost connection took with it, oldest first.
@@ -254,7 +255,10 @@ class Server:
         client made by ``connect`` whose connection had ended connects
         anew first."""
         if self._link.closed and self._path is not None and not self._shut:
-            self.reconnect()
+            # One reconnect for all the threads that found the connection gone.
+            with self._reconnecting:
+                if self._link.closed and not self._shut:
+                    self.reconnect()
         link = self._link
         rid = next(self._ids)
         p = _Pending(method, params.get("call_id") if method == "exec" and isinstance(params, dict) else None)

@@ -135,6 +135,7 @@ export class Server {
   private exited: Promise<number | null> = Promise.resolve(0);
   private path?: string;
   private reconnectWaitMs = 30000;
+  private reconnecting?: Promise<void>;
   /** initialize's result. */
   info: Record<string, unknown> = {};
   /** The call ids of the exec requests a lost connection took with it, oldest first. */
@@ -265,7 +266,11 @@ export class Server {
    * ConnectionLostError. A client made by connect whose connection had ended connects anew first.
    */
   async request(method: string, params: unknown = null, timeoutMs?: number): Promise<unknown> {
-    if (this.link.closed && this.path !== undefined && !this.shut) await this.reconnect();
+    if (this.link.closed && this.path !== undefined && !this.shut) {
+      // One reconnect for all the requests that found the connection gone.
+      this.reconnecting ??= this.reconnect().finally(() => (this.reconnecting = undefined));
+      await this.reconnecting;
+    }
     const link = this.link;
     const id = this.nextId++;
     const callId = method === "exec" && params && typeof params === "object" ? ((params as { call_id?: string }).call_id) : undefined;
