@@ -3,7 +3,8 @@
 # OUT_DIR (default dist/): a static binary per target, an archive per target
 # (.tar.gz, .zip for Windows) holding it with LICENSE, NOTICE, README.md,
 # CHANGELOG.md, the man pages and the completion scripts, a .deb for
-# linux/amd64, and SHA256SUMS over all of them.
+# linux/amd64, the clients' Python wheel and npm tarball, and SHA256SUMS over
+# all of them.
 #
 # Two builds of one commit are byte-identical (release/build_test.go checks
 # it): -trimpath drops the checkout's path, -buildvcs=false and an empty
@@ -19,7 +20,8 @@
 # reach an artefact that names the commit. A tree with changes gets a
 # warning saying they are not in the build.
 #
-# No network beyond the Go module proxy (for modules not in the cache yet).
+# No network beyond the Go module proxy (for modules not in the cache yet) and
+# the npm registry for the TypeScript client's pinned build tools.
 set -euo pipefail
 
 usage() { echo "usage: release/build.sh VERSION [OUT_DIR]" >&2; exit 2; }
@@ -151,6 +153,54 @@ else
   echo "release/build.sh: no dpkg-deb here: no .deb" >&2
 fi
 
-(cd "$out" && sha256sum sbx-"$version"-*.tar.gz sbx-"$version"-*.zip "${debs[@]}" | sort -k2 >SHA256SUMS)
+# The clients (clients/python, clients/typescript) carry versions of their
+# own; their artefacts are rebuilt whole each time. Where a tool is missing
+# the artefact is left out, saying so, as the .deb is.
+clients=()
+rm -f "$out"/sbx_client-*.whl "$out"/sbx-sandbox-client-*.tgz
+
+# The Python wheel, with Debian's python3-build, python3-wheel and
+# setuptools and no isolation (no PyPI: nothing is downloaded). wheel dates
+# the members SOURCE_DATE_EPOCH and sorts them; the modes are normalize's.
+py=
+for c in python3 /usr/bin/python3; do
+  if command -v "$c" >/dev/null && "$c" -c 'import build, wheel, setuptools' 2>/dev/null; then py=$c; break; fi
+done
+if [ -n "$py" ]; then
+  cp -r clients/python "$work/python"
+  normalize "$work/python" "$work/python/pyproject.toml"
+  chmod 0644 "$work/python/pyproject.toml"
+  (cd "$work/python" && "$py" -m build --no-isolation --wheel --outdir "$work/wheel" . >"$work/wheel.log" 2>&1) ||
+    { cat "$work/wheel.log" >&2; echo "release/build.sh: the Python wheel did not build" >&2; exit 1; }
+  cp "$work"/wheel/*.whl "$out/"
+  clients+=("$(cd "$work/wheel" && echo *.whl)")
+else
+  echo "release/build.sh: no python3 with build, wheel and setuptools (Debian: python3-build python3-wheel): no wheel" >&2
+fi
+
+# The npm tarball. npm ci installs the build tools package-lock.json pins
+# (typescript, @types/node) from the npm registry (or npm's cache): the one
+# download of the build besides Go modules. npm pack builds it (prepack:
+# tsc) and dates every member 1985; it is packed again as the archives are,
+# dated the commit, sorted, owner 0/0, gzip without name or time.
+if command -v npm >/dev/null; then
+  cp -r clients/typescript "$work/typescript"
+  mkdir "$work/npm"
+  (cd "$work/typescript" && npm ci --no-audit --no-fund --ignore-scripts >"$work/npm.log" 2>&1 &&
+    npm pack --pack-destination "$work/npm" >>"$work/npm.log" 2>&1) ||
+    { cat "$work/npm.log" >&2; echo "release/build.sh: the npm tarball did not build" >&2; exit 1; }
+  tgz=$(cd "$work/npm" && echo *.tgz)
+  mkdir "$work/npm/stage"
+  tar -xzf "$work/npm/$tgz" -C "$work/npm/stage"
+  normalize "$work/npm/stage/package" "$work/npm/stage/package/package.json"
+  chmod 0644 "$work/npm/stage/package/package.json"
+  tar -C "$work/npm/stage" --sort=name --format=ustar --owner=0 --group=0 --numeric-owner \
+    --mtime="@$epoch" -cf - package | gzip -n -9 >"$out/$tgz"
+  clients+=("$tgz")
+else
+  echo "release/build.sh: no npm: no npm tarball" >&2
+fi
+
+(cd "$out" && sha256sum sbx-"$version"-*.tar.gz sbx-"$version"-*.zip "${debs[@]}" "${clients[@]}" | sort -k2 >SHA256SUMS)
 echo "release $version (commit ${commit:0:12}, $date) in $out:"
 cat "$out/SHA256SUMS"

@@ -138,6 +138,8 @@ func TestReproducible(t *testing.T) {
 	if _, err := exec.LookPath("dpkg-deb"); err == nil {
 		want = append(want, "sbx_"+testVersion+"_amd64.deb")
 	}
+	clients := clientArtefacts(t, src)
+	want = append(want, clients...)
 	sort.Strings(want)
 	if strings.Join(names, " ") != strings.Join(want, " ") {
 		t.Errorf("SHA256SUMS lists %v, want %v", names, want)
@@ -148,6 +150,14 @@ func TestReproducible(t *testing.T) {
 	checkZip(t, out1)
 	if _, err := exec.LookPath("dpkg-deb"); err == nil {
 		checkDeb(t, out1)
+	}
+	sbx := releaseBinary(t, out1)
+	for _, name := range clients {
+		if strings.HasSuffix(name, ".whl") {
+			checkWheel(t, out1, src, date, sbx, name)
+		} else {
+			checkNpm(t, out1, src, date, sbx, name)
+		}
 	}
 }
 
@@ -198,55 +208,8 @@ func artefacts(t *testing.T, sums []byte) []string {
 func checkTarball(t *testing.T, dist, commit, date string) {
 	t.Helper()
 	prefix := "sbx-" + testVersion + "-linux-amd64/"
-	f, err := os.Open(filepath.Join(dist, "sbx-"+testVersion+"-linux-amd64.tar.gz"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	zr, err := gzip.NewReader(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !zr.ModTime.IsZero() || zr.Name != "" {
-		t.Errorf("gzip header has name %q, time %v: want neither (gzip -n)", zr.Name, zr.ModTime)
-	}
-	wantTime, err := time.Parse(time.RFC3339, date)
-	if err != nil {
-		t.Fatal(err)
-	}
 	unpacked := t.TempDir()
-	tr := tar.NewReader(zr)
-	var members []string
-	for {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		members = append(members, h.Name)
-		if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(wantTime) {
-			t.Errorf("%s: owner %d/%d, time %v; want 0/0, %v", h.Name, h.Uid, h.Gid, h.ModTime, wantTime)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue
-		}
-		p := filepath.Join(unpacked, filepath.FromSlash(h.Name))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(tr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, os.FileMode(h.Mode)&0o777); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if !sort.StringsAreSorted(members) {
-		t.Errorf("members are not sorted: %v", members)
-	}
+	members := readArchive(t, filepath.Join(dist, "sbx-"+testVersion+"-linux-amd64.tar.gz"), date, unpacked)
 	for _, m := range []string{"sbx", "LICENSE", "NOTICE", "README.md", "CHANGELOG.md",
 		"man/man1/sbx.1", "man/man1/sbx-run.1", "man/man1/sbx-exec.1", "man/man1/sbx-fs.1",
 		"completions/sbx.bash", "completions/_sbx", "completions/sbx.fish"} {
@@ -318,4 +281,60 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// readArchive reads a .tar.gz as build.sh packs them (gzip -n; members
+// sorted, owner 0/0, dated the commit), checks that, unpacks its files into
+// dir, and returns its members' names.
+func readArchive(t *testing.T, path, date, dir string) []string {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !zr.ModTime.IsZero() || zr.Name != "" {
+		t.Errorf("%s: gzip header has name %q, time %v: want neither (gzip -n)", filepath.Base(path), zr.Name, zr.ModTime)
+	}
+	wantTime, err := time.Parse(time.RFC3339, date)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := tar.NewReader(zr)
+	var members []string
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		members = append(members, h.Name)
+		if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(wantTime) {
+			t.Errorf("%s: owner %d/%d, time %v; want 0/0, %v", h.Name, h.Uid, h.Gid, h.ModTime, wantTime)
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		p := filepath.Join(dir, filepath.FromSlash(h.Name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, b, os.FileMode(h.Mode)&0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !sort.StringsAreSorted(members) {
+		t.Errorf("%s: members are not sorted: %v", filepath.Base(path), members)
+	}
+	return members
 }

@@ -10,18 +10,22 @@ docs/json.md), so this package needs only the standard library::
         r = sbx.exec(request.with_grant(r.retry.grant))
 
 ``sbx.Server`` holds one ``sbx serve`` instead: sessions, turns, stored
-grants and approvals, and no sbx start per call (docs/serve.md).
+grants and approvals, and no sbx start per call (docs/serve.md);
+``sbx.connect(path)`` speaks to one listening on a unix socket, and picks its
+sessions up again after it restarts.
 """
 
 from .client import exec, find_binary, fs
-from .server import Server, ServerError
+from .server import Server, ServerError, connect
 from .errors import (
     BinaryNotFoundError,
+    ConnectionLostError,
     DeniedByPolicyError,
     ExecFailedError,
     InternalError,
     InvalidRequestError,
     ProtocolError,
+    RequestTimeoutError,
     SbxError,
     UnsupportedError,
 )
@@ -51,7 +55,7 @@ from .types import (
 __version__ = "0.1.0"
 
 __all__ = [
-    "exec", "fs", "find_binary", "Server", "ServerError",
+    "exec", "fs", "find_binary", "Server", "ServerError", "connect", "ConnectionLostError", "RequestTimeoutError",
     "SbxError", "InvalidRequestError", "DeniedByPolicyError", "UnsupportedError", "ExecFailedError",
     "InternalError", "ProtocolError", "BinaryNotFoundError",
     "SCHEMA_VERSION", "ExecRequest", "ExecResult", "FsResult", "Report", "Profile", "NetworkPermission",

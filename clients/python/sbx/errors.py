@@ -92,6 +92,27 @@ class ProtocolError(SbxError):
         self.stderr = stderr
 
 
+class RequestTimeoutError(ProtocolError, TimeoutError):
+    """sbx serve did not answer a request within its timeout. The client asked
+    the server to cancel it (``$/cancelRequest``); ``method`` names it."""
+
+    def __init__(self, message: str, method: str):
+        super().__init__(message)
+        self.method = method
+
+
+class ConnectionLostError(ProtocolError):
+    """The connection to sbx serve ended before it answered (the server exited
+    or restarted). For an ``exec``, ``call_id`` names the call: a restarted
+    server records it ``lost`` (never run again by itself); ask again in a new
+    turn if it should run."""
+
+    def __init__(self, message: str, method: str, call_id: Optional[str] = None):
+        super().__init__(message)
+        self.method = method
+        self.call_id = call_id
+
+
 class BinaryNotFoundError(SbxError, FileNotFoundError):
     """No sbx binary: not given, not in $SBX, not on PATH."""
 

@@ -61,6 +61,27 @@ export class ProtocolError extends SbxError {
   }
 }
 
+/**
+ * sbx serve did not answer a request within its timeout; the client asked the
+ * server to cancel it ($/cancelRequest). `method` names the request.
+ */
+export class RequestTimeoutError extends ProtocolError {
+  constructor(message: string, readonly method: string) {
+    super(message, null, "");
+  }
+}
+
+/**
+ * The connection to sbx serve ended before it answered (the server exited or
+ * restarted). For an exec, `callId` names the call: a restarted server records
+ * it `lost` and never runs it again by itself; ask again in a new turn.
+ */
+export class ConnectionLostError extends ProtocolError {
+  constructor(message: string, readonly method: string, readonly callId?: string) {
+    super(message, null, "");
+  }
+}
+
 /** No sbx binary: not given, not in $SBX, not on PATH. */
 export class BinaryNotFoundError extends SbxError {}
 

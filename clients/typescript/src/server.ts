@@ -6,12 +6,16 @@
 //   const turn = await srv.beginTurn(s);
 //   const r = await srv.exec(s, turn, "c1", { command: ["make", "test"], cwd: "/src" });
 //   await srv.close();
+//
+// Server.connect(path) speaks to `sbx serve --listen path` instead, and picks
+// its sessions up again after it restarts (resume).
 
 import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { createConnection, type Socket } from "node:net";
 import { createInterface } from "node:readline";
 
 import { findBinary } from "./client.js";
-import { ProtocolError, SbxError } from "./errors.js";
+import { ConnectionLostError, ProtocolError, RequestTimeoutError, SbxError } from "./errors.js";
 import type { ErrorDetail, ExecRequest, ExecResult, FsResult, Profile } from "./types.js";
 
 /**
@@ -65,6 +69,11 @@ export interface ServerOptions {
   /** Extra flags of sbx serve, e.g. ["--ephemeral"]. */
   args?: string[];
   /**
+   * Bounds every request, in milliseconds (exec takes its own): one not answered in time rejects
+   * with RequestTimeoutError, and the server is asked to cancel it. Default: none.
+   */
+  timeoutMs?: number;
+  /**
    * Answers the server's approvals (this client then declares `approvals` at
    * initialize): "allowed-once" or "rejected"; anything else, or a throw,
    * answers "rejected".
@@ -72,46 +81,133 @@ export interface ServerOptions {
   onApproval?: (q: ApprovalQuestion) => Promise<string> | string;
 }
 
-type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
+export interface ConnectOptions extends Omit<ServerOptions, "sbx" | "args"> {
+  /** How long a reconnect waits for a restarted server's socket, in milliseconds (default 30000). */
+  reconnectWaitMs?: number;
+}
+
+type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void; method: string; callId?: string };
+
+/** One connection: a process's pipes or a unix socket, with its own requests in flight. */
+class Link {
+  readonly pending = new Map<number, Pending>();
+  closed = false;
+  constructor(readonly write: (line: string) => void, readonly end: () => void) {}
+}
+
+/**
+ * dial connects to the socket at path, retrying for waitMs while it is missing or refuses (a server
+ * restarting binds it anew).
+ *
+ * IMPORTANT: the server is whoever listens at path: the server checks its peer, this client does
+ * not check the server. The socket's directory must be one only its user can write
+ * (docs/security.md, known gaps).
+ */
+async function dial(path: string, waitMs: number): Promise<Socket> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await new Promise<Socket>((resolve, reject) => {
+        const sock = createConnection(path);
+        sock.once("connect", () => {
+          sock.off("error", reject);
+          resolve(sock);
+        });
+        sock.once("error", reject);
+      });
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if ((code !== "ENOENT" && code !== "ECONNREFUSED") || Date.now() >= deadline) {
+        throw new ProtocolError(`sbx serve: connect ${path}: ${(e as Error).message}`, null, "");
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
 
 export class Server {
-  private readonly child: ChildProcessWithoutNullStreams;
-  private readonly pending = new Map<number, Pending>();
+  private child?: ChildProcessWithoutNullStreams;
+  private link!: Link;
   private readonly outputs = new Map<string, (event: Record<string, unknown>) => void>();
+  private readonly turns = new Map<string, string>();
   private nextId = 1;
-  private closed = false;
-  private readonly exited: Promise<number | null>;
+  private shut = false;
+  private exited: Promise<number | null> = Promise.resolve(0);
+  private path?: string;
+  private reconnectWaitMs = 30000;
+  private reconnecting?: Promise<void>;
   /** initialize's result. */
   info: Record<string, unknown> = {};
+  /** The call ids of the exec requests a lost connection took with it, oldest first. */
+  readonly lostCalls: string[] = [];
 
-  private constructor(private readonly opts: ServerOptions) {
-    this.child = spawn(findBinary(opts.sbx), ["serve", ...(opts.args ?? [])], { stdio: ["pipe", "pipe", "pipe"] });
-    // The server's stderr (warnings, refused peers) goes to this process's.
-    this.child.stderr.pipe(process.stderr);
-    this.exited = new Promise((res) => this.child.on("close", (code) => res(code)));
-    this.child.stdin.on("error", () => {});
-    const lines = createInterface({ input: this.child.stdout });
-    lines.on("line", (line) => this.onLine(line));
-    lines.on("close", () => {
-      this.closed = true;
-      for (const p of this.pending.values()) p.reject(new ProtocolError("sbx serve exited before it answered", null, ""));
-      this.pending.clear();
-    });
-  }
+  private constructor(private readonly opts: ServerOptions) {}
 
   /** start runs sbx serve and initializes it. */
   static async start(opts: ServerOptions = {}): Promise<Server> {
     const srv = new Server(opts);
-    srv.info = (await srv.request("initialize", opts.onApproval ? { capabilities: { approvals: true } } : {})) as Record<string, unknown>;
+    const child = spawn(findBinary(opts.sbx), ["serve", ...(opts.args ?? [])], { stdio: ["pipe", "pipe", "pipe"] });
+    srv.child = child;
+    // The server's stderr (warnings, refused peers) goes to this process's.
+    child.stderr.pipe(process.stderr);
+    srv.exited = new Promise((res) => child.on("close", (code) => res(code)));
+    child.stdin.on("error", () => {});
+    srv.link = srv.attach(child.stdout, (line) => child.stdin.write(line), () => child.stdin.end());
+    await srv.initialize();
     return srv;
   }
 
-  private send(msg: Record<string, unknown>): void {
-    if (this.closed) throw new ProtocolError("sbx serve: the connection is closed", null, "");
-    this.child.stdin.write(JSON.stringify(msg) + "\n");
+  /**
+   * connect speaks to `sbx serve --listen path` and initializes. Closing it closes the connection,
+   * not the server. When the connection ends (the server restarted), the requests waiting on it
+   * reject with ConnectionLostError and the next request connects anew, waiting up to
+   * reconnectWaitMs for the socket; resume(sessionId) then picks a session up from the server's
+   * durable log.
+   */
+  static async connect(path: string, opts: ConnectOptions = {}): Promise<Server> {
+    const srv = new Server(opts);
+    srv.path = path;
+    srv.reconnectWaitMs = opts.reconnectWaitMs ?? 30000;
+    srv.link = srv.attachSocket(await dial(path, 0));
+    await srv.initialize();
+    return srv;
   }
 
-  private onLine(line: string): void {
+  private attach(input: NodeJS.ReadableStream, write: (line: string) => void, end: () => void): Link {
+    const link = new Link(write, end);
+    const lines = createInterface({ input });
+    lines.on("line", (line) => this.onLine(link, line));
+    // A socket reset by its peer closes without an end: either ends the link.
+    input.on("close", () => lines.close());
+    lines.on("close", () => {
+      // The connection ended: every request still waiting on it fails, and
+      // the calls among them are lost (a restarted server records them so).
+      link.closed = true;
+      for (const p of link.pending.values()) {
+        if (p.callId !== undefined) this.lostCalls.push(p.callId);
+        const what = this.child ? `sbx serve exited before it answered ${p.method}` : `sbx serve: the connection ended before the answer to ${p.method}`;
+        p.reject(new ConnectionLostError(what, p.method, p.callId));
+      }
+      link.pending.clear();
+    });
+    return link;
+  }
+
+  private attachSocket(sock: Socket): Link {
+    sock.on("error", () => {}); // the end of the stream reports it: readline closes
+    return this.attach(sock, (line) => sock.write(line), () => sock.destroy());
+  }
+
+  private async initialize(): Promise<void> {
+    this.info = (await this.request("initialize", this.opts.onApproval ? { capabilities: { approvals: true } } : {})) as Record<string, unknown>;
+  }
+
+  private send(link: Link, msg: Record<string, unknown>): void {
+    if (link.closed) throw new ConnectionLostError("sbx serve: the connection is closed", String(msg.method ?? ""));
+    link.write(JSON.stringify(msg) + "\n");
+  }
+
+  private onLine(link: Link, line: string): void {
     let msg: Record<string, unknown>;
     try {
       msg = JSON.parse(line);
@@ -120,9 +216,9 @@ export class Server {
     }
     if (typeof msg !== "object" || msg === null) return;
     if ("id" in msg && ("result" in msg || "error" in msg)) {
-      const p = this.pending.get(msg.id as number);
+      const p = link.pending.get(msg.id as number);
       if (!p) return;
-      this.pending.delete(msg.id as number);
+      link.pending.delete(msg.id as number);
       if ("error" in msg) {
         const e = (msg.error ?? {}) as { code?: number; message?: string; data?: Record<string, unknown> };
         p.reject(new ServerError(e.code ?? 0, e.message ?? "", e.data));
@@ -130,14 +226,14 @@ export class Server {
         p.resolve(msg.result);
       }
     } else if (msg.method === "approval/requested" && "id" in msg && this.opts.onApproval) {
-      void this.answer(msg.id, (msg.params ?? {}) as ApprovalQuestion);
+      void this.answer(link, msg.id, (msg.params ?? {}) as ApprovalQuestion);
     } else if (msg.method === "exec/output") {
       const params = (msg.params ?? {}) as Record<string, unknown>;
       this.outputs.get(params.call_id as string)?.(params);
     }
   }
 
-  private async answer(rpcId: unknown, q: ApprovalQuestion): Promise<void> {
+  private async answer(link: Link, rpcId: unknown, q: ApprovalQuestion): Promise<void> {
     let outcome = "rejected";
     try {
       const got = await this.opts.onApproval!(q);
@@ -146,22 +242,63 @@ export class Server {
       outcome = "rejected";
     }
     try {
-      this.send({ jsonrpc: "2.0", id: rpcId, result: { session_id: q.session_id, approval_id: q.approval_id, outcome } });
+      this.send(link, { jsonrpc: "2.0", id: rpcId, result: { session_id: q.session_id, approval_id: q.approval_id, outcome } });
     } catch {
       // the server went away: nothing to answer
     }
   }
 
-  /** request sends one request; an error response rejects with ServerError. */
-  request(method: string, params: unknown = null): Promise<unknown> {
+  /**
+   * reconnect connects anew to the socket (waiting up to reconnectWaitMs for a restarted server)
+   * and initializes again. The old connection's waiting requests have rejected with
+   * ConnectionLostError; lostCalls names their calls. Only for a client made by connect.
+   */
+  async reconnect(): Promise<void> {
+    if (this.path === undefined) throw new ProtocolError("sbx serve: reconnect: this client spawned its server (use Server.connect)", null, "");
+    this.link.end();
+    this.link = this.attachSocket(await dial(this.path, this.reconnectWaitMs));
+    await this.initialize();
+  }
+
+  /**
+   * request sends one request; an error response rejects with ServerError, no answer within
+   * timeoutMs (default: the client's) with RequestTimeoutError, a connection that ended first with
+   * ConnectionLostError. A client made by connect whose connection had ended connects anew first.
+   */
+  async request(method: string, params: unknown = null, timeoutMs?: number): Promise<unknown> {
+    if (this.link.closed && this.path !== undefined && !this.shut) {
+      // One reconnect for all the requests that found the connection gone.
+      this.reconnecting ??= this.reconnect().finally(() => (this.reconnecting = undefined));
+      await this.reconnecting;
+    }
+    const link = this.link;
     const id = this.nextId++;
+    const callId = method === "exec" && params && typeof params === "object" ? ((params as { call_id?: string }).call_id) : undefined;
+    const limit = timeoutMs ?? this.opts.timeoutMs;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject });
+      let timer: NodeJS.Timeout | undefined;
+      const done = () => timer !== undefined && clearTimeout(timer);
+      link.pending.set(id, { resolve: (v) => (done(), resolve(v)), reject: (e) => (done(), reject(e)), method, callId });
       try {
-        this.send({ jsonrpc: "2.0", id, method, params });
+        this.send(link, { jsonrpc: "2.0", id, method, params });
       } catch (e) {
-        this.pending.delete(id);
+        link.pending.delete(id);
+        done();
         reject(e as Error);
+        return;
+      }
+      if (limit !== undefined) {
+        timer = setTimeout(() => {
+          if (!link.pending.delete(id)) return;
+          // Whatever the server is doing for it would go on: ask it to stop
+          // (an exec not started yet is not run, a running one is killed).
+          try {
+            this.send(link, { jsonrpc: "2.0", method: "$/cancelRequest", params: { id } });
+          } catch {
+            // the connection is gone: so is the request
+          }
+          reject(new RequestTimeoutError(`sbx serve: no response to ${method} in time`, method));
+        }, limit);
       }
     });
   }
@@ -184,8 +321,33 @@ export class Server {
     await this.request("session/close", { session_id: sessionId });
   }
 
+  /** permissions is the projection a client draws a permission selector from (session/permissions). */
+  async permissions(sessionId: string): Promise<Record<string, unknown>> {
+    return (await this.request("session/permissions", { session_id: sessionId })) as Record<string, unknown>;
+  }
+
   async beginTurn(sessionId: string): Promise<string> {
-    return ((await this.request("turn/begin", { session_id: sessionId })) as { turn_id: string }).turn_id;
+    const turn = ((await this.request("turn/begin", { session_id: sessionId })) as { turn_id: string }).turn_id;
+    this.turns.set(sessionId, turn);
+    return turn;
+  }
+
+  /**
+   * resume picks a session up again after the connection ended and resolves to the turn to go on
+   * in. A restarted server rebuilt the session from its durable log (its grants included), ended
+   * its open turn and recorded the calls it found unfinished `lost`: a new turn begins. A server
+   * that kept running kept the turn: it goes on. A session the server does not know (an
+   * --ephemeral server restarted, or the session was closed) rejects with ServerError
+   * unknown_session.
+   */
+  async resume(sessionId: string): Promise<string> {
+    try {
+      return await this.beginTurn(sessionId);
+    } catch (e) {
+      const known = this.turns.get(sessionId);
+      if (e instanceof ServerError && e.data.kind === "conflict" && known !== undefined) return known;
+      throw e;
+    }
   }
 
   async endTurn(sessionId: string, turnId: string): Promise<void> {
@@ -206,14 +368,14 @@ export class Server {
    * event each) when given. A refused or unapproved call rejects with
    * ServerError (invalid_params, denied, cancelled, ...).
    */
-  async exec(sessionId: string, turnId: string, callId: string, request: ExecRequest, onOutput?: (event: Record<string, unknown>) => void): Promise<ExecResult | FsResult> {
+  async exec(sessionId: string, turnId: string, callId: string, request: ExecRequest, onOutput?: (event: Record<string, unknown>) => void, timeoutMs?: number): Promise<ExecResult | FsResult> {
     const params: Record<string, unknown> = { ...request, session_id: sessionId, turn_id: turnId, call_id: callId };
     if (onOutput) {
       params.stream = true;
       this.outputs.set(callId, onOutput);
     }
     try {
-      return (await this.request("exec", params)) as ExecResult | FsResult;
+      return (await this.request("exec", params, timeoutMs)) as ExecResult | FsResult;
     } finally {
       this.outputs.delete(callId);
     }
@@ -223,18 +385,29 @@ export class Server {
     return ((await this.request("exec/cancel", { call_id: callId })) as { cancelled: boolean }).cancelled;
   }
 
-  /** close sends shutdown and exit and resolves to the server's exit status. */
+  /**
+   * close sends a spawned server shutdown and exit and resolves to its exit status; a client made
+   * by connect only closes its connection (the server serves others) and resolves to 0.
+   */
   async close(): Promise<number | null> {
-    if (!this.closed) {
+    const link = this.link;
+    if (!this.child) {
+      this.shut = true;
+      link.closed = true;
+      link.end();
+      return 0;
+    }
+    if (!link.closed && !this.shut) {
       try {
         await this.request("shutdown");
-        this.send({ jsonrpc: "2.0", method: "exit" });
+        this.send(link, { jsonrpc: "2.0", method: "exit" });
       } catch {
         // already gone
       }
-      this.closed = true;
-      this.child.stdin.end();
     }
+    this.shut = true;
+    link.closed = true;
+    link.end();
     return this.exited;
   }
 }
