@@ -298,6 +298,7 @@ func execLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) (
 				t.Fatalf("%q still fails with the grant %v applied: exit %v, retry %v, stderr %v", step, turn, res["exit_code"], res["retry"], res["stderr"])
 			}
 			judgeGrant(t, wf, r, grant)
+			t.Logf("%q: granted %v", step, grant)
 			mergeGrant(turn, grant)
 			approvals++
 		}
@@ -338,6 +339,7 @@ func serveLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) 
 		if res["exit_code"] != float64(0) {
 			grant := retryGrant(t, step, res)
 			judgeGrant(t, wf, r, grant)
+			t.Logf("%q: asking for %v", step, grant)
 			retry, _ := res["retry"].(map[string]any)
 			again, _ := retry["request"].(map[string]any)
 			if again == nil {
