@@ -50,9 +50,11 @@ mkdir -p "$dir/clients" "$dir/docs"
 cp -r clients/python "$dir/clients/python"
 cp -r docs/schema "$dir/docs/schema"
 # The ACP client of the integration tests (testdata/acp from the test's
-# directory), with the SDK when .ci/run installed it.
+# directory), with the SDK when .ci/run installed it, and the workflow
+# corpus's npm registry (verdaccio) likewise.
 mkdir -p "$dir/testdata"
 cp -r integration/testdata/acp "$dir/testdata/acp"
+cp -r integration/testdata/verdaccio "$dir/testdata/verdaccio"
 chmod -R a+rx "$dir"
 home=$(getent passwd "$user" | cut -d: -f6)
 echo "== integration tests as $user (uid $(id -u "$user"))"
