@@ -49,6 +49,12 @@ type workflow struct {
 	name string
 	// tools are the programs it runs (corpusTool finds each).
 	tools []string
+	// prepare, when set, runs once before the workflow's runs and may add
+	// to bin what its steps need (a registry's URL, a template).
+	prepare func(t *testing.T, bin map[string]string)
+	// request has fields every sandboxed call of the workflow adds to its
+	// request (network_access: the runtime's own setting).
+	request map[string]any
 	// setup fills the workspace ws; bin has the tools' paths by name.
 	setup func(t *testing.T, ws string, bin map[string]string)
 	// steps are the calls, in order, each an argv; bin names the tools.
@@ -270,9 +276,13 @@ func mergeGrant(turn, grant map[string]any) {
 }
 
 // workflowRequest is a step's sbx exec request.
-func workflowRequest(r workflowRun, step []string) map[string]any {
-	return map[string]any{"command": step, "cwd": r.ws, "sandbox_mode": "workspace-write",
+func workflowRequest(wf workflow, r workflowRun, step []string) map[string]any {
+	req := map[string]any{"command": step, "cwd": r.ws, "sandbox_mode": "workspace-write",
 		"env_policy": map[string]any{"mode": "clean"}, "env": envObject(r.env)}
+	for k, v := range wf.request {
+		req[k] = v
+	}
+	return req
 }
 
 // execLoop runs wf through sbx exec, applying each retry.grant as a turn
@@ -283,7 +293,7 @@ func execLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) (
 	var out strings.Builder
 	for _, step := range wf.steps(bin) {
 		for try := 0; ; try++ {
-			req := workflowRequest(r, step)
+			req := workflowRequest(wf, r, step)
 			if len(turn) > 0 {
 				req["grants"] = map[string]any{"turn": turn}
 			}
@@ -331,7 +341,7 @@ func serveLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) 
 	turn := s.session("w", r.ws, map[string]any{"sandbox_mode": "workspace-write", "approval_policy": "on-request"})
 	var out strings.Builder
 	for i, step := range wf.steps(bin) {
-		p := workflowRequest(r, step)
+		p := workflowRequest(wf, r, step)
 		delete(p, "sandbox_mode")
 		p["session_id"], p["turn_id"], p["call_id"] = "w", turn, fmt.Sprintf("c%d", i)
 		res := s.ok("exec", p)
@@ -376,12 +386,15 @@ func TestWorkflows(t *testing.T) {
 	if viaServe {
 		skipVia(t, "the corpus drives sbx exec and servers of its own; it ran in the passes without SBX_IT_VIA")
 	}
-	for _, wf := range corpus {
+	for _, wf := range slices.Concat(corpus, registryCorpus) {
 		t.Run(wf.name, func(t *testing.T) {
 			t.Parallel()
 			bin := map[string]string{}
 			for _, name := range wf.tools {
 				bin[name] = corpusTool(t, name, toolCandidates[name]...)
+			}
+			if wf.prepare != nil {
+				wf.prepare(t, bin)
 			}
 			bare := runBare(t, wf, bin)
 			for _, relocated := range []bool{false, true} {
