@@ -191,13 +191,19 @@ func judgeResult(t *testing.T, step []string, res map[string]any) {
 }
 
 // retryGrant returns the result's retry.grant, failing when the call
-// failed without one (nothing a runtime could ask for).
+// failed without one (nothing a runtime could ask for), and checks that
+// the retry asks for that grant.
 func retryGrant(t *testing.T, step []string, res map[string]any) map[string]any {
 	t.Helper()
 	retry, _ := res["retry"].(map[string]any)
 	grant, _ := retry["grant"].(map[string]any)
 	if grant == nil {
 		t.Fatalf("%q failed (exit %v) with no retry.grant: retry %v\ndenials %v\nstderr %v", step, res["exit_code"], res["retry"], res["denials"], res["stderr"])
+	}
+	// The retry itself (what a runtime that follows it asks for) is the
+	// grant, never the escalation to full access (issue 29, cases 1 and 6).
+	if retry["sandbox_permissions"] != "with_additional_permissions" {
+		t.Errorf("%q: retry %v asks for %v, want with_additional_permissions", step, retry, retry["sandbox_permissions"])
 	}
 	return grant
 }
