@@ -20,6 +20,16 @@ import (
 // suite (root or sbxtest): every file is in a t.TempDir() of that user, and
 // verdaccio is read from testdata/verdaccio, which .ci/run installs and
 // test.sh copies world-readable for the unprivileged pass.
+//
+// Sandboxed, a command does not reach these URLs as they are: its
+// 127.0.0.1 is its own network namespace's loopback, and sbx's NO_PROXY
+// sends 127.0.0.1 past its domain proxy. It reaches them by a name pinned
+// for the proxy, as bench/workflows does: the URL with registry.sbx.test
+// for 127.0.0.1, and --allow-domain registry.sbx.test:PORT --resolve
+// registry.sbx.test:PORT:127.0.0.1 --allow-private-addresses (exec:
+// additional_permissions.network and resolve); pip then needs
+// --trusted-host registry.sbx.test (it trusts plain HTTP from loopback
+// only).
 
 // hostTool skips the test when a program of the workflow corpus is not
 // installed: the corpus runs on the host only (.ci/run installs node, npm
