@@ -86,7 +86,8 @@ var (
 )
 
 // commandTools returns the tool names argv runs: its program's base name,
-// without a version suffix (pip3, python3.11), and, when that program is a
+// without a version suffix (pip3, python3.11), with a python's -m module
+// (python -m pip), and, when that program is a
 // shell given a script with -c (a runtime's `bash -lc "go build ./..."`),
 // the program of each simple command of the script (split at ; & | ( ) { }
 // ! and newlines; past NAME=value assignments and prefixes such as env),
@@ -99,6 +100,16 @@ func commandTools(argv []string) []string {
 	}
 	name := func(w string) string { return strings.TrimRight(filepath.Base(w), "0123456789.") }
 	out := []string{name(argv[0])}
+	if out[0] == "python" {
+		// python -m pip: the module is the tool (an -m among the
+		// options, before a script or the module's own arguments).
+		for i := 1; i < len(argv)-1 && strings.HasPrefix(argv[i], "-"); i++ {
+			if argv[i] == "-m" {
+				return append(out, argv[i+1])
+			}
+		}
+		return out
+	}
 	if !slices.Contains(shells, filepath.Base(argv[0])) {
 		return out
 	}

@@ -48,6 +48,8 @@ func TestSmallestRetryStable(t *testing.T) {
 			[]string{base + "/home2/.cache/go-build"}, 0},
 		{"no ~/.cache, pip: pip's cache", []string{"HOME=" + base + "/home2"}, []report.Denial{fs("create", base+"/home2/.cache")},
 			[]string{base + "/home2/.cache/pip"}, 0},
+		{"no ~/.cache, python -m pip: pip's cache", []string{"HOME=" + base + "/home2"}, []report.Denial{fs("create", base+"/home2/.cache")},
+			[]string{base + "/home2/.cache/pip"}, 0},
 		{"no ~/.cache, an unknown program: not offered", []string{"HOME=" + base + "/home2"}, []report.Denial{fs("create", base+"/home2/.cache")},
 			nil, 1},
 		{"no ~/.cache, go build in a shell's script: go's build cache", []string{"HOME=" + base + "/home2"}, []report.Denial{fs("create", base+"/home2/.cache")},
@@ -90,6 +92,8 @@ func TestSmallestRetryStable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			command := []string{"go", "build"}
 			switch {
+			case strings.Contains(tt.name, "python -m pip"):
+				command = []string{"venv/bin/python", "-m", "pip", "install", "x"}
 			case strings.Contains(tt.name, "pip"):
 				command = []string{"/usr/bin/pip", "install"}
 			case strings.Contains(tt.name, "unknown"):
@@ -137,7 +141,11 @@ func TestCommandTools(t *testing.T) {
 		{nil, nil},
 		{[]string{"/usr/bin/go", "build"}, []string{"go"}},
 		{[]string{"pip3", "install"}, []string{"pip"}},
-		{[]string{"/usr/bin/python3.11", "-m", "pip"}, []string{"python"}},
+		{[]string{"/usr/bin/python3.11", "script.py"}, []string{"python"}},
+		{[]string{"venv/bin/python", "-m", "pip", "install", "x"}, []string{"python", "pip"}},
+		{[]string{"python3", "-m"}, []string{"python"}},
+		{[]string{"python3", "-I", "-m", "pip"}, []string{"python", "pip"}},
+		{[]string{"python3", "script.py", "-m", "pip"}, []string{"python"}},
 		{[]string{"bash", "-lc", "go build ./... && ./hello"}, []string{"bash", "go", "hello"}},
 		{[]string{"sh", "-c", "cd sub; CGO_ENABLED=0 env -i go test\nnpm ci | tee log"}, []string{"sh", "cd", "go", "npm", "tee"}},
 		{[]string{"sh", "-e", "-c", "if make; then (cargo build); fi"}, []string{"sh", "make", "cargo", "fi"}},
