@@ -3,6 +3,8 @@
 package integration
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sbx-sandbox/sbx/tools"
 )
@@ -291,6 +294,45 @@ func workflowRequest(wf workflow, r workflowRun, step []string) map[string]any {
 	return req
 }
 
+// corpusCallLimit bounds one call of the corpus: a go build from an empty
+// cache compiles the standard library, which takes more than the suite's
+// usual 60 s on a loaded two-core machine.
+const corpusCallLimit = 5 * time.Minute
+
+// corpusExec runs one sbx exec request and returns the decoded result.
+func corpusExec(t *testing.T, req map[string]any) map[string]any {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), corpusCallLimit)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, sbxBin, "exec")
+	cmd.Dir, cmd.Env, cmd.Stdin = t.TempDir(), baseEnv(), strings.NewReader(mustJSON(t, req))
+	cmd.WaitDelay = 5 * time.Second
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	b, err := cmd.Output()
+	var res map[string]any
+	if err != nil || json.Unmarshal(b, &res) != nil {
+		t.Fatalf("sbx exec %q: %v\nstdout %s\nstderr %s", req["command"], err, b, stderr.String())
+	}
+	return res
+}
+
+// corpusServeExec sends one exec to s and returns its result.
+func corpusServeExec(t *testing.T, s *server, params map[string]any) map[string]any {
+	t.Helper()
+	select {
+	case m := <-s.start("exec", params):
+		if m["error"] != nil {
+			t.Fatalf("exec %q: %v", params["command"], m["error"])
+		}
+		r, _ := m["result"].(map[string]any)
+		return r
+	case <-time.After(corpusCallLimit):
+		t.Fatalf("exec %q: no response within %v; stderr: %s", params["command"], corpusCallLimit, s.stderr)
+	}
+	return nil
+}
+
 // execLoop runs wf through sbx exec, applying each retry.grant as a turn
 // grant; it returns the stdout and how many grants were applied.
 func execLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) (string, int) {
@@ -303,7 +345,7 @@ func execLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) (
 			if len(turn) > 0 {
 				req["grants"] = map[string]any{"turn": turn}
 			}
-			res := execEnv(t, req, nil)
+			res := corpusExec(t, req)
 			judgeResult(t, step, res)
 			if res["exit_code"] == float64(0) {
 				out.WriteString(res["stdout"].(string))
@@ -350,7 +392,7 @@ func serveLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) 
 		p := workflowRequest(wf, r, step)
 		delete(p, "sandbox_mode")
 		p["session_id"], p["turn_id"], p["call_id"] = "w", turn, fmt.Sprintf("c%d", i)
-		res := s.ok("exec", p)
+		res := corpusServeExec(t, s, p)
 		judgeResult(t, step, res)
 		if res["exit_code"] != float64(0) {
 			grant := retryGrant(t, step, res)
@@ -362,7 +404,7 @@ func serveLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) 
 				t.Fatalf("%q: retry %v has no request", step, retry)
 			}
 			again["call_id"], again["justification"] = fmt.Sprintf("c%d-retry", i), "the "+wf.name+" workflow"
-			res = s.ok("exec", again)
+			res = corpusServeExec(t, s, again)
 			judgeResult(t, step, res)
 			if res["exit_code"] != float64(0) {
 				t.Fatalf("%q still fails once approved: exit %v, retry %v, stderr %v", step, res["exit_code"], res["retry"], res["stderr"])
