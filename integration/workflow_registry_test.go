@@ -3,10 +3,13 @@
 package integration
 
 import (
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/integration/localreg"
@@ -16,10 +19,7 @@ import (
 // workflow_test.go): npm install and npm ci from a local registry
 // (verdaccio, no uplink: registry_test.go) and npm install of a local
 // tarball, in one project; pip install into a venv from a local PEP 503
-// index. The
-// registries listen on the host's loopback; a call reaches them with the
-// network on (network_access, the runtime's own setting), as it would
-// reach the public registries.
+// index. The registries listen on the host's loopback.
 
 // npmTimings is the part of npm's "added N packages in 1s" that differs
 // between runs.
@@ -37,16 +37,45 @@ func npmProject(t *testing.T, ws string, bin map[string]string) {
 	writeFile(t, filepath.Join(ws, "package.json"), `{"name": "proj", "version": "1.0.0", "private": true}`+"\n")
 }
 
-var network = map[string]any{"network_access": true}
+// network is the pip workflow's: the network on (pip trusts plain http
+// from loopback only, so not through the proxy by a name).
+func network(map[string]string) map[string]any { return map[string]any{"network_access": true} }
+
+// registryName is the local npm registry's name under sbx, pinned to the
+// host's loopback with resolve, as bench/workflows names it.
+const registryName = "registry.sbx.test"
 
 var registryCorpus = []workflow{
 	// One project's life with one registry (a verdaccio takes seconds to
 	// start): npm install from the registry, npm install of a tarball on
 	// disk, then npm ci from the lock file those wrote, and the packages
 	// used.
-	{name: "npm", tools: []string{"node", "npm"}, relocate: "npm_config_cache", request: network,
+	//
+	// The network stays off, as workspace-write has it: the registry is
+	// reached through sbx's domain proxy by a name pinned to the host's
+	// loopback (the sandbox's 127.0.0.1 is its own), allowed as the
+	// runtime's own permission (preauthorized), as a runtime allows its
+	// registry.
+	{name: "npm", tools: []string{"node", "npm"}, relocate: "npm_config_cache",
 		prepare: func(t *testing.T, bin map[string]string) {
 			bin["registry"], bin["tarball"] = startNpmRegistry(t), npmTarball(t)
+			u, err := url.Parse(bin["registry"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			bin["proxied"] = registryName + ":" + u.Port()
+		},
+		request: func(bin map[string]string) map[string]any {
+			return map[string]any{"resolve": []string{bin["proxied"] + ":127.0.0.1"}, "preauthorized": true,
+				"additional_permissions": map[string]any{"network": map[string]any{"enabled": true,
+					"allowed_domains": []string{bin["proxied"]}, "allow_private_addresses": true}}}
+		},
+		sandboxed: func(bin map[string]string, step []string) []string {
+			out := slices.Clone(step)
+			for i, a := range out {
+				out[i] = strings.ReplaceAll(a, bin["registry"], "http://"+bin["proxied"]+"/")
+			}
+			return out
 		},
 		setup: npmProject,
 		steps: func(bin map[string]string) [][]string {

@@ -55,9 +55,12 @@ type workflow struct {
 	// prepare, when set, runs once before the workflow's runs and may add
 	// to bin what its steps need (a registry's URL, a template).
 	prepare func(t *testing.T, bin map[string]string)
-	// request has fields every sandboxed call of the workflow adds to its
-	// request (network_access: the runtime's own setting).
-	request map[string]any
+	// request, when set, gives fields every sandboxed call of the workflow
+	// adds to its request (the network: the runtime's own setting).
+	request func(bin map[string]string) map[string]any
+	// sandboxed, when set, is a step as the sandboxed runs send it (a
+	// local registry's URL by the name sbx's proxy resolves).
+	sandboxed func(bin map[string]string, step []string) []string
 	// setup fills the workspace ws; bin has the tools' paths by name.
 	setup func(t *testing.T, ws string, bin map[string]string)
 	// steps are the calls, in order, each an argv; bin names the tools.
@@ -285,11 +288,16 @@ func mergeGrant(turn, grant map[string]any) {
 }
 
 // workflowRequest is a step's sbx exec request.
-func workflowRequest(wf workflow, r workflowRun, step []string) map[string]any {
+func workflowRequest(wf workflow, bin map[string]string, r workflowRun, step []string) map[string]any {
+	if wf.sandboxed != nil {
+		step = wf.sandboxed(bin, step)
+	}
 	req := map[string]any{"command": step, "cwd": r.ws, "sandbox_mode": "workspace-write",
 		"env_policy": map[string]any{"mode": "clean"}, "env": envObject(r.env)}
-	for k, v := range wf.request {
-		req[k] = v
+	if wf.request != nil {
+		for k, v := range wf.request(bin) {
+			req[k] = v
+		}
 	}
 	return req
 }
@@ -341,7 +349,7 @@ func execLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) (
 	var out strings.Builder
 	for _, step := range wf.steps(bin) {
 		for try := 0; ; try++ {
-			req := workflowRequest(wf, r, step)
+			req := workflowRequest(wf, bin, r, step)
 			if len(turn) > 0 {
 				req["grants"] = map[string]any{"turn": turn}
 			}
@@ -389,7 +397,7 @@ func serveLoop(t *testing.T, wf workflow, bin map[string]string, r workflowRun) 
 	turn := s.session("w", r.ws, map[string]any{"sandbox_mode": "workspace-write", "approval_policy": "on-request"})
 	var out strings.Builder
 	for i, step := range wf.steps(bin) {
-		p := workflowRequest(wf, r, step)
+		p := workflowRequest(wf, bin, r, step)
 		delete(p, "sandbox_mode")
 		p["session_id"], p["turn_id"], p["call_id"] = "w", turn, fmt.Sprintf("c%d", i)
 		res := corpusServeExec(t, s, p)
