@@ -42,7 +42,7 @@ func main() {
 	}
 }
 
-// ways are the three ways each workflow runs, in this order each round.
+// ways are the three ways each workflow runs, each round in turn.
 var ways = []string{"bare", "sbx-run", "serve"}
 
 func run(sbx string, rounds int, only, verdaccio string) error {
@@ -104,7 +104,10 @@ func run(sbx string, rounds int, only, verdaccio string) error {
 	}
 	for r := 0; r < rounds; r++ {
 		for _, w := range flows {
-			for _, way := range ways {
+			// The ways take turns at going first: a run can leave the
+			// next one warmer (page cache, CPU frequency) or colder.
+			for i := range ways {
+				way := ways[(i+r)%len(ways)]
 				d, err := w.once(way, sbx, srv)
 				if err != nil {
 					return fmt.Errorf("%s %s (round %d): %w", w.name, way, r+1, err)
