@@ -28,8 +28,9 @@ type RetryInput struct {
 	// Env is the command's environment: it places the tools' cache and
 	// state roots (tools.Resolve) and says what HOME and PATH are.
 	Env []string
-	// Command is the call's argv: its program names the tool whose roots
-	// a denial on the way to several is meant for.
+	// Command is the call's argv: its program (or, for a shell's -c, the
+	// programs its script runs) names the tool whose roots a denial on the
+	// way to several is meant for (commandTools).
 	Command []string
 }
 
@@ -133,10 +134,7 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 	network := false
 	var domains proxyRetry
 	roots := tools.Resolve(in.Env)
-	command := ""
-	if len(in.Command) > 0 {
-		command = in.Command[0]
-	}
+	command := commandTools(in.Command)
 	unresolved := func(d report.Denial, reason string) {
 		r.Unresolved = append(r.Unresolved, Unresolved{Operation: d.Operation, Path: d.Path, Address: d.Address, Domain: d.Domain, Port: d.Port, Reason: reason})
 	}

@@ -3,6 +3,7 @@ package escalate
 import (
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/policy"
@@ -26,7 +27,7 @@ import (
 //   - never HOME, one of its ancestors or "/", and never a place whose
 //     contents run later outside the sandbox (a directory on PATH, a shell
 //     startup file, git's global configuration: tools.Roots.Never).
-func stableGrant(target, denied, command string, roots tools.Roots) (grant, refused string) {
+func stableGrant(target, denied string, command []string, roots tools.Roots) (grant, refused string) {
 	g := ""
 	if r, ok := roots.Root(target); ok {
 		g = r.Path
@@ -59,15 +60,15 @@ func stableGrant(target, denied, command string, roots tools.Roots) (grant, refu
 
 // onTheWay returns the table root that creating denied was a step towards
 // (mkdir ~/.cache for ~/.cache/go-build): the only one below it, or the only
-// one of the tool the command names (its program's base name).
-func onTheWay(denied, command string, roots tools.Roots) (tools.Root, bool) {
+// one of the tools the command names (commandTools).
+func onTheWay(denied string, command []string, roots tools.Roots) (tools.Root, bool) {
 	below := roots.Below(denied)
 	if len(below) == 1 {
 		return below[0], true
 	}
 	var mine []tools.Root
 	for _, r := range below {
-		if r.Tool == filepath.Base(command) {
+		if slices.Contains(command, r.Tool) {
 			mine = append(mine, r)
 		}
 	}
@@ -75,6 +76,64 @@ func onTheWay(denied, command string, roots tools.Roots) (tools.Root, bool) {
 		return mine[0], true
 	}
 	return tools.Root{}, false
+}
+
+// shells are the programs whose -c script commandTools reads; prefixes
+// are the words that come before a simple command's program in one.
+var (
+	shells   = []string{"sh", "bash", "dash", "zsh", "ksh", "ash", "mksh"}
+	prefixes = []string{"if", "then", "else", "elif", "do", "while", "until", "time", "exec", "command", "env", "nice"}
+)
+
+// commandTools returns the tool names argv runs: its program's base name,
+// without a version suffix (pip3, python3.11), with a python's -m module
+// (python -m pip), and, when that program is a
+// shell given a script with -c (a runtime's `bash -lc "go build ./..."`),
+// the program of each simple command of the script (split at ; & | ( ) { }
+// ! and newlines; past NAME=value assignments and prefixes such as env),
+// named the same way. A name that is no tool of the table matches no root,
+// so a word taken wrongly from a script can only narrow onTheWay's choice
+// (or leave it ambiguous), never widen a grant.
+func commandTools(argv []string) []string {
+	if len(argv) == 0 {
+		return nil
+	}
+	name := func(w string) string { return strings.TrimRight(filepath.Base(w), "0123456789.") }
+	out := []string{name(argv[0])}
+	if out[0] == "python" {
+		// python -m pip: the module is the tool (an -m among the
+		// options, before a script or the module's own arguments).
+		for i := 1; i < len(argv)-1 && strings.HasPrefix(argv[i], "-"); i++ {
+			if argv[i] == "-m" {
+				return append(out, argv[i+1])
+			}
+		}
+		return out
+	}
+	if !slices.Contains(shells, filepath.Base(argv[0])) {
+		return out
+	}
+	script := ""
+	for i := 1; i < len(argv)-1; i++ {
+		f := argv[i]
+		if !strings.HasPrefix(f, "-") || strings.HasPrefix(f, "--") {
+			break
+		}
+		if strings.Contains(f[1:], "c") {
+			script = argv[i+1]
+			break
+		}
+	}
+	for _, simple := range strings.FieldsFunc(script, func(r rune) bool { return strings.ContainsRune(";&|(){}!\n", r) }) {
+		for _, w := range strings.Fields(simple) {
+			if slices.Contains(prefixes, w) || (strings.Contains(w, "=") && !strings.HasPrefix(w, "=")) || strings.HasPrefix(w, "-") {
+				continue
+			}
+			out = append(out, name(w))
+			break
+		}
+	}
+	return out
 }
 
 // tooWide reports whether granting p would grant the whole home directory

@@ -48,7 +48,13 @@ func TestSmallestRetryStable(t *testing.T) {
 			[]string{base + "/home2/.cache/go-build"}, 0},
 		{"no ~/.cache, pip: pip's cache", []string{"HOME=" + base + "/home2"}, []report.Denial{fs("create", base+"/home2/.cache")},
 			[]string{base + "/home2/.cache/pip"}, 0},
+		{"no ~/.cache, python -m pip: pip's cache", []string{"HOME=" + base + "/home2"}, []report.Denial{fs("create", base+"/home2/.cache")},
+			[]string{base + "/home2/.cache/pip"}, 0},
 		{"no ~/.cache, an unknown program: not offered", []string{"HOME=" + base + "/home2"}, []report.Denial{fs("create", base+"/home2/.cache")},
+			nil, 1},
+		{"no ~/.cache, go build in a shell's script: go's build cache", []string{"HOME=" + base + "/home2"}, []report.Denial{fs("create", base+"/home2/.cache")},
+			[]string{base + "/home2/.cache/go-build"}, 0},
+		{"no ~/.cache, a shell's script of two tools: not offered", []string{"HOME=" + base + "/home2"}, []report.Denial{fs("create", base+"/home2/.cache")},
 			nil, 1},
 		{"GOCACHE relocates the root", []string{"GOCACHE=" + base + "/gc"}, []report.Denial{fs("create", base+"/gc/8d/x-d")},
 			[]string{base + "/gc"}, 0},
@@ -86,10 +92,16 @@ func TestSmallestRetryStable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			command := []string{"go", "build"}
 			switch {
+			case strings.Contains(tt.name, "python -m pip"):
+				command = []string{"venv/bin/python", "-m", "pip", "install", "x"}
 			case strings.Contains(tt.name, "pip"):
 				command = []string{"/usr/bin/pip", "install"}
 			case strings.Contains(tt.name, "unknown"):
-				command = []string{"sh", "-c", "go build"}
+				command = []string{"sh", "-c", "./build.sh && ./run"}
+			case strings.Contains(tt.name, "go build in a shell"):
+				command = []string{"bash", "-lc", "cd sub && GOFLAGS=-v go build ./... && ./hello"}
+			case strings.Contains(tt.name, "two tools"):
+				command = []string{"sh", "-c", "pip install -r req.txt; go build"}
 			}
 			r, _ := SmallestRetry(RetryInput{Policy: pol, SandboxPermissions: profiles.UseDefault, Denials: tt.denials, Env: append(slices.Clone(env), tt.env...), Command: command})
 			var got []string
@@ -115,6 +127,33 @@ func TestUnstableName(t *testing.T) {
 	} {
 		if got := unstableName(name); got != want {
 			t.Errorf("unstableName(%q) = %v, want %v", name, got, want)
+		}
+	}
+}
+
+// TestCommandTools: the tools a call runs, as onTheWay matches them to the
+// table: the program, without its version, and a shell script's programs.
+func TestCommandTools(t *testing.T) {
+	for _, tt := range []struct {
+		argv []string
+		want []string
+	}{
+		{nil, nil},
+		{[]string{"/usr/bin/go", "build"}, []string{"go"}},
+		{[]string{"pip3", "install"}, []string{"pip"}},
+		{[]string{"/usr/bin/python3.11", "script.py"}, []string{"python"}},
+		{[]string{"venv/bin/python", "-m", "pip", "install", "x"}, []string{"python", "pip"}},
+		{[]string{"python3", "-m"}, []string{"python"}},
+		{[]string{"python3", "-I", "-m", "pip"}, []string{"python", "pip"}},
+		{[]string{"python3", "script.py", "-m", "pip"}, []string{"python"}},
+		{[]string{"bash", "-lc", "go build ./... && ./hello"}, []string{"bash", "go", "hello"}},
+		{[]string{"sh", "-c", "cd sub; CGO_ENABLED=0 env -i go test\nnpm ci | tee log"}, []string{"sh", "cd", "go", "npm", "tee"}},
+		{[]string{"sh", "-e", "-c", "if make; then (cargo build); fi"}, []string{"sh", "make", "cargo", "fi"}},
+		{[]string{"sh", "script.sh", "-c", "go build"}, []string{"sh"}},
+		{[]string{"go", "-c", "npm ci"}, []string{"go"}},
+	} {
+		if got := commandTools(tt.argv); !slices.Equal(got, tt.want) {
+			t.Errorf("commandTools(%q) = %q, want %q", tt.argv, got, tt.want)
 		}
 	}
 }
