@@ -115,6 +115,9 @@ func (e *MetricsEndpoint) Serve(ctx context.Context) error {
 		c.SetDeadline(time.Now().Add(metricsTimeout))
 		if refused != nil {
 			e.logf("metrics: refused a connection: %v", refused)
+			// The request is read first (bounded by the deadline), so that
+			// the peer reads the reason rather than EPIPE on its write.
+			readRequest(bufio.NewReaderSize(c, maxRequestLine))
 			writeResponse(c, 403, "text/plain; charset=utf-8", []byte("connection refused: "+refused.Error()+"\n"))
 			c.Close()
 			continue
