@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // scrapeScript scrapes an sbx serve --metrics endpoint (a unix socket, or
@@ -268,7 +269,7 @@ except OSError as e:
 	if m := scrapeMetrics(t, sock); m.Status != 200 || m.sum("sbx_calls_total", nil) != 1 {
 		t.Errorf("the server's user's scrape after the call's: %d, sbx_calls_total %v", m.Status, m.sum("sbx_calls_total", nil))
 	}
-	if strings.Contains(stdout, "403") && !strings.Contains(s.stderr.String(), "metrics: refused a connection: a sandboxed call never reaches an sbx server") {
+	if strings.Contains(stdout, "403") && !stderrHas(s, "metrics: refused a connection: a sandboxed call never reaches an sbx server") {
 		t.Errorf("the refusal was not logged: %s", s.stderr.String())
 	}
 }
@@ -291,9 +292,12 @@ func TestServeMetricsTCP(t *testing.T) {
 		t.Errorf("metrics-token: %v %v, want mode 0600", fi.Mode(), err)
 	}
 	var addr string
-	for _, line := range strings.Split(s.stderr.String(), "\n") {
-		if _, rest, ok := strings.Cut(line, "metrics at http://"); ok {
-			addr, _, _ = strings.Cut(rest, "/")
+	// stderr reaches the buffer through a pipe: the line may come later.
+	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, line := range strings.Split(s.stderr.String(), "\n") {
+			if _, rest, ok := strings.Cut(line, "metrics at http://"); ok {
+				addr, _, _ = strings.Cut(rest, "/")
+			}
 		}
 	}
 	if addr == "" {
@@ -316,4 +320,15 @@ func TestServeMetricsTCP(t *testing.T) {
 	if out, _ := res["stdout"].(string); res["exit_code"] == 0.0 || strings.Contains(out, token) {
 		t.Errorf("a call read the metrics token: %v", res)
 	}
+}
+
+// stderrHas waits up to 10 s for want in the server's stderr, which reaches
+// its buffer through a pipe.
+func stderrHas(s *server, want string) bool {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if strings.Contains(s.stderr.String(), want) {
+			return true
+		}
+	}
+	return false
 }

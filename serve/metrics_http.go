@@ -13,15 +13,27 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sbx-sandbox/sbx/netproxy"
 )
 
 // metricsTimeout bounds one scrape: the request's head must come, and the
-// answer go out, within it. Scrapes are served one at a time, so a peer
-// that holds its connection open delays the next scrape by this at most.
+// answer go out, within it.
 var metricsTimeout = 5 * time.Second
+
+// maxMetricsConns bounds the scrapes served at once; one more is closed
+// unread. A unix endpoint's refused peers (sandboxed calls) take none of
+// these slots but one of lingering's, shared with the server's socket, so
+// that a call that connects in a loop cannot hold the operator's scrapes
+// off.
+//
+// IMPORTANT: on TCP a peer is known only by its token, after its request:
+// a local process (a call with the host's network included) that holds
+// maxMetricsConns connections open delays scrapes by metricsTimeout at a
+// time, as long as it keeps doing so.
+const maxMetricsConns = 8
 
 // MetricsContentType is the Prometheus text format's media type.
 const MetricsContentType = "text/plain; version=0.0.4; charset=utf-8"
@@ -93,10 +105,13 @@ type metricsConn interface {
 	SetDeadline(t time.Time) error
 }
 
-// Serve answers scrapes, one at a time, until ctx ends.
+// Serve answers scrapes until ctx ends.
 func (e *MetricsEndpoint) Serve(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, func() { e.Close() })
 	defer stop()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	slots := make(chan struct{}, maxMetricsConns)
 	for {
 		var c metricsConn
 		var refused error
@@ -113,17 +128,34 @@ func (e *MetricsEndpoint) Serve(ctx context.Context) error {
 			return fmt.Errorf("metrics: accept: %w", err)
 		}
 		c.SetDeadline(time.Now().Add(metricsTimeout))
+		pool := slots
 		if refused != nil {
 			e.logf("metrics: refused a connection: %v", refused)
-			// The request is read first (bounded by the deadline), so that
-			// the peer reads the reason rather than EPIPE on its write.
-			readRequest(bufio.NewReaderSize(c, maxRequestLine))
-			writeResponse(c, 403, "text/plain; charset=utf-8", []byte("connection refused: "+refused.Error()+"\n"))
+			pool = refusedSlots()
+		}
+		select {
+		case pool <- struct{}{}:
+		default:
+			if refused == nil {
+				e.logf("metrics: refused a connection: %d scrapes are being served", maxMetricsConns)
+			}
 			c.Close()
 			continue
 		}
-		e.serveConn(c)
-		c.Close()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-pool }()
+			defer c.Close()
+			if refused != nil {
+				// The request is read first (bounded by the deadline), so
+				// that the peer reads the reason, not EPIPE on its write.
+				readRequest(bufio.NewReaderSize(c, maxRequestLine))
+				writeResponse(c, 403, "text/plain; charset=utf-8", []byte("connection refused: "+refused.Error()+"\n"))
+				return
+			}
+			e.serveConn(c)
+		}()
 	}
 }
 

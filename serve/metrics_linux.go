@@ -11,3 +11,7 @@ func (e *MetricsEndpoint) acceptUnix() (c metricsConn, refused error, err error)
 	}
 	return f, allowedPeer(cred), nil
 }
+
+// refusedSlots bounds the refused peers answered at once: lingering, the
+// server socket's.
+func refusedSlots() chan struct{} { return lingering }

@@ -7,3 +7,6 @@ package serve
 func (e *MetricsEndpoint) acceptUnix() (c metricsConn, refused error, err error) {
 	return nil, nil, ErrNoListen
 }
+
+// refusedSlots is not reached here (no unix endpoint refuses a peer).
+func refusedSlots() chan struct{} { return nil }
