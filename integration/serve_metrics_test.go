@@ -303,7 +303,7 @@ func TestServeMetricsTCP(t *testing.T) {
 	if addr == "" {
 		t.Fatalf("no metrics address on stderr: %s", s.stderr.String())
 	}
-	if m := scrapeMetrics(t, addr); m.Status != 401 || !strings.Contains(m.Body, "no_token") {
+	if m := scrapeMetrics(t, addr); m.Status != 403 || !strings.Contains(m.Body, "no_token") {
 		t.Errorf("a scrape without the token: %d %s", m.Status, m.Body)
 	}
 	if m := scrapeMetrics(t, addr, strings.Repeat("0", len(token))); m.Status != 403 || !strings.Contains(m.Body, "wrong_token") {

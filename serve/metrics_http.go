@@ -194,7 +194,7 @@ func (e *MetricsEndpoint) check(req *httpRequest) *httpError {
 	}
 	got, ok := strings.CutPrefix(req.header["authorization"], "Bearer ")
 	if !ok {
-		return &httpError{status: 401, kind: "no_token", msg: "Authorization: Bearer TOKEN is missing (the token is in the state directory's metrics-token)"}
+		return &httpError{status: 403, kind: "no_token", msg: "Authorization: Bearer TOKEN is missing (the token is in the state directory's metrics-token)"}
 	}
 	if subtle.ConstantTimeCompare([]byte(got), []byte(e.token)) != 1 {
 		return &httpError{status: 403, kind: "wrong_token", msg: "not this server's metrics token"}
