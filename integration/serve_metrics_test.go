@@ -266,7 +266,17 @@ except OSError as e:
 			t.Errorf("the call's scrape was neither refused by the server nor denied: %q %v", stdout, ds)
 		}
 	}
-	if m := scrapeMetrics(t, sock); m.Status != 200 || m.sum("sbx_calls_total", nil) != 1 {
+	// The socket's directory is read-only in every call (in /tmp here,
+	// which a workspace-write call may write): a call cannot replace the
+	// socket with its own and feed the scraper its numbers.
+	res = s.ok("exec", execParams("s", turn, "c2", ws, "sh", "-c", "rm -f "+sock+"; touch "+filepath.Dir(sock)+"/planted"))
+	if _, err := os.Stat(filepath.Join(filepath.Dir(sock), "planted")); err == nil {
+		t.Errorf("a call wrote in the metrics socket's directory: %v", res)
+	}
+	if fi, err := os.Lstat(sock); err != nil || fi.Mode().Type() != os.ModeSocket {
+		t.Fatalf("a call removed the metrics socket: %v %v", err, res)
+	}
+	if m := scrapeMetrics(t, sock); m.Status != 200 || m.sum("sbx_calls_total", nil) != 2 {
 		t.Errorf("the server's user's scrape after the call's: %d, sbx_calls_total %v", m.Status, m.sum("sbx_calls_total", nil))
 	}
 	if strings.Contains(stdout, "403") && !stderrHas(s, "metrics: refused a connection: a sandboxed call never reaches an sbx server") {
