@@ -51,7 +51,7 @@ its group or others may write, is refused (exit 125).
 
 Every call the server launches has the state directory masked (neither
 readable nor writable: it holds every session's commands and grants) and
-the directory of the --listen socket read-only, by mounts, even inside
+the directory of the --listen (and --metrics) socket read-only, by mounts, even inside
 its writable root; give the socket a directory of its own.
 
 A client that goes away has its running calls killed and their pending
