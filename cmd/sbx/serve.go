@@ -51,8 +51,8 @@ its group or others may write, is refused (exit 125).
 
 Every call the server launches has the state directory masked (neither
 readable nor writable: it holds every session's commands and grants) and
-the directory of the --listen (and --metrics) socket read-only, by mounts, even inside
-its writable root; give the socket a directory of its own.
+the directory of the --listen (and --metrics) socket read-only, by mounts,
+even inside its writable root; give the socket a directory of its own.
 
 A client that goes away has its running calls killed and their pending
 approvals settled cancelled.
