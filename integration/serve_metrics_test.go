@@ -288,11 +288,39 @@ except OSError as e:
 // state directory's metrics-token (which no call can read): without it,
 // or with another, the scrape is refused; with it the series parse.
 func TestServeMetricsTCP(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) { testServeMetricsTCP(t, durable) })
+	}
+}
+
+// testServeMetricsTCP: with a state directory the token is its
+// metrics-token; with --ephemeral, that of a private directory made for it
+// (masked as the state directory is).
+func testServeMetricsTCP(t *testing.T, durable bool) {
 	state := t.TempDir()
-	s := startServer(t, "--state-dir", state, "--metrics", "127.0.0.1:0")
+	args := []string{"--state-dir", state, "--metrics", "127.0.0.1:0"}
+	if !durable {
+		args = []string{"--ephemeral", "--metrics", "127.0.0.1:0"}
+	}
+	s := startServer(t, args...)
 	s.ok("initialize", nil)
-	tokenFile := filepath.Join(state, "metrics-token")
-	waitForPath(t, tokenFile)
+	var addr, tokenFile string
+	// stderr reaches the buffer through a pipe: the line may come later.
+	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, line := range strings.Split(s.stderr.String(), "\n") {
+			if _, rest, ok := strings.Cut(line, "metrics at http://"); ok {
+				addr, rest, _ = strings.Cut(rest, "/")
+				_, tokenFile, _ = strings.Cut(rest, "its bearer token is in ")
+				tokenFile = strings.TrimSuffix(tokenFile, ")")
+			}
+		}
+	}
+	if addr == "" {
+		t.Fatalf("no metrics address on stderr: %s", s.stderr.String())
+	}
+	if durable && tokenFile != filepath.Join(state, "metrics-token") {
+		t.Errorf("the token is in %q, want the state directory's metrics-token", tokenFile)
+	}
 	b, err := os.ReadFile(tokenFile)
 	if err != nil {
 		t.Fatal(err)
@@ -300,18 +328,6 @@ func TestServeMetricsTCP(t *testing.T) {
 	token := strings.TrimSpace(string(b))
 	if fi, err := os.Stat(tokenFile); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("metrics-token: %v %v, want mode 0600", fi.Mode(), err)
-	}
-	var addr string
-	// stderr reaches the buffer through a pipe: the line may come later.
-	for deadline := time.Now().Add(10 * time.Second); addr == "" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		for _, line := range strings.Split(s.stderr.String(), "\n") {
-			if _, rest, ok := strings.Cut(line, "metrics at http://"); ok {
-				addr, _, _ = strings.Cut(rest, "/")
-			}
-		}
-	}
-	if addr == "" {
-		t.Fatalf("no metrics address on stderr: %s", s.stderr.String())
 	}
 	if m := scrapeMetrics(t, addr); m.Status != 403 || !strings.Contains(m.Body, "no_token") {
 		t.Errorf("a scrape without the token: %d %s", m.Status, m.Body)
