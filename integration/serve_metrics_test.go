@@ -139,6 +139,10 @@ func TestServeMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Chmod(out, 0o777)
+	if err := os.WriteFile(filepath.Join(out, "existing"), nil, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Join(out, "existing"), 0o666)
 	before := scrapeMetrics(t, sock)
 	if before.Status != 200 || !strings.Contains(strings.Join(before.Headers, "\n"), "text/plain; version=0.0.4") {
 		t.Fatalf("scrape: %+v", before)
@@ -147,13 +151,14 @@ func TestServeMetrics(t *testing.T) {
 		t.Errorf("sbx_sessions_open = %v, want 1", got)
 	}
 
-	denials := map[string]float64{}
+	denials, downgrades := map[string]float64{}, map[string]float64{}
 	retries, results := 0.0, 0.0
 	for i, cmd := range []string{
 		"true",
 		"echo in > inside.txt",
 		"echo out > " + out + "/a",
 		"echo out > " + out + "/b; cat " + out + "/b",
+		"echo more >> " + out + "/existing; rm -f " + out + "/existing",
 		"exit 3",
 	} {
 		res := s.ok("exec", execParams("s", turn, fmt.Sprintf("c%d", i), ws, "sh", "-c", cmd))
@@ -164,6 +169,10 @@ func TestServeMetrics(t *testing.T) {
 		}
 		if res["retry"] != nil {
 			retries++
+		}
+		dg, _ := res["degraded"].([]any)
+		for _, d := range dg {
+			downgrades[d.(map[string]any)["feature"].(string)]++
 		}
 	}
 	if len(denials) == 0 {
@@ -188,6 +197,10 @@ func TestServeMetrics(t *testing.T) {
 	if got := m.by("sbx_denials_total", "operation"); fmt.Sprint(got) != fmt.Sprint(denials) {
 		t.Errorf("sbx_denials_total by operation = %v, the reports' denials summed = %v", got, denials)
 	}
+	if got := m.by("sbx_downgrades_total", "feature"); fmt.Sprint(got) != fmt.Sprint(downgrades) {
+		t.Errorf("sbx_downgrades_total by feature = %v, the reports' degraded summed = %v", got, downgrades)
+	}
+	t.Logf("denials by operation %v, downgrades by feature %v, retries %v", denials, downgrades, retries)
 	if got := m.sum("sbx_retries_offered_total", nil); got != retries {
 		t.Errorf("sbx_retries_offered_total = %v, the reports' retries = %v", got, retries)
 	}
