@@ -16,29 +16,40 @@ import (
 // scrapeScript scrapes an sbx serve --metrics endpoint (a unix socket, or
 // host:port with a bearer token) and parses the answer with the Python
 // Prometheus client's text parser (Debian's python3-prometheus-client): a
-// real parser of the format, not the test's own reading of it.
+// real parser of the format, not the test's own reading of it. Its
+// arguments: the address, the token or "-", and "raw" to print the answer
+// as it came (or why the connect failed) rather than parse it.
 const scrapeScript = `
 import json, socket, sys
+addr, token = sys.argv[1], sys.argv[2]
+try:
+    if "/" in addr:
+        s = socket.socket(socket.AF_UNIX)
+        s.connect(addr)
+        host = "localhost"
+    else:
+        h, p = addr.rsplit(":", 1)
+        s = socket.create_connection((h.strip("[]"), int(p)))
+        host = addr
+    req = "GET /metrics HTTP/1.1\r\nHost: %s\r\n" % host
+    if token != "-":
+        req += "Authorization: Bearer %s\r\n" % token
+    s.sendall((req + "Connection: close\r\n\r\n").encode())
+    data = b""
+    while True:
+        b = s.recv(65536)
+        if not b:
+            break
+        data += b
+except OSError as e:
+    if sys.argv[3:] != ["raw"]:
+        raise
+    print("connect failed:", e)
+    sys.exit(0)
+if sys.argv[3:] == ["raw"]:
+    print(data.decode(errors="replace"))
+    sys.exit(0)
 from prometheus_client.parser import text_string_to_metric_families
-addr, token = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None
-if "/" in addr:
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(addr)
-    host = "localhost"
-else:
-    h, p = addr.rsplit(":", 1)
-    s = socket.create_connection((h.strip("[]"), int(p)))
-    host = addr
-req = "GET /metrics HTTP/1.1\r\nHost: %s\r\n" % host
-if token is not None:
-    req += "Authorization: Bearer %s\r\n" % token
-s.sendall((req + "Connection: close\r\n\r\n").encode())
-data = b""
-while True:
-    b = s.recv(65536)
-    if not b:
-        break
-    data += b
 head, _, body = data.partition(b"\r\n\r\n")
 lines = head.decode().split("\r\n")
 out = {"status": int(lines[0].split(" ")[1]), "headers": lines[1:], "samples": []}
@@ -99,7 +110,11 @@ func scrapeMetrics(t *testing.T, addr string, token ...string) scrape {
 	}
 	// Debian's python3, whose dist-packages hold python3-prometheus-client
 	// (not a python3 of pyenv's or a venv's earlier on PATH).
-	out, err := exec.Command("/usr/bin/python3", append([]string{script, addr}, token...)...).CombinedOutput()
+	tok := "-"
+	if len(token) > 0 {
+		tok = token[0]
+	}
+	out, err := exec.Command("/usr/bin/python3", script, addr, tok).CombinedOutput()
 	if err != nil {
 		// python3-prometheus-client is in .ci/run's apt line: its absence
 		// is a broken test machine, not a kernel without a feature.
@@ -241,22 +256,7 @@ func TestServeMetricsRefusesCalls(t *testing.T) {
 	turn := s.session("s", ws, map[string]any{"preset": "auto"})
 	// The scrape in the call, without the parser: a refusal is not
 	// Prometheus text, and a sandbox may not see dist-packages.
-	probe := `import socket, sys
-try:
-    s = socket.socket(socket.AF_UNIX)
-    s.connect(sys.argv[1])
-    s.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
-    data = b""
-    while True:
-        b = s.recv(65536)
-        if not b:
-            break
-        data += b
-    print(data.decode(errors="replace"))
-except OSError as e:
-    print("connect failed:", e)
-`
-	res := s.ok("exec", execParams("s", turn, "c1", ws, "/usr/bin/python3", "-c", probe, sock))
+	res := s.ok("exec", execParams("s", turn, "c1", ws, "/usr/bin/python3", "-c", scrapeScript, sock, "-", "raw"))
 	stdout, _ := res["stdout"].(string)
 	t.Logf("the call's scrape: %q", stdout)
 	if strings.Contains(stdout, "sbx_calls_total") {
