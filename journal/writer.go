@@ -61,6 +61,11 @@ type Writer struct {
 	// Append or Queue to flush it: it flushes after LaterDelay.
 	later      *time.Timer
 	laterArmed bool
+
+	// OnSync, when set (before the first Append), is told how long each
+	// group commit's fsync took: sbx serve --metrics's
+	// sbx_journal_fsync_seconds.
+	OnSync func(time.Duration)
 }
 
 // LaterDelay is the longest a record of Later waits for the next group
@@ -374,8 +379,12 @@ func (w *Writer) write(frame []byte, seq uint64) error {
 		return fmt.Errorf("write: %w", err)
 	}
 	faults.at(faultAfterWrite, seq)
+	synced := time.Now()
 	if err := w.f.Sync(); err != nil {
 		return fmt.Errorf("fsync: %w", err)
+	}
+	if w.OnSync != nil {
+		w.OnSync(time.Since(synced))
 	}
 	faults.at(faultAfterSync, seq)
 	return nil

@@ -72,6 +72,7 @@ type approval struct {
 	turnID   string
 	callID   string
 	answerer Answerer
+	metrics  *Metrics
 	// timeout bounds each ask (Options.AnswerTimeout).
 	timeout time.Duration
 	// ctx is done when the call is cancelled, its turn ends or its client
@@ -146,7 +147,9 @@ func (a *approval) answer(ctx context.Context, req escalate.ApprovalRequest) esc
 		timeout = DefaultAnswerTimeout
 	}
 	req.SessionID, req.TurnID, req.ACPSessionID = a.sess.id, a.turnID, a.sess.acpSessionID
-	o, _ := escalate.Ask(ctx, a.answerer, req, timeout)
+	answerer, by := a.metrics.answeredBy(a.answerer) // metrics: approvals by answerer
+	o, _ := escalate.Ask(ctx, answerer, req, timeout)
+	a.metrics.approval(o, by())
 	return o
 }
 

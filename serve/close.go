@@ -85,6 +85,7 @@ func (s *Server) finishClose(sess *session) *Error {
 		return asError(fmt.Errorf("session/close %s: %w", sess.id, err))
 	}
 	delete(s.sessions, sess.id)
+	s.opt.Metrics.session(-1) // metrics: sessions open
 	s.closed[sess.id] = true
 	s.changed.fire()
 	return nil

@@ -236,6 +236,7 @@ var errCancelled = errors.New("cancelled")
 // record is durable: nothing is dispatched before.
 func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *execParams, raw json.RawMessage, started func() error) (any, *Error) {
 	hooks := c.srv.opt.Hooks
+	began := c.srv.opt.Metrics.callStarted() // metrics: in flight, latencies
 	// What the launch leaves to clean up after the command (its
 	// placeholders) runs while call/finished is written; the answer
 	// waits for both.
@@ -248,7 +249,7 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 	stopServer := context.AfterFunc(c.srv.asking, stopAsk)
 	defer stopServer()
 	ap := &approval{sess: sess, turnID: p.TurnID, callID: p.CallID, answerer: c.srv.opt.Answerer,
-		timeout: c.srv.opt.AnswerTimeout, ctx: askCtx, hooks: hooks}
+		timeout: c.srv.opt.AnswerTimeout, ctx: askCtx, hooks: hooks, metrics: c.srv.opt.Metrics}
 	var approver escalate.Approver = ap
 	if hooks != nil && hooks.BeforeAsk != nil {
 		approver = escalate.ApproverFunc(func(ctx context.Context, req escalate.ApprovalRequest) (escalate.Outcome, error) {
@@ -268,6 +269,7 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 			return errCancelled
 		}
 		dispatched = true
+		c.srv.opt.Metrics.launched(began) // metrics: launch latency
 		return nil
 	})
 	asked, decided := ap.wait()
@@ -309,6 +311,7 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 	// answer does not wait for its fsync (the next group commit, at the
 	// latest journal.LaterDelay after, makes it durable). A crash before
 	// loses it, and Restore finishes the call "lost".
+	c.srv.opt.Metrics.callFinished(began, sess, fin.Outcome, resp) // metrics: calls, denials, retries, downgrades
 	steptrace.Mark("settle the approval, outcome")
 	lerr := sess.later(RecCallFinished, fin)
 	steptrace.Mark("log call/finished")

@@ -306,6 +306,7 @@ func (s *Server) openSession(params json.RawMessage) (*facts, *Error) {
 		return nil, asError(err)
 	}
 	s.sessions[sess.id] = sess
+	s.opt.Metrics.session(+1) // metrics: sessions open
 	s.changed.fire()
 	f := sess.factsLocked(s.table)
 	return &f, nil

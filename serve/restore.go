@@ -46,6 +46,7 @@ func (s *Server) Restore(sessions []journal.Session) []RestoreProblem {
 		}
 		s.mu.Lock()
 		s.sessions[sess.id] = sess
+		s.opt.Metrics.session(+1) // metrics: sessions open
 		s.mu.Unlock()
 	}
 	return problems

@@ -65,6 +65,9 @@ type Options struct {
 	// directory stays readable, and one inside a writable root writable
 	// (the supervisor refuses the writes it sees, best effort).
 	Control call.ControlPaths
+	// Metrics counts calls, denials, approvals and sessions for sbx serve
+	// --metrics (nil: nothing is counted).
+	Metrics *Metrics
 	// Hooks are for tests.
 	Hooks *Hooks
 }

@@ -35,12 +35,20 @@ type Waterfall []Claimer
 
 // Approve asks the first answerer that claims q.
 func (w Waterfall) Approve(ctx context.Context, q Question) (escalate.Outcome, error) {
-	for _, c := range w {
-		if c.Claim(q) {
-			return c.Approve(ctx, q)
-		}
+	if c := w.claimer(q); c != nil {
+		return c.Approve(ctx, q)
 	}
 	return escalate.Unavailable, nil
+}
+
+// claimer is the first answerer that claims q; nil when none does.
+func (w Waterfall) claimer(q Question) Claimer {
+	for _, c := range w {
+		if c.Claim(q) {
+			return c
+		}
+	}
+	return nil
 }
 
 // Always makes an Answerer a Claimer that claims every question: the

@@ -26,7 +26,7 @@ func init() {
 	register("serve", command{summary: "serve sessions, turns, grants and exec calls over JSON-RPC (stdio or a unix socket)", run: serveCmd})
 }
 
-const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--answerers LIST] [--approver CMD | --approve-on-terminal] [--web 127.0.0.1:PORT] [--acp-socket PATH | --acp-fd N] [--answer-timeout DURATION] [--max-message BYTES]
+const serveUsage = `Usage: sbx serve [--listen PATH] [--state-dir DIR | --ephemeral] [--answerers LIST] [--approver CMD | --approve-on-terminal] [--web 127.0.0.1:PORT] [--acp-socket PATH | --acp-fd N] [--answer-timeout DURATION] [--max-message BYTES] [--metrics PATH | --metrics 127.0.0.1:PORT]
 
 Serves the sbx protocol (docs/serve.md): JSON-RPC 2.0, one JSON object per
 line, on stdin/stdout, or with --listen on a unix socket made with mode 0600
@@ -51,8 +51,8 @@ its group or others may write, is refused (exit 125).
 
 Every call the server launches has the state directory masked (neither
 readable nor writable: it holds every session's commands and grants) and
-the directory of the --listen socket read-only, by mounts, even inside
-its writable root; give the socket a directory of its own.
+the directory of the --listen (and --metrics) socket read-only, by mounts,
+even inside its writable root; give the socket a directory of its own.
 
 A client that goes away has its running calls killed and their pending
 approvals settled cancelled.
@@ -91,6 +91,13 @@ that file's path). Requests with another Host, from another site or
 origin, or without the token are refused; one client (uid) holds at most
 16 of its 64 connections (docs/serve.md, "Browser panel").
 
+--metrics PATH (a unix socket, mode 0600, peers checked as --listen's) or
+--metrics 127.0.0.1:PORT (or [::1]:PORT; every scrape carries
+"Authorization: Bearer TOKEN", the token written to metrics-token (0600)
+in the state directory) serves GET /metrics in the Prometheus text format:
+calls, denials, approvals, retries, latencies, sessions (docs/serve.md,
+"Metrics"). Off by default; no call can reach it.
+
 Examples:
   sbx serve                                   # one client on stdio
   sbx serve --listen "$XDG_RUNTIME_DIR/sbx.sock" --approver /usr/local/bin/approve
@@ -117,6 +124,7 @@ func serveCmd(args []string, stdio Stdio) int {
 	stateDir := fs.String("state-dir", "", "keep the sessions' logs in `DIR` (default $XDG_STATE_HOME/sbx, else ~/.local/state/sbx)")
 	ephemeral := fs.Bool("ephemeral", false, "keep the sessions' logs in memory only: nothing survives the server")
 	limit := int64(serve.DefaultMaxMessage)
+	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on the unix socket `PATH` or on 127.0.0.1:PORT with a token (off by default)")
 	fs.Var(sizeFlag{&limit}, "max-message", "refuse messages longer than `BYTES` (K/M/G suffixes; default 64M)")
 	if code, ok := fs.parse(args); !ok {
 		return code
@@ -197,6 +205,9 @@ func serveCmd(args []string, stdio Stdio) int {
 		Capabilities: map[string]any{"doctor": host.Doctor(), "server_user_namespace": serverUserNS},
 		Logf:         func(format string, a ...any) { fmt.Fprintf(stdio.Err, "sbx serve: "+format+"\n", a...) },
 	}
+	if *metricsAddr != "" {
+		opt.Metrics = serve.NewMetrics()
+	}
 	if *ephemeral && *stateDir != "" {
 		fmt.Fprintln(stdio.Err, "sbx serve: --state-dir and --ephemeral: give one or the other")
 		return ExitRefused
@@ -233,12 +244,12 @@ func serveCmd(args []string, stdio Stdio) int {
 		for _, p := range problems {
 			opt.Logf("state: %s", p)
 		}
-		opt.OpenLog = func(id string) (serve.Log, error) { return journal.Open(dir, id) }
+		opt.OpenLog = func(id string) (serve.Log, error) { return openLogTimed(dir, id, opt.Metrics) }
 	}
 	// The panel's URL, with its token, is written where no call can read
 	// it: the state directory, else (--ephemeral) a directory of its own.
 	private := dir
-	if web != nil && private == "" {
+	if (web != nil || metricsTCP(*metricsAddr)) && private == "" {
 		d, err := os.MkdirTemp("", "sbx-serve-")
 		if err != nil {
 			fmt.Fprintf(stdio.Err, "sbx serve: --web: %v\n", err)
@@ -248,6 +259,7 @@ func serveCmd(args []string, stdio Stdio) int {
 		private = d
 	}
 	opt.Control = controlPaths(private, *listen, *approver)
+	opt.Control = withMetricsControl(opt.Control, *metricsAddr) // the metrics socket's directory, read-only
 	if *listen != "" && len(opt.Control.ReadOnly) > 0 {
 		if fi, err := os.Stat(opt.Control.ReadOnly[0]); err == nil && fi.Mode().Perm()&0o002 != 0 {
 			opt.Logf("--listen: the socket's directory %s is read-only in every call (a command could replace the socket there): give the socket a directory of its own", opt.Control.ReadOnly[0])
@@ -301,6 +313,11 @@ func serveCmd(args []string, stdio Stdio) int {
 			}
 		}()
 	}
+	stopMetrics, code := startMetrics(ctx, opt.Metrics, *metricsAddr, private, opt.Logf, stdio)
+	if code != 0 {
+		return code
+	}
+	defer stopMetrics()
 	if *listen == "" {
 		err := srv.ServeConn(ctx, stdio.In, stdio.Out)
 		switch {
