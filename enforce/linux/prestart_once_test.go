@@ -4,14 +4,10 @@ package linux
 
 import (
 	"os"
-	"runtime"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/sbx-sandbox/sbx/policy"
-	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // TestPrestartProcAndBounding: the one-call Prestart (sbx run) makes the
@@ -22,20 +18,9 @@ import (
 // capability in its bounding set, in another PID namespace), nor does a
 // plan without a procfs of its own.
 func TestPrestartProcAndBounding(t *testing.T) {
-	if runtime.GOARCH != "amd64" || !hasCapSysAdmin() {
-		t.Skip("SKIP: the prestart is for the privileged thread launch on amd64 (needs CAP_SYS_ADMIN)")
-	}
+	ws, plan := prestartPlan(t)
 	DiscardPrestart()
 	t.Cleanup(func() { DiscardPrestart(); waitInits(t, false) })
-	ws := t.TempDir()
-	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	plan, err := Compile(pol, Probe(), Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if !plan.PrivateProc {
 		t.Skip("SKIP: no procfs of the call's own here (the host's /proc has hidden parts)")
 	}
