@@ -10,6 +10,8 @@
 #   BLOCK           calls of one command in a row (default 10)
 #   WIDE_CALLS      calls of the throughput phase per launcher (default 800)
 #   SBX_BIN         use this sbx binary instead of building one
+#   SBX_BASE        a second sbx binary (main's, say): its rows, "(base)", run
+#                   interleaved with SBX_BIN's in the same rounds
 #   SBX_BENCH_USER  user of the unprivileged group when run as root (default sbxtest; "" skips)
 set -euo pipefail
 
@@ -30,6 +32,12 @@ else
 fi
 (cd "$repo" && go build -o "$tmp/cost" ./bench/cost)
 chmod 755 "$tmp/sbx"
+base=()
+if [[ -n ${SBX_BASE:-} ]]; then
+	cp "$SBX_BASE" "$tmp/sbx-base"
+	chmod 755 "$tmp/sbx-base"
+	base=(-base "$tmp/sbx-base")
+fi
 echo "sbx: $(cd "$repo" && git describe --always --dirty 2>/dev/null || echo '?'), $("$tmp/sbx" --version 2>/dev/null | head -1)"
 "$tmp/cost" -sbx "$tmp/sbx" -rounds "${ROUNDS:-100}" -block "${BLOCK:-10}" \
-	-wide-calls "${WIDE_CALLS:-800}" -user "${SBX_BENCH_USER-sbxtest}"
+	-wide-calls "${WIDE_CALLS:-800}" -user "${SBX_BENCH_USER-sbxtest}" "${base[@]}"

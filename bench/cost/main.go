@@ -44,16 +44,23 @@ func main() {
 	wide := flag.Int("clients", 8, "concurrent clients of the throughput phase")
 	wideN := flag.Int("wide-calls", 800, "calls of the throughput phase, per launcher")
 	benchUser := flag.String("user", "sbxtest", "user of the unprivileged group (run as root; \"\" skips it)")
+	base := flag.String("base", "", "a second sbx binary (absolute path) whose rows, suffixed "+baseTag+", run interleaved with -sbx's")
 	flag.Parse()
-	b := &bench{sbx: *sbx, rounds: *rounds, block: *block}
+	b := &bench{sbx: *sbx, base: *base, rounds: *rounds, block: *block}
 	if err := b.run(*wide, *wideN, *benchUser); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/cost:", err)
 		os.Exit(1)
 	}
 }
 
+// baseTag ends the names of the -base binary's rows.
+const baseTag = " (base)"
+
 type bench struct {
-	sbx           string
+	// sbx is the binary measured; base, when set, a second one (main's,
+	// say) whose rows are interleaved with sbx's in the same rounds, so
+	// that both share the machine's drift and the other users' load.
+	sbx, base     string
 	rounds, block int
 	dir, ws       string
 	servers       []*rpc.Server
@@ -132,6 +139,15 @@ func (b *bench) run(wide, wideN int, benchUser string) error {
 	return b.throughput(wide, wideN, wstate)
 }
 
+// bins are the sbx binaries of the run and their rows' name suffixes.
+func (b *bench) bins() [][2]string {
+	bins := [][2]string{{b.sbx, ""}}
+	if b.base != "" {
+		bins = append(bins, [2]string{b.base, baseTag})
+	}
+	return bins
+}
+
 // targets are the commands of one group: pre is a wrapper (runuser) of
 // the per-process rows, which are named with prefix, and of the servers
 // (a call through one does not pay the wrapper), named with sprefix;
@@ -145,8 +161,15 @@ func (b *bench) targets(pre []string, prefix, sprefix, state string) ([]*target,
 	}{
 		{"bare", []string{"/bin/true"}},
 		{"bwrap", bwrap},
-		{"sbx-run", []string{b.sbx, "run", "--mode", "workspace-write", "--", "/bin/true"}},
-		{"sbx-run-network", []string{b.sbx, "run", "--mode", "workspace-write", "--network", "--", "/bin/true"}},
+	}
+	for _, bin := range b.bins() {
+		procs = append(procs, []struct {
+			name string
+			argv []string
+		}{
+			{"sbx-run" + bin[1], []string{bin[0], "run", "--mode", "workspace-write", "--", "/bin/true"}},
+			{"sbx-run-network" + bin[1], []string{bin[0], "run", "--mode", "workspace-write", "--network", "--", "/bin/true"}},
+		}...)
 	}
 	var rows []*target
 	for _, p := range procs {
@@ -170,22 +193,23 @@ func (b *bench) targets(pre []string, prefix, sprefix, state string) ([]*target,
 		rows = append(rows, t)
 	}
 	env := []string{"XDG_STATE_HOME=" + state}
-	durable, err := b.server(pre, env)
-	if err != nil {
-		return nil, err
-	}
-	ephemeral, err := b.server(pre, env, "--ephemeral")
-	if err != nil {
-		return nil, err
-	}
-	servers := []struct {
+	type server struct {
 		name   string
 		srv    *rpc.Server
 		preset string
-	}{
-		{"serve", durable, "auto"},
-		{"serve-ephemeral", ephemeral, "auto"},
-		{"serve-floor", durable, "full-access"},
+	}
+	var servers []server
+	for _, bin := range b.bins() {
+		durable, err := b.server(bin[0], pre, env)
+		if err != nil {
+			return nil, err
+		}
+		ephemeral, err := b.server(bin[0], pre, env, "--ephemeral")
+		if err != nil {
+			return nil, err
+		}
+		servers = append(servers, server{"serve" + bin[1], durable, "auto"},
+			server{"serve-ephemeral" + bin[1], ephemeral, "auto"}, server{"serve-floor" + bin[1], durable, "full-access"})
 	}
 	for _, s := range servers {
 		c := *s.srv.Client
@@ -220,13 +244,14 @@ func (b *bench) userTargets(u *user.User) ([]*target, error) {
 	return b.targets(pre, "runuser-", "user-", state)
 }
 
-// server starts sbx serve (after the wrapper pre) on stdio, initialized.
-func (b *bench) server(pre, env []string, flags ...string) (*rpc.Server, error) {
+// server starts sbx serve of the binary sbx (after the wrapper pre) on
+// stdio, initialized.
+func (b *bench) server(sbx string, pre, env []string, flags ...string) (*rpc.Server, error) {
 	argv := append([]string(nil), pre...)
 	if len(pre) > 0 { // runuser resets some of the environment: env(1) sets it
 		argv = append(argv, env...)
 	}
-	argv = append(append(argv, b.sbx, "serve"), flags...)
+	argv = append(append(argv, sbx, "serve"), flags...)
 	s, err := rpc.StartStdio(argv, b.ws, env)
 	if err != nil {
 		return nil, err
@@ -266,8 +291,8 @@ func (b *bench) measure(rows []*target) {
 	}
 }
 
-func (t *target) cpu() float64     { return t.busy / float64(t.calls) }
-func (t *target) cpuOwn() float64  { return t.ownUsed / float64(t.calls) }
+func (t *target) cpu() float64    { return t.busy / float64(t.calls) }
+func (t *target) cpuOwn() float64 { return t.ownUsed / float64(t.calls) }
 
 // table prints the rows as ratios of bwrap's (the row named bwrap in the
 // group); with base, the last columns are what each row adds above base's
@@ -306,35 +331,6 @@ func (b *bench) table(title string, rows []*target, base string) {
 // throughput runs n calls from clients concurrent clients of one server
 // (durable log, default state directory) and n bwrap runs clients-wide.
 func (b *bench) throughput(clients, n int, state string) error {
-	sock := filepath.Join(b.dir, "bench.sock")
-	cmd := exec.Command(b.sbx, "serve", "--listen", sock)
-	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not appear", sock)
-		}
-	}
-	var calls []func() (time.Duration, error)
-	for range clients {
-		conn, err := net.Dial("unix", sock)
-		if err != nil {
-			return err
-		}
-		defer conn.Close()
-		c, err := rpc.NewClient(conn, conn).Session(b.ws)
-		if err != nil {
-			return err
-		}
-		calls = append(calls, c.Exec)
-	}
 	bwrap := []string{"bwrap", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--bind", b.ws, b.ws,
 		"--unshare-net", "--unshare-pid", "--die-with-parent", "/bin/true"}
 	var runs []func() (time.Duration, error)
@@ -342,7 +338,20 @@ func (b *bench) throughput(clients, n int, state string) error {
 		runs = append(runs, func() (time.Duration, error) { return rpc.TimeRun(bwrap, b.ws) })
 	}
 	fmt.Printf("\nthroughput, %d concurrent clients, %d calls each way (interleaved in 4 phases)\n", clients, n)
-	rows := []*wideRow{{name: fmt.Sprintf("bwrap %d-wide", clients), calls: runs}, {name: fmt.Sprintf("serve, %d clients", clients), calls: calls}}
+	rows := []*wideRow{{name: fmt.Sprintf("bwrap %d-wide", clients), calls: runs}}
+	for i, bin := range b.bins() {
+		// A state directory each: a server restores the sessions it finds.
+		st := filepath.Join(state, strconv.Itoa(i))
+		if err := os.Mkdir(st, 0o700); err != nil {
+			return err
+		}
+		calls, stop, err := b.listen(bin[0], filepath.Join(b.dir, fmt.Sprintf("bench%d.sock", i)), clients, st)
+		if err != nil {
+			return err
+		}
+		defer stop()
+		rows = append(rows, &wideRow{name: fmt.Sprintf("serve, %d clients%s", clients, bin[1]), calls: calls})
+	}
 	for range 4 {
 		for _, r := range rows {
 			if err := r.phase(n / 4); err != nil {
@@ -357,6 +366,49 @@ func (b *bench) throughput(clients, n int, state string) error {
 			r.wall.Quantile(0.5), r.wall.Quantile(0.99), r.busy/float64(r.wall.Len()))
 	}
 	return tw.Flush()
+}
+
+// listen starts sbx serve --listen sock of the binary sbx and connects
+// clients to it, each with a session of its own; stop ends them.
+func (b *bench) listen(sbx, sock string, clients int, state string) (calls []func() (time.Duration, error), stop func(), err error) {
+	cmd := exec.Command(sbx, "serve", "--listen", sock)
+	cmd.Env = append(os.Environ(), "XDG_STATE_HOME="+state)
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, nil, err
+	}
+	var conns []net.Conn
+	stop = func() {
+		for _, c := range conns {
+			c.Close()
+		}
+		cmd.Process.Signal(os.Interrupt)
+		cmd.Wait()
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(sock); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			return nil, nil, fmt.Errorf("%s did not appear", sock)
+		}
+	}
+	for range clients {
+		conn, err := net.Dial("unix", sock)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		conns = append(conns, conn)
+		c, err := rpc.NewClient(conn, conn).Session(b.ws)
+		if err != nil {
+			stop()
+			return nil, nil, err
+		}
+		calls = append(calls, c.Exec)
+	}
+	return calls, stop, nil
 }
 
 type wideRow struct {

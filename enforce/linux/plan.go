@@ -141,11 +141,14 @@ func (sys System) WithoutUserNS(err error) System {
 }
 
 // inInitUserNS reports whether the calling process is in the initial user
-// namespace, whose uid map is the identity over every uid.
-func inInitUserNS() bool {
+// namespace, whose uid map is the identity over every uid. Read once per
+// process (Prestart and Probe both ask): a Go process is multithreaded, so
+// the kernel refuses it unshare(CLONE_NEWUSER), and sbx makes user
+// namespaces only for the children it clones.
+var inInitUserNS = sync.OnceValue(func() bool {
 	b, err := os.ReadFile("/proc/self/uid_map")
 	return err == nil && strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
-}
+})
 
 // procFullyVisible reports whether nothing is mounted below /proc but on
 // the empty directories procfs keeps for such mounts (binfmt_misc): the
