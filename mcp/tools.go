@@ -212,7 +212,7 @@ func retryArguments(out map[string]any, args map[string]any) {
 	}
 	again := clone(args)
 	for _, k := range []string{"sandbox_permissions", "additional_permissions", "justification"} {
-		if v, ok := retry[k]; ok {
+		if v, ok := retry[k]; ok && v != "" {
 			again[k] = v
 		}
 	}

@@ -1,0 +1,262 @@
+//go:build linux
+
+package integration
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// sbx mcp (docs/mcp.md) against a real MCP client: testdata/mcp/client.mjs,
+// built on the official TypeScript SDK (@modelcontextprotocol/sdk, pinned by
+// its package-lock.json), which checks every message against the SDK's
+// schemas.
+
+var (
+	mcpOnce sync.Once
+	mcpDir  string
+	mcpErr  error
+)
+
+// mcpClientDir is a directory with client.mjs and the SDK installed:
+// testdata/mcp when .ci/run installed it there (npm ci), else a copy in
+// which npm ci runs once. Skipped only when node or npm is absent.
+func mcpClientDir(t *testing.T) string {
+	t.Helper()
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: the MCP client (the TypeScript SDK) cannot run", tool)
+		}
+	}
+	mcpOnce.Do(func() {
+		src, err := filepath.Abs("testdata/mcp")
+		if err != nil {
+			mcpErr = err
+			return
+		}
+		if _, err := os.Stat(filepath.Join(src, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
+			mcpDir = src
+			return
+		}
+		dir, err := os.MkdirTemp("", "sbx-mcp-client-")
+		if err != nil {
+			mcpErr = err
+			return
+		}
+		for _, f := range []string{"client.mjs", "package.json", "package-lock.json"} {
+			b, err := os.ReadFile(filepath.Join(src, f))
+			if err == nil {
+				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
+			}
+			if err != nil {
+				mcpErr = err
+				return
+			}
+		}
+		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "npm_config_cache="+filepath.Join(dir, ".npm"))
+		if out, err := cmd.CombinedOutput(); err != nil {
+			mcpErr = &npmError{err, string(out)}
+			return
+		}
+		mcpDir = dir
+	})
+	if mcpErr != nil {
+		t.Fatalf("install the MCP client (npm ci in a copy of testdata/mcp): %v", mcpErr)
+	}
+	return mcpDir
+}
+
+type mcpCall struct {
+	Name          string         `json:"name"`
+	Arguments     map[string]any `json:"arguments"`
+	CancelAfterMS int            `json:"cancel_after_ms,omitempty"`
+}
+
+type mcpToolResult struct {
+	IsError           bool           `json:"isError"`
+	StructuredContent map[string]any `json:"structuredContent"`
+}
+
+type mcpRun struct {
+	Tools []struct {
+		Name        string         `json:"name"`
+		InputSchema map[string]any `json:"inputSchema"`
+	} `json:"tools"`
+	Results []struct {
+		Result *mcpToolResult `json:"result"`
+		Error  string         `json:"error"`
+		MS     int            `json:"ms"`
+	} `json:"results"`
+	Elicitations []struct {
+		Message         string         `json:"message"`
+		RequestedSchema map[string]any `json:"requestedSchema"`
+	} `json:"elicitations"`
+}
+
+// runMCP runs client.mjs against sbx mcp with flags, making calls and
+// answering elicitations with answers (nil: the client cannot be asked).
+func runMCP(t *testing.T, flags []string, calls []mcpCall, answers []map[string]any) mcpRun {
+	t.Helper()
+	dir := mcpClientDir(t)
+	argv, _ := json.Marshal(append([]string{sbxBin, "mcp"}, flags...))
+	cs, _ := json.Marshal(calls)
+	cmd := exec.Command("node", filepath.Join(dir, "client.mjs"))
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "MCP_COMMAND="+string(argv), "MCP_CALLS="+string(cs))
+	if answers != nil {
+		a, _ := json.Marshal(answers)
+		cmd.Env = append(cmd.Env, "MCP_ELICIT="+string(a))
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("MCP client: %v; stderr: %s", err, stderr.String())
+	}
+	var r mcpRun
+	if err := json.Unmarshal(out, &r); err != nil {
+		t.Fatalf("MCP client output %q: %v; stderr: %s", out, err, stderr.String())
+	}
+	if len(r.Results) != len(calls) {
+		t.Fatalf("%d results for %d calls", len(r.Results), len(calls))
+	}
+	return r
+}
+
+func shellCall(argv ...string) mcpCall {
+	return mcpCall{Name: "shell", Arguments: map[string]any{"command": argv}}
+}
+
+// The tools, an allowed call, a command's own failure (not a denial), a
+// denied call with its structured denial and retry, an elicited approval
+// accepted for the session and its grant applying to the next call, one
+// declined, and a cancelled call.
+func TestMCPStdio(t *testing.T) {
+	ws := t.TempDir()
+	allowed, other := filepath.Join(ws, "allowed"), filepath.Join(ws, "other")
+	for _, d := range []string{allowed, other} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	escalate := func(dir, file string) mcpCall {
+		return mcpCall{Name: "shell", Arguments: map[string]any{"command": []string{"touch", filepath.Join(dir, file)},
+			"sandbox_permissions": "with_additional_permissions", "justification": "the test writes there",
+			"additional_permissions": map[string]any{"file_system": map[string]any{"write": []string{dir}}}}}
+	}
+	calls := []mcpCall{
+		shellCall("echo", "hello"),
+		shellCall("sh", "-c", "exit 3"),
+		shellCall("touch", filepath.Join(allowed, "denied")),
+		escalate(allowed, "approved"),
+		shellCall("touch", filepath.Join(allowed, "granted")),
+		escalate(other, "declined"),
+		{Name: "shell", Arguments: map[string]any{"command": []string{"sleep", "60"}}, CancelAfterMS: 1000},
+		{Name: "fs_write", Arguments: map[string]any{"path": filepath.Join(other, "fs"), "content": "x"}},
+	}
+	answers := []map[string]any{
+		{"action": "accept", "content": map[string]any{"decision": "allow-for-session"}},
+		{"action": "decline"},
+	}
+	r := runMCP(t, []string{"--ephemeral", "--cwd", ws, "--mode", "read-only", "--approval-policy", "on-request"}, calls, answers)
+
+	names := map[string]bool{}
+	for _, tool := range r.Tools {
+		names[tool.Name] = true
+	}
+	for _, want := range []string{"shell", "apply_patch", "fs_write", "fs_mkdir", "fs_remove", "fs_move", "fs_copy", "fs_chmod", "fs_append"} {
+		if !names[want] {
+			t.Errorf("no tool %s in %v", want, names)
+		}
+	}
+	res := func(i int) *mcpToolResult {
+		t.Helper()
+		if r.Results[i].Result == nil {
+			t.Fatalf("call %d: no result: %s", i, r.Results[i].Error)
+		}
+		return r.Results[i].Result
+	}
+	if got := res(0); got.IsError || got.StructuredContent["stdout"] != "hello\n" || got.StructuredContent["exit_code"] != float64(0) {
+		t.Errorf("allowed call: %+v", got)
+	}
+	if got := res(1); got.IsError || got.StructuredContent["denied"] != false || got.StructuredContent["exit_code"] != float64(3) {
+		t.Errorf("exit 3 is not a denial: %+v", got)
+	}
+	denied := res(2)
+	if !denied.IsError || denied.StructuredContent["denied"] != true {
+		t.Errorf("denied call: %+v", denied)
+	}
+	if ds, _ := denied.StructuredContent["denials"].([]any); len(ds) == 0 {
+		t.Errorf("denied call without denials: %+v", denied)
+	}
+	retry, _ := denied.StructuredContent["retry"].(map[string]any)
+	args, _ := retry["arguments"].(map[string]any)
+	if args["sandbox_permissions"] != "with_additional_permissions" || args["command"] == nil {
+		t.Errorf("retry arguments: %v", retry)
+	}
+	if _, err := os.Stat(filepath.Join(allowed, "denied")); err == nil {
+		t.Errorf("the denied call made its file")
+	}
+	if got := res(3); got.IsError || got.StructuredContent["exit_code"] != float64(0) {
+		t.Errorf("approved call: %+v", got)
+	}
+	if got := res(4); got.IsError || got.StructuredContent["exit_code"] != float64(0) {
+		t.Errorf("the session grant did not apply to the next call: %+v", got)
+	}
+	for _, f := range []string{"approved", "granted"} {
+		if _, err := os.Stat(filepath.Join(allowed, f)); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+	if got := res(5); !got.IsError || got.StructuredContent["denied"] != true || got.StructuredContent["outcome"] != "rejected" {
+		t.Errorf("declined call: %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(other, "declined")); err == nil {
+		t.Errorf("the declined call made its file")
+	}
+	if len(r.Elicitations) != 2 {
+		t.Fatalf("%d elicitations, want 2 (the grant applies without asking): %+v", len(r.Elicitations), r.Elicitations)
+	}
+	if m := r.Elicitations[0].Message; !strings.Contains(m, "touch") || !strings.Contains(m, allowed) || !strings.Contains(m, "the test writes there") {
+		t.Errorf("the question does not carry what is requested: %q", m)
+	}
+	if c := r.Results[6]; c.Error == "" || c.MS > 30000 {
+		t.Errorf("cancelled call: %+v", c)
+	}
+	if got := res(7); !got.IsError || got.StructuredContent["denied"] != true || got.StructuredContent["ok"] != false {
+		t.Errorf("denied fs_write: %+v", got)
+	}
+}
+
+// Under approval policy never nothing is asked: an escalation is denied
+// before the client is elicited. The session's log survives the server and
+// sbx log shows it.
+func TestMCPNeverAndLog(t *testing.T) {
+	ws, state := t.TempDir(), t.TempDir()
+	os.Chmod(state, 0o700)
+	calls := []mcpCall{{Name: "shell", Arguments: map[string]any{"command": []string{"touch", filepath.Join(ws, "x")},
+		"sandbox_permissions": "with_additional_permissions", "justification": "the test asks",
+		"additional_permissions": map[string]any{"file_system": map[string]any{"write": []string{ws}}}}}}
+	r := runMCP(t, []string{"--state-dir", state, "--cwd", ws, "--mode", "read-only", "--approval-policy", "never"}, calls,
+		[]map[string]any{{"action": "accept", "content": map[string]any{"decision": "allow-once"}}})
+	if got := r.Results[0].Result; got == nil || !got.IsError || got.StructuredContent["denied"] != true || got.StructuredContent["outcome"] != "never" {
+		t.Errorf("never: %+v %s", got, r.Results[0].Error)
+	}
+	if len(r.Elicitations) != 0 {
+		t.Errorf("never asked the client: %+v", r.Elicitations)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "x")); err == nil {
+		t.Errorf("the call ran under never")
+	}
+	out, err := exec.Command(sbxBin, "log", "show", state).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "session/opened") || !strings.Contains(string(out), "call/started") {
+		t.Errorf("sbx log show: %v\n%s", err, out)
+	}
+}

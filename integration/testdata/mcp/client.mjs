@@ -1,0 +1,48 @@
+// An MCP client for integration/mcp_test.go, built on the official
+// TypeScript SDK (@modelcontextprotocol/sdk): it starts $MCP_COMMAND (a
+// JSON argv: sbx mcp ...) on stdio, lists the tools, makes the calls of
+// $MCP_CALLS (a JSON list of {name, arguments, cancel_after_ms?}) in order,
+// and prints one JSON object: {tools, results, elicitations}. With
+// $MCP_ELICIT (a JSON list of answers, one per elicitation in order:
+// {"action": "accept", "content": {...}} or {"action": "decline"}) it
+// declares the elicitation capability and answers so; without it the client
+// cannot be asked. The SDK checks every message against its own schemas,
+// the tools' structuredContent against their output schemas.
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+
+const argv = JSON.parse(process.env.MCP_COMMAND);
+const calls = JSON.parse(process.env.MCP_CALLS ?? "[]");
+const answers = process.env.MCP_ELICIT ? JSON.parse(process.env.MCP_ELICIT) : null;
+
+const client = new Client({ name: "sbx-mcp-test", version: "1.0.0" },
+  { capabilities: answers ? { elicitation: { form: {} } } : {} });
+const elicitations = [];
+if (answers) {
+  client.setRequestHandler(ElicitRequestSchema, async (req) => {
+    elicitations.push(req.params);
+    return answers.shift() ?? { action: "decline" };
+  });
+}
+const transport = new StdioClientTransport({ command: argv[0], args: argv.slice(1), stderr: "inherit" });
+await client.connect(transport);
+const tools = (await client.listTools()).tools;
+const results = [];
+for (const c of calls) {
+  const ac = new AbortController();
+  let timer;
+  if (c.cancel_after_ms) timer = setTimeout(() => ac.abort("cancelled by the test"), c.cancel_after_ms);
+  const started = Date.now();
+  try {
+    const r = await client.callTool({ name: c.name, arguments: c.arguments }, undefined, { signal: ac.signal, timeout: 120000 });
+    results.push({ result: r, ms: Date.now() - started });
+  } catch (e) {
+    results.push({ error: String(e), ms: Date.now() - started });
+  }
+  clearTimeout(timer);
+}
+// Give a cancelled call's kill time to land before the server goes away.
+await new Promise((r) => setTimeout(r, 200));
+await client.close();
+process.stdout.write(JSON.stringify({ tools, results, elicitations }) + "\n");
