@@ -102,7 +102,7 @@ type mcpRun struct {
 
 // runMCP runs client.mjs against sbx mcp with flags, making calls and
 // answering elicitations with answers (nil: the client cannot be asked).
-func runMCP(t *testing.T, flags []string, calls []mcpCall, answers []map[string]any) mcpRun {
+func runMCP(t *testing.T, flags []string, calls []mcpCall, answers []map[string]any, roots ...string) mcpRun {
 	t.Helper()
 	dir := mcpClientDir(t)
 	argv, _ := json.Marshal(append([]string{sbxBin, "mcp"}, flags...))
@@ -113,6 +113,10 @@ func runMCP(t *testing.T, flags []string, calls []mcpCall, answers []map[string]
 	if answers != nil {
 		a, _ := json.Marshal(answers)
 		cmd.Env = append(cmd.Env, "MCP_ELICIT="+string(a))
+	}
+	if roots != nil {
+		rs, _ := json.Marshal(roots)
+		cmd.Env = append(cmd.Env, "MCP_ROOTS="+string(rs))
 	}
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
@@ -258,5 +262,58 @@ func TestMCPNeverAndLog(t *testing.T) {
 	out, err := exec.Command(sbxBin, "log", "show", state).CombinedOutput()
 	if err != nil || !strings.Contains(string(out), "session/opened") || !strings.Contains(string(out), "call/started") {
 		t.Errorf("sbx log show: %v\n%s", err, out)
+	}
+}
+
+// The server's roots come from its flags, and a client's MCP roots narrow
+// them, never widen them: under workspace-write a call writes inside the
+// narrowed roots only, and a cwd outside them is refused.
+func TestMCPRoots(t *testing.T) {
+	ws := t.TempDir()
+	if real, err := filepath.EvalSymlinks(ws); err == nil {
+		ws = real
+	}
+	inner, server, outside := filepath.Join(ws, "srv", "inner"), filepath.Join(ws, "srv"), filepath.Join(ws, "outside")
+	for _, d := range []string{inner, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	calls := []mcpCall{
+		shellCall("touch", filepath.Join(inner, "ok")),
+		shellCall("touch", filepath.Join(server, "narrowed")),
+		{Name: "shell", Arguments: map[string]any{"command": []string{"true"}, "cwd": outside}},
+		shellCall("touch", filepath.Join(outside, "widened")),
+	}
+	// The client offers inner (inside the server's root) and outside (not
+	// inside it): the session's root is inner alone.
+	r := runMCP(t, []string{"--ephemeral", "--root", server, "--cwd", server, "--mode", "workspace-write", "--exclude-tmp", "--approval-policy", "never"}, calls, nil,
+		"file://"+inner, "file://"+outside)
+	res := func(i int) *mcpToolResult {
+		t.Helper()
+		if r.Results[i].Result == nil {
+			t.Fatalf("call %d: no result: %s", i, r.Results[i].Error)
+		}
+		return r.Results[i].Result
+	}
+	if got := res(0); got.IsError || got.StructuredContent["exit_code"] != float64(0) {
+		t.Errorf("write inside the narrowed root: %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(inner, "ok")); err != nil {
+		t.Error(err)
+	}
+	if got := res(1); !got.IsError || got.StructuredContent["denied"] != true {
+		t.Errorf("write in the server's root outside the client's: %+v", got)
+	}
+	if got := res(2); !got.IsError || got.StructuredContent["denied"] != false {
+		t.Errorf("cwd outside the roots: %+v", got)
+	}
+	if got := res(3); !got.IsError || got.StructuredContent["denied"] != true {
+		t.Errorf("write in the client's root outside the server's: %+v", got)
+	}
+	for _, f := range []string{filepath.Join(server, "narrowed"), filepath.Join(outside, "widened")} {
+		if _, err := os.Stat(f); err == nil {
+			t.Errorf("%s was made", f)
+		}
 	}
 }

@@ -24,6 +24,12 @@ type Options struct {
 	Preset, SandboxMode, ApprovalPolicy string
 	// Cwd is the sbx session's cwd (a call's relative cwd is against it).
 	Cwd string
+	// Roots are the directories the sessions may work in (absolute,
+	// clean; nil: Cwd alone), narrowed by the client's MCP roots.
+	Roots []string
+	// ExcludeTmp: under workspace-write, /tmp and $TMPDIR are not
+	// writable either (exclude_tmp, exclude_tmpdir): the roots alone are.
+	ExcludeTmp bool
 	// NoElicit: never ask through MCP elicitation, only the configured
 	// answerers.
 	NoElicit bool
@@ -56,8 +62,13 @@ type session struct {
 	local *serve.Local
 	id    string
 	turn  string
-	calls int
-	mu    sync.Mutex
+	// roots are the session's (narrow), cwd its default cwd, and
+	// writable says the roots are its writable roots (workspace-write).
+	roots    []string
+	cwd      string
+	writable bool
+	calls    int
+	mu       sync.Mutex
 }
 
 // New makes the MCP server with its tools: shell, apply_patch and the fs
@@ -127,12 +138,26 @@ func (s *Server) exec(ctx context.Context, ss *sdk.ServerSession, req, args map[
 	callID := fmt.Sprintf("mcp-%d", sess.calls)
 	sess.mu.Unlock()
 	req["session_id"], req["turn_id"], req["call_id"] = sess.id, sess.turn, callID
-	// exec wants a cwd; a tool's is the session's, or relative to it.
-	switch cwd, _ := req["cwd"].(string); {
+	// exec wants a cwd; a tool's is the session's, or relative to it,
+	// and inside one of the session's roots.
+	cwd, _ := req["cwd"].(string)
+	switch {
 	case cwd == "":
-		req["cwd"] = s.opt.Cwd
+		cwd = sess.cwd
 	case !filepath.IsAbs(cwd):
-		req["cwd"] = filepath.Join(s.opt.Cwd, cwd)
+		cwd = filepath.Join(sess.cwd, cwd)
+	}
+	cwd = filepath.Clean(cwd)
+	if !inside(cwd, sess.roots) {
+		return refusal(&serve.Error{Message: fmt.Sprintf("cwd: %s is outside the session's roots %v", cwd, sess.roots),
+			Data: serve.ErrorData{Kind: serve.KindInvalidParams, Field: "cwd"}}), nil
+	}
+	req["cwd"] = cwd
+	if sess.writable {
+		req["writable_roots"] = sess.roots
+		if s.opt.ExcludeTmp {
+			req["exclude_tmp"], req["exclude_tmpdir"] = true, true
+		}
 	}
 	var result json.RawMessage
 	err = sess.local.Call(ctx, "exec", req, &result)
@@ -206,6 +231,7 @@ func (s *Server) session(ss *sdk.ServerSession) (*session, error) {
 }
 
 func (s *Server) openSession(ss *sdk.ServerSession, sess *session) error {
+	bg := context.Background()
 	elicit := !s.opt.NoElicit && ss.InitializeParams() != nil && ss.InitializeParams().Capabilities != nil &&
 		ss.InitializeParams().Capabilities.Elicitation != nil
 	// The connection lives as long as the MCP session: its end kills the
@@ -231,11 +257,34 @@ func (s *Server) openSession(ss *sdk.ServerSession, sess *session) error {
 		delete(s.sessions, ss)
 		s.mu.Unlock()
 	}()
-	bg := context.Background()
 	if err := sess.local.Call(bg, "initialize", map[string]any{"capabilities": map[string]any{"approvals": elicit}}, nil); err != nil {
 		return fmt.Errorf("sbx session: initialize: %w", err)
 	}
-	open := map[string]any{"cwd": s.opt.Cwd}
+	roots := s.opt.Roots
+	if len(roots) == 0 {
+		roots = []string{filepath.Clean(s.opt.Cwd)}
+	}
+	if p := ss.InitializeParams(); p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil {
+		res, err := ss.ListRoots(bg, nil)
+		if err != nil {
+			return fmt.Errorf("roots/list: %w", err)
+		}
+		var client []string
+		for _, r := range res.Roots {
+			if p, ok := rootPath(r.URI); ok {
+				client = append(client, p)
+			}
+		}
+		roots = narrow(roots, client)
+	}
+	if len(roots) == 0 {
+		return errors.New("no root: the client's MCP roots are all outside the server's (--root)")
+	}
+	sess.roots, sess.cwd = roots, filepath.Clean(s.opt.Cwd)
+	if !inside(sess.cwd, roots) {
+		sess.cwd = roots[0]
+	}
+	open := map[string]any{"cwd": sess.cwd}
 	switch {
 	case s.opt.Preset != "":
 		open["preset"] = s.opt.Preset
@@ -243,12 +292,14 @@ func (s *Server) openSession(ss *sdk.ServerSession, sess *session) error {
 		open["sandbox_mode"], open["approval_policy"] = s.opt.SandboxMode, s.opt.ApprovalPolicy
 	}
 	var opened struct {
-		SessionID string `json:"session_id"`
+		SessionID   string `json:"session_id"`
+		SandboxMode string `json:"sandbox_mode"`
 	}
 	if err := sess.local.Call(bg, "session/open", open, &opened); err != nil {
 		return fmt.Errorf("sbx session: open: %w", err)
 	}
 	sess.id = opened.SessionID
+	sess.writable = opened.SandboxMode == "workspace-write"
 	var turn struct {
 		TurnID string `json:"turn_id"`
 	}

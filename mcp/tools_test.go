@@ -102,3 +102,23 @@ func TestStructured(t *testing.T) {
 		t.Errorf("a denial is not an error result")
 	}
 }
+
+// MCP roots narrow the server's roots, never widen them.
+func TestNarrow(t *testing.T) {
+	got := narrow([]string{"/srv/a", "/srv/b"}, []string{"/srv/a/x", "/srv", "/etc"})
+	want := []string{"/srv/a/x", "/srv/a", "/srv/b"}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("narrow = %v, want %v", got, want)
+	}
+	if got := narrow([]string{"/srv/a"}, []string{"/srv/ab", "/"}); !reflect.DeepEqual(got, []string{"/srv/a"}) {
+		t.Errorf("a sibling with a common prefix widened: %v", got)
+	}
+	if !inside("/srv/a/x", []string{"/srv/a"}) || inside("/srv/ab", []string{"/srv/a"}) || inside("/srv", []string{"/srv/a"}) {
+		t.Errorf("inside")
+	}
+	for uri, want := range map[string]string{"file:///srv/a": "/srv/a", "file://localhost/srv/a/../b": "/srv/b", "file://host/srv": "", "http://x/srv": "", "file:rel": ""} {
+		if p, ok := rootPath(uri); p != want || ok != (want != "") {
+			t.Errorf("rootPath(%q) = %q %v", uri, p, ok)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 
@@ -23,7 +24,7 @@ func init() {
 	register("mcp", command{summary: "serve sandboxed shell and file tools to an MCP client (Model Context Protocol, stdio)", run: mcpCmd})
 }
 
-const mcpUsage = `Usage: sbx mcp [--preset NAME | --mode MODE --approval-policy POLICY] [--cwd DIR] [--state-dir DIR | --ephemeral] [--approver CMD] [--answerers LIST] [--no-elicit] [--answer-timeout DURATION]
+const mcpUsage = `Usage: sbx mcp [--preset NAME | --mode MODE --approval-policy POLICY] [--cwd DIR] [--root DIR]... [--exclude-tmp] [--state-dir DIR | --ephemeral] [--approver CMD] [--answerers LIST] [--no-elicit] [--answer-timeout DURATION]
 
 Serves sbx as a Model Context Protocol server on stdin/stdout (docs/mcp.md),
 for any MCP client to add as a tool provider. Tools: shell (a command or a
@@ -32,6 +33,10 @@ fs_mkdir, fs_remove, fs_move, fs_copy, fs_chmod). Each MCP session is one
 sbx session of the same service as sbx serve (docs/serve.md): its mode and
 approval policy from these flags, its grants, and its durable log in the
 state directory, which sbx log reads.
+
+Roots: a call's cwd must be inside one of the --root directories (default:
+--cwd), narrowed, never widened, by the MCP roots of a client that offers
+them; under workspace-write they are the call's writable roots.
 
 A call the sandbox denied is a tool result with isError whose
 structuredContent has denied: true, the denials and the retry; a command's
@@ -55,6 +60,9 @@ func mcpCmd(args []string, stdio Stdio) int {
 	mode := fs.String("mode", "", "the sbx session's sandbox `MODE` (with --approval-policy)")
 	policy := fs.String("approval-policy", "", "the sbx session's approval `POLICY` (with --mode)")
 	cwd := fs.String("cwd", "", "the sbx session's working `DIR` (default: the current directory)")
+	var roots listFlag
+	fs.Var(&roots, "root", "a `DIR` the sessions may work in (repeatable; default: --cwd); MCP roots narrow them, never widen them")
+	excludeTmp := fs.Bool("exclude-tmp", false, "under workspace-write, /tmp and $TMPDIR are not writable: the roots alone are")
 	approver := fs.String("approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout)")
 	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, approver, in order")
 	noElicit := fs.Bool("no-elicit", false, "never ask the MCP client (elicitation): only the other answerers")
@@ -102,6 +110,26 @@ func mcpCmd(args []string, stdio Stdio) int {
 			return fail("--cwd: %v", err)
 		}
 	}
+	var rootDirs []string
+	for _, r := range append([]string{}, roots...) {
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return fail("--root: %v", err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return fail("--root %s: not a directory", r)
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		rootDirs = append(rootDirs, abs)
+	}
+	if abs, err := filepath.Abs(dir); err == nil {
+		dir = abs
+	}
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real // as the roots are, so that one is found inside another
+	}
 	logf := func(format string, a ...any) { fmt.Fprintf(stdio.Err, "sbx mcp: "+format+"\n", a...) }
 	opt := serve.Options{
 		Answerer: waterfall, Client: client, AnswerTimeout: *answerTimeout,
@@ -141,7 +169,7 @@ func mcpCmd(args []string, stdio Stdio) int {
 		logf("state: session %s not restored: %v", p.SessionID, p.Err)
 	}
 	m, err := mcp.New(mcp.Options{Serve: srv, Preset: *preset, SandboxMode: *mode, ApprovalPolicy: *policy,
-		Cwd: dir, NoElicit: *noElicit, Version: version.Get().Version})
+		Cwd: dir, Roots: rootDirs, ExcludeTmp: *excludeTmp, NoElicit: *noElicit, Version: version.Get().Version})
 	if err != nil {
 		return fail("%v", err)
 	}

@@ -6,18 +6,25 @@
 // $MCP_ELICIT (a JSON list of answers, one per elicitation in order:
 // {"action": "accept", "content": {...}} or {"action": "decline"}) it
 // declares the elicitation capability and answers so; without it the client
-// cannot be asked. The SDK checks every message against its own schemas,
+// cannot be asked. With $MCP_ROOTS (a JSON list of file:// URIs) it offers
+// them as its MCP roots. The SDK checks every message against its own schemas,
 // the tools' structuredContent against their output schemas.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { ElicitRequestSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ElicitRequestSchema, ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const argv = JSON.parse(process.env.MCP_COMMAND);
 const calls = JSON.parse(process.env.MCP_CALLS ?? "[]");
 const answers = process.env.MCP_ELICIT ? JSON.parse(process.env.MCP_ELICIT) : null;
 
-const client = new Client({ name: "sbx-mcp-test", version: "1.0.0" },
-  { capabilities: answers ? { elicitation: { form: {} } } : {} });
+const roots = process.env.MCP_ROOTS ? JSON.parse(process.env.MCP_ROOTS) : null;
+const capabilities = {};
+if (answers) capabilities.elicitation = { form: {} };
+if (roots) capabilities.roots = {};
+const client = new Client({ name: "sbx-mcp-test", version: "1.0.0" }, { capabilities });
+if (roots) {
+  client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots.map((uri) => ({ uri })) }));
+}
 const elicitations = [];
 if (answers) {
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
