@@ -21,7 +21,42 @@ var (
 	mcpOnce sync.Once
 	mcpDir  string
 	mcpErr  error
+
+	mcpProgOnce sync.Once
+	mcpProgDir  string // "": sbx-mcp is beside sbx
+	mcpProgErr  error
 )
+
+// mcpPath is the PATH the client starts sbx mcp with: sbx mcp runs the
+// sbx-mcp program beside sbx (test.sh builds it there), else on PATH,
+// where a copy built from the module is put.
+func mcpPath(t *testing.T) string {
+	t.Helper()
+	mcpProgOnce.Do(func() {
+		if _, err := os.Stat(filepath.Join(filepath.Dir(sbxBin), "sbx-mcp")); err == nil {
+			return
+		}
+		dir, err := os.MkdirTemp("", "sbx-mcp-prog-")
+		if err != nil {
+			mcpProgErr = err
+			return
+		}
+		os.Chmod(dir, 0o755)
+		cmd := exec.Command("go", "build", "-o", filepath.Join(dir, "sbx-mcp"), "../cmd/sbx-mcp")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			mcpProgErr = &npmError{err, string(out)}
+			return
+		}
+		mcpProgDir = dir
+	})
+	if mcpProgErr != nil {
+		t.Fatalf("build sbx-mcp: %v", mcpProgErr)
+	}
+	if mcpProgDir == "" {
+		return os.Getenv("PATH")
+	}
+	return mcpProgDir + string(os.PathListSeparator) + os.Getenv("PATH")
+}
 
 // mcpClientDir is a directory with client.mjs and the SDK installed:
 // testdata/mcp when .ci/run installed it there (npm ci), else a copy in
@@ -109,7 +144,7 @@ func runMCP(t *testing.T, flags []string, calls []mcpCall, answers []map[string]
 	cs, _ := json.Marshal(calls)
 	cmd := exec.Command("node", filepath.Join(dir, "client.mjs"))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MCP_COMMAND="+string(argv), "MCP_CALLS="+string(cs))
+	cmd.Env = append(os.Environ(), "MCP_COMMAND="+string(argv), "MCP_CALLS="+string(cs), "PATH="+mcpPath(t))
 	if answers != nil {
 		a, _ := json.Marshal(answers)
 		cmd.Env = append(cmd.Env, "MCP_ELICIT="+string(a))

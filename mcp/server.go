@@ -17,8 +17,11 @@ import (
 
 // Options configure the MCP server.
 type Options struct {
-	// Serve is the session server every call goes through.
-	Serve *serve.Server
+	// Connect makes the connection of one MCP session to the session
+	// server every call goes through (an sbx serve child: Dial, or a
+	// Server in-process: Server.Local); handler answers its
+	// approval/requested (nil: the client is not asked).
+	Connect func(ctx context.Context, handler serve.LocalHandler) (*serve.Local, error)
 	// Preset, else SandboxMode and ApprovalPolicy, are the sbx session's
 	// knobs (all empty: the deployment default).
 	Preset, SandboxMode, ApprovalPolicy string
@@ -246,7 +249,12 @@ func (s *Server) openSession(ss *sdk.ServerSession, sess *session) error {
 			return s.elicit(hctx, ss, sess, params)
 		}
 	}
-	sess.local = s.opt.Serve.Local(ctx, handler)
+	local, err := s.opt.Connect(ctx, handler)
+	if err != nil {
+		cancel()
+		return fmt.Errorf("sbx session: connect: %w", err)
+	}
+	sess.local = local
 	s.open.Add(1)
 	go func() {
 		defer s.open.Done()

@@ -10,15 +10,17 @@ import (
 	"sync"
 )
 
-// Local is an in-process client connection to a Server: the protocol of
-// docs/serve.md, served by ServeConn as for a client on stdio or the
-// socket, without its bytes leaving the process. sbx mcp holds one per MCP
-// session, so that every call goes through the same sessions, turns,
+// Local is a client connection to a Server, speaking the protocol of
+// docs/serve.md: in-process (Server.Local: served by ServeConn as a
+// client on stdio or the socket is, without its bytes leaving the
+// process) or to an sbx serve child's stdio (Dial). sbx mcp holds one per
+// MCP session, so that every call goes through the same sessions, turns,
 // grants, approvals and log as sbx serve's; nothing is bypassed.
 type Local struct {
-	w       *io.PipeWriter
+	w       io.WriteCloser
 	handler LocalHandler
-	served  chan error
+	// served gets the end of the serving side (nil: not waited for).
+	served chan error
 
 	mu      sync.Mutex
 	next    int
@@ -57,10 +59,22 @@ func (s *Server) Local(ctx context.Context, handler LocalHandler) *Local {
 	return l
 }
 
+// Dial is a client connection over r (the server's output) and w (its
+// input), as to the stdio of an sbx serve child; Close closes w, which
+// ends the server's connection.
+func Dial(ctx context.Context, r io.Reader, w io.WriteCloser, handler LocalHandler) *Local {
+	l := &Local{w: w, handler: handler, waiting: map[string]chan localReply{}}
+	go l.read(ctx, r)
+	return l
+}
+
 // Close ends the connection and waits for ServeConn to return (its calls
 // killed and their records written).
 func (l *Local) Close() error {
 	l.w.Close()
+	if l.served == nil {
+		return nil
+	}
 	err := <-l.served
 	l.served <- err
 	if errors.Is(err, io.EOF) {

@@ -1,21 +1,17 @@
 package main
 
 import (
-	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/sbx-sandbox/sbx/enforce/host"
-	"github.com/sbx-sandbox/sbx/journal"
-	"github.com/sbx-sandbox/sbx/mcp"
+	"github.com/sbx-sandbox/sbx/mcp/conf"
 	"github.com/sbx-sandbox/sbx/serve"
 	"github.com/sbx-sandbox/sbx/version"
 )
@@ -49,7 +45,20 @@ asked through MCP elicitation when it declares that capability (not with
 permissions asked for become a session grant) or reject. Policy never
 denies before anyone is asked.
 
-Exit status: 0 when the client ends the session, 125 bad flags.
+The MCP server is the program sbx-mcp, beside sbx or on PATH (it links the
+MCP SDK's HTTP code, which sbx keeps out to stay a static binary); each MCP
+session is served by an sbx serve child with the flags above.
+
+Examples:
+  sbx mcp --mode workspace-write --approval-policy on-request --cwd ~/project
+  sbx mcp --preset auto --root ~/project --approver /usr/local/bin/approve
+
+MCP client configuration (Claude Desktop's claude_desktop_config.json, and
+any client with an mcpServers table):
+  {"mcpServers": {"sbx": {"command": "sbx", "args": ["mcp", "--cwd", "/home/me/project"]}}}
+
+Exit status: 0 when the client ends the session, 125 bad flags or no
+sbx-mcp.
 
 Flags:
 `
@@ -100,108 +109,110 @@ func mcpCmd(args []string, stdio Stdio) int {
 			return fail("--answerers: %s is not an answerer of sbx mcp (use sbx serve)", n)
 		}
 	}
-	client, _, waterfall, err := buildWaterfall(names, *approver, false, nil)
-	if err != nil {
+	if err := checkAnswerers(names, *approver, false, false); err != nil {
 		return fail("--answerers: %v", err)
 	}
 	dir := *cwd
 	if dir == "" {
+		var err error
 		if dir, err = os.Getwd(); err != nil {
 			return fail("--cwd: %v", err)
 		}
 	}
-	var rootDirs []string
-	for _, r := range append([]string{}, roots...) {
-		abs, err := filepath.Abs(r)
+	resolve := func(flag, p string) (string, error) {
+		abs, err := filepath.Abs(p)
 		if err != nil {
-			return fail("--root: %v", err)
+			return "", err
 		}
 		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
-			return fail("--root %s: not a directory", r)
+			return "", fmt.Errorf("%s %s: not a directory", flag, p)
 		}
+		// Resolved, so that one is found inside another as the kernel
+		// sees them.
 		if real, err := filepath.EvalSymlinks(abs); err == nil {
 			abs = real
 		}
-		rootDirs = append(rootDirs, abs)
+		return abs, nil
 	}
-	if abs, err := filepath.Abs(dir); err == nil {
-		dir = abs
-	}
-	if real, err := filepath.EvalSymlinks(dir); err == nil {
-		dir = real // as the roots are, so that one is found inside another
-	}
-	logf := func(format string, a ...any) { fmt.Fprintf(stdio.Err, "sbx mcp: "+format+"\n", a...) }
-	opt := serve.Options{
-		Answerer: waterfall, Client: client, AnswerTimeout: *answerTimeout,
-		Version:      version.Get().Version,
-		Executable:   func() (string, error) { return selfExecutable() },
-		Capabilities: map[string]any{"doctor": host.Doctor()},
-		Logf:         logf,
-	}
-	var sessions []journal.Session
-	state := ""
-	if !*ephemeral {
-		if state, err = serveStateDir(*stateDir); err != nil {
-			return fail("--state-dir: %v", err)
-		}
-		var problems []journal.Problem
-		if sessions, problems, err = journal.Replay(state); err != nil {
-			return fail("--state-dir: %v", err)
-		}
-		for _, p := range problems {
-			logf("state: %s", p)
-		}
-		opt.OpenLog = func(id string) (serve.Log, error) { return journal.Open(state, id) }
-	}
-	// IMPORTANT: sbx mcp does not serve from a user namespace of its own
-	// as sbx serve does (serveInUserNS): unprivileged, its calls get the
-	// state directory masked only where they get a mount namespace; else
-	// their reports have the mask and mountns downgrades.
-	opt.Control = controlPaths(state, "", *approver)
-	srv := serve.New(opt)
-	defer func() {
-		if err := srv.Flush(); err != nil {
-			logf("state: %v", err)
-		}
-	}()
-	host.Resident()
-	for _, p := range srv.Restore(sessions) {
-		logf("state: session %s not restored: %v", p.SessionID, p.Err)
-	}
-	m, err := mcp.New(mcp.Options{Serve: srv, Preset: *preset, SandboxMode: *mode, ApprovalPolicy: *policy,
-		Cwd: dir, Roots: rootDirs, ExcludeTmp: *excludeTmp, NoElicit: *noElicit, Version: version.Get().Version})
+	dir, err := resolve("--cwd", dir)
 	if err != nil {
 		return fail("%v", err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	cfg := conf.Config{Preset: *preset, SandboxMode: *mode, ApprovalPolicy: *policy, Cwd: dir,
+		ExcludeTmp: *excludeTmp, NoElicit: *noElicit, Version: version.Get().Version}
+	for _, r := range roots {
+		abs, err := resolve("--root", r)
+		if err != nil {
+			return fail("%v", err)
+		}
+		cfg.Roots = append(cfg.Roots, abs)
+	}
+	if cfg.Sbx, err = selfExecutable(); err != nil {
+		return fail("%v", err)
+	}
+	cfg.ServeArgs = []string{"serve", "--answerers", strings.Join(names, ","), "--answer-timeout", answerTimeout.String()}
+	switch {
+	case *ephemeral:
+		cfg.ServeArgs = append(cfg.ServeArgs, "--ephemeral")
+	case *stateDir != "":
+		cfg.ServeArgs = append(cfg.ServeArgs, "--state-dir", *stateDir)
+	}
+	if *approver != "" {
+		cfg.ServeArgs = append(cfg.ServeArgs, "--approver", *approver)
+	}
+	prog, err := mcpProgram(cfg.Sbx)
+	if err != nil {
+		return fail("%v", err)
+	}
+	b, err := json.Marshal(cfg)
+	if err != nil {
+		return fail("%v", err)
+	}
+	cmd := exec.Command(prog)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio.In, stdio.Out, stdio.Err
+	cmd.Env = append(os.Environ(), conf.Env+"="+string(b))
+	if err := cmd.Start(); err != nil {
+		return fail("%v", err)
+	}
+	// sbx mcp's own end signals are sbx-mcp's: it ends its sessions' sbx
+	// serve children and exits.
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
 	defer signal.Stop(sigs)
+	done := make(chan struct{})
+	defer close(done)
 	go func() {
-		select {
-		case <-sigs:
-			srv.Shutdown()
-			cancel()
-		case <-ctx.Done():
+		for {
+			select {
+			case sig := <-sigs:
+				cmd.Process.Signal(sig)
+			case <-done:
+				return
+			}
 		}
 	}()
-	t := &sdk.IOTransport{Reader: readCloser{stdio.In}, Writer: writeCloser{stdio.Out}}
-	if err := m.SDK().Run(ctx, t); err != nil && !errors.Is(err, context.Canceled) && ctx.Err() == nil {
-		logf("%v", err)
+	if err := cmd.Wait(); err != nil {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) && exit.ExitCode() > 0 {
+			return exit.ExitCode()
+		}
+		return fail("%v", err)
 	}
-	// The sessions' connections end (their calls killed, their records
-	// written) before the logs are flushed.
-	m.Wait()
 	return 0
 }
 
-// readCloser and writeCloser give sbx's standard streams the Close the
-// SDK's transport wants; closing them is left to the process's end.
-type readCloser struct{ io.Reader }
-
-func (readCloser) Close() error { return nil }
-
-type writeCloser struct{ io.Writer }
-
-func (writeCloser) Close() error { return nil }
+// mcpProgram is the sbx-mcp program: beside sbx, else on PATH.
+func mcpProgram(sbx string) (string, error) {
+	if real, err := filepath.EvalSymlinks(sbx); err == nil {
+		sbx = real
+	}
+	beside := filepath.Join(filepath.Dir(sbx), "sbx-mcp")
+	if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() {
+		return beside, nil
+	}
+	p, err := exec.LookPath("sbx-mcp")
+	if err != nil {
+		return "", fmt.Errorf("sbx-mcp is neither beside %s nor on PATH: install it (go build ./cmd/sbx-mcp)", sbx)
+	}
+	return p, nil
+}
