@@ -294,8 +294,15 @@ func TestMCPNeverAndLog(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ws, "x")); err == nil {
 		t.Errorf("the call ran under never")
 	}
+	// A second server on the same state directory replays the first's
+	// session and serves a new one; sbx log shows both.
+	r = runMCP(t, []string{"--state-dir", state, "--cwd", ws, "--mode", "read-only", "--approval-policy", "never"},
+		[]mcpCall{shellCall("echo", "again")}, nil)
+	if got := r.Results[0].Result; got == nil || got.IsError || got.StructuredContent["stdout"] != "again\n" {
+		t.Errorf("after the restart: %+v %s", got, r.Results[0].Error)
+	}
 	out, err := exec.Command(sbxBin, "log", "show", state).CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "session/opened") || !strings.Contains(string(out), "call/started") {
+	if err != nil || strings.Count(string(out), "session/opened") != 2 || strings.Count(string(out), "call/started") != 2 {
 		t.Errorf("sbx log show: %v\n%s", err, out)
 	}
 }

@@ -16,7 +16,7 @@ import (
 // them: the server's flags set it, never a tool's arguments.
 var shellKeys = []string{
 	"command", "shell.kind", "shell.script", "shell.login", "cwd", "timeout_ms",
-	"sandbox_permissions", "justification",
+	"sandbox_permissions", "escalate_to", "justification",
 	"additional_permissions.file_system.read", "additional_permissions.file_system.write",
 	"additional_permissions.network.allowed_domains", "additional_permissions.network.denied_domains",
 	"additional_permissions.network.allow_private_addresses",
@@ -25,7 +25,7 @@ var shellKeys = []string{
 // escalationKeys are the fields of every tool that asks for more than
 // the session has: the fs tools take them as the shell tool does.
 var escalationKeys = []string{
-	"cwd", "sandbox_permissions", "justification",
+	"cwd", "sandbox_permissions", "escalate_to", "justification",
 	"additional_permissions.file_system.read", "additional_permissions.file_system.write",
 }
 
@@ -55,6 +55,7 @@ var fieldDoc = map[string]string{
 	"cwd":                 "the working directory (default: the server's)",
 	"timeout_ms":          "kill the command after this many milliseconds",
 	"sandbox_permissions": "use_default (the session's sandbox), with_additional_permissions (ask for additional_permissions) or require_escalated (ask to run unsandboxed)",
+	"escalate_to":         "the mode a require_escalated call asks to run in: workspace-write or danger-full-access",
 	"justification":       "why the call needs what it asks for: shown to the person approving",
 }
 
@@ -211,7 +212,7 @@ func retryArguments(out map[string]any, args map[string]any) {
 		return
 	}
 	again := clone(args)
-	for _, k := range []string{"sandbox_permissions", "additional_permissions", "justification"} {
+	for _, k := range []string{"sandbox_permissions", "escalate_to", "additional_permissions", "justification"} {
 		if v, ok := retry[k]; ok && v != "" {
 			again[k] = v
 		}
