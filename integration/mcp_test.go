@@ -18,10 +18,6 @@ import (
 // schemas.
 
 var (
-	mcpOnce sync.Once
-	mcpDir  string
-	mcpErr  error
-
 	mcpProgOnce sync.Once
 	mcpProgDir  string // "": sbx-mcp is beside sbx
 	mcpProgErr  error
@@ -58,54 +54,71 @@ func mcpPath(t *testing.T) string {
 	return mcpProgDir + string(os.PathListSeparator) + os.Getenv("PATH")
 }
 
-// mcpClientDir is a directory with client.mjs and the SDK installed:
-// testdata/mcp when .ci/run installed it there (npm ci), else a copy in
-// which npm ci runs once. Skipped only when node or npm is absent.
+// mcpClientDir is testdata/mcp with the SDK installed (npmClientDir).
 func mcpClientDir(t *testing.T) string {
+	t.Helper()
+	return npmClientDir(t, "mcp", "@modelcontextprotocol/sdk")
+}
+
+var npmClients struct {
+	sync.Mutex
+	dirs map[string]string
+	errs map[string]error
+}
+
+// npmClientDir is a directory with testdata/NAME's client.mjs and its
+// packages installed (pkg is the one whose presence says so): testdata/NAME
+// when .ci/run installed it there (npm ci), else a copy in which npm ci runs
+// once. Skipped only when node or npm is absent.
+func npmClientDir(t *testing.T, name, pkg string) string {
 	t.Helper()
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the MCP client (the TypeScript SDK) cannot run", tool)
+			t.Skipf("%s is not installed: the %s client (a TypeScript SDK) cannot run", tool, name)
 		}
 	}
-	mcpOnce.Do(func() {
-		src, err := filepath.Abs("testdata/mcp")
-		if err != nil {
-			mcpErr = err
-			return
-		}
-		if _, err := os.Stat(filepath.Join(src, "node_modules", "@modelcontextprotocol", "sdk", "package.json")); err == nil {
-			mcpDir = src
-			return
-		}
-		dir, err := os.MkdirTemp("", "sbx-mcp-client-")
-		if err != nil {
-			mcpErr = err
-			return
-		}
-		for _, f := range []string{"client.mjs", "package.json", "package-lock.json"} {
-			b, err := os.ReadFile(filepath.Join(src, f))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
-			}
-			if err != nil {
-				mcpErr = err
-				return
-			}
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "npm_config_cache="+filepath.Join(dir, ".npm"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			mcpErr = &npmError{err, string(out)}
-			return
-		}
-		mcpDir = dir
-	})
-	if mcpErr != nil {
-		t.Fatalf("install the MCP client (npm ci in a copy of testdata/mcp): %v", mcpErr)
+	npmClients.Lock()
+	defer npmClients.Unlock()
+	if npmClients.dirs == nil {
+		npmClients.dirs, npmClients.errs = map[string]string{}, map[string]error{}
 	}
-	return mcpDir
+	if _, done := npmClients.dirs[name]; !done {
+		npmClients.dirs[name], npmClients.errs[name] = installNPMClient(name, pkg)
+	}
+	if err := npmClients.errs[name]; err != nil {
+		t.Fatalf("install the %s client (npm ci in a copy of testdata/%s): %v", name, name, err)
+	}
+	return npmClients.dirs[name]
+}
+
+func installNPMClient(name, pkg string) (string, error) {
+	src, err := filepath.Abs(filepath.Join("testdata", name))
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(src, "node_modules", pkg, "package.json")); err == nil {
+		return src, nil
+	}
+	dir, err := os.MkdirTemp("", "sbx-"+name+"-client-")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range []string{"client.mjs", "package.json", "package-lock.json"} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err == nil {
+			err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "npm_config_cache="+filepath.Join(dir, ".npm"))
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", &npmError{err, string(out)}
+	}
+	return dir, nil
 }
 
 type mcpCall struct {
