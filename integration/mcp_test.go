@@ -3,13 +3,20 @@
 package integration
 
 import (
+	"context"
 	"encoding/json"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // sbx mcp (docs/mcp.md) against a real MCP client: testdata/mcp/client.mjs,
@@ -370,5 +377,68 @@ func TestMCPRoots(t *testing.T) {
 		if _, err := os.Stat(f); err == nil {
 			t.Errorf("%s was made", f)
 		}
+	}
+}
+
+// sbx mcp --listen: streamable HTTP on a unix socket, driven by the
+// official Go SDK's client; and a sandboxed call that connects to the
+// socket is refused (the connection closed unanswered), as every sbx
+// listener refuses calls.
+func TestMCPHTTP(t *testing.T) {
+	dir := shortWorkspace(t)
+	sock := filepath.Join(dir, "m.sock")
+	cmd := exec.Command(sbxBin, "mcp", "--listen", sock, "--ephemeral", "--cwd", dir, "--mode", "read-only", "--approval-policy", "never")
+	cmd.Env = append(baseEnv(), "PATH="+mcpPath(t))
+	var stderr lockedBuffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Signal(syscall.SIGTERM); cmd.Wait() })
+	waitForPath(t, sock)
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "unix", sock)
+	}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	client := sdk.NewClient(&sdk.Implementation{Name: "sbx-it", Version: "1"}, nil)
+	cs, err := client.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: "http://localhost/", HTTPClient: hc}, nil)
+	if err != nil {
+		t.Fatalf("connect: %v; stderr: %s", err, stderr.String())
+	}
+	defer cs.Close()
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) != 9 {
+		t.Fatalf("tools: %v %v", tools, err)
+	}
+	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "shell", Arguments: map[string]any{"command": []string{"echo", "over http"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := res.StructuredContent.(map[string]any); res.IsError || sc["stdout"] != "over http\n" {
+		t.Errorf("allowed call: %+v", res)
+	}
+	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "shell", Arguments: map[string]any{"command": []string{"touch", filepath.Join(dir, "x")}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sc, _ := res.StructuredContent.(map[string]any); !res.IsError || sc["denied"] != true {
+		t.Errorf("denied call: %+v", res)
+	}
+	needTool(t, "python3")
+	connect := `import socket,sys
+s=socket.socket(socket.AF_UNIX)
+try:
+    s.connect(sys.argv[1]); s.sendall(b"GET / HTTP/1.0\r\nHost: localhost\r\n\r\n"); print(repr(s.recv(100)))
+except OSError as e:
+    print("error", e)`
+	for _, flags := range [][]string{{"--mode", "workspace-write"}, {"--mode", "workspace-write", "--network"}} {
+		out, _ := exec.Command(sbxBin, append(append([]string{"run", "--cwd", dir}, flags...), "--", "python3", "-c", connect, sock)...).CombinedOutput()
+		if strings.Contains(string(out), "HTTP/") {
+			t.Errorf("%v: a sandboxed call was answered by sbx mcp: %s", flags, out)
+		}
+	}
+	if !strings.Contains(stderr.String(), "refused a connection") {
+		t.Errorf("no refusal logged: %s", stderr.String())
 	}
 }

@@ -283,7 +283,11 @@ func (s *Server) openSession(ss *sdk.ServerSession, sess *session) error {
 				client = append(client, p)
 			}
 		}
-		roots = narrow(roots, client)
+		// A client that lists no root (the Go SDK's client declares the
+		// capability with none) offers nothing to narrow by.
+		if len(res.Roots) > 0 {
+			roots = narrow(roots, client)
+		}
 	}
 	if len(roots) == 0 {
 		return errors.New("no root: the client's MCP roots are all outside the server's (--root)")

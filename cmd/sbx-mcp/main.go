@@ -44,6 +44,13 @@ func run() int {
 	// a signal ends sbx-mcp, and each sbx serve child, its stdin closed,
 	// then kills its running calls and writes their records itself.
 	ctx := context.Background()
+	if cfg.Listen != "" {
+		if err := serveHTTP(m, cfg.Listen, logf); err != nil {
+			logf("--listen: %v", err)
+			return 1
+		}
+		return 0
+	}
 	if err := m.SDK().Run(ctx, &sdk.StdioTransport{}); err != nil && !errors.Is(err, io.EOF) {
 		logf("%v", err)
 	}

@@ -20,9 +20,11 @@ func init() {
 	register("mcp", command{summary: "serve sandboxed shell and file tools to an MCP client (Model Context Protocol, stdio)", run: mcpCmd})
 }
 
-const mcpUsage = `Usage: sbx mcp [--preset NAME | --mode MODE --approval-policy POLICY] [--cwd DIR] [--root DIR]... [--exclude-tmp] [--state-dir DIR | --ephemeral] [--approver CMD] [--answerers LIST] [--no-elicit] [--answer-timeout DURATION]
+const mcpUsage = `Usage: sbx mcp [--preset NAME | --mode MODE --approval-policy POLICY] [--cwd DIR] [--root DIR]... [--exclude-tmp] [--listen PATH] [--state-dir DIR | --ephemeral] [--approver CMD] [--answerers LIST] [--no-elicit] [--answer-timeout DURATION]
 
 Serves sbx as a Model Context Protocol server on stdin/stdout (docs/mcp.md),
+or with --listen PATH streamable HTTP on a unix socket made as sbx serve's
+(mode 0600, only the server's uid and root, never a sandboxed call),
 for any MCP client to add as a tool provider. Tools: shell (a command or a
 shell script), apply_patch, and the sbx fs operations (fs_write, fs_append,
 fs_mkdir, fs_remove, fs_move, fs_copy, fs_chmod). Each MCP session is one
@@ -71,6 +73,7 @@ func mcpCmd(args []string, stdio Stdio) int {
 	cwd := fs.String("cwd", "", "the sbx session's working `DIR` (default: the current directory)")
 	var roots listFlag
 	fs.Var(&roots, "root", "a `DIR` the sessions may work in (repeatable; default: --cwd); MCP roots narrow them, never widen them")
+	listen := fs.String("listen", "", "serve streamable HTTP on a unix socket at `PATH` (mode 0600; the server's uid and root only, never a sandboxed call) instead of stdio")
 	excludeTmp := fs.Bool("exclude-tmp", false, "under workspace-write, /tmp and $TMPDIR are not writable: the roots alone are")
 	approver := fs.String("approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout)")
 	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, approver, in order")
@@ -140,6 +143,11 @@ func mcpCmd(args []string, stdio Stdio) int {
 	}
 	cfg := conf.Config{Preset: *preset, SandboxMode: *mode, ApprovalPolicy: *policy, Cwd: dir,
 		ExcludeTmp: *excludeTmp, NoElicit: *noElicit, Version: version.Get().Version}
+	if *listen != "" {
+		if cfg.Listen, err = filepath.Abs(*listen); err != nil {
+			return fail("--listen: %v", err)
+		}
+	}
 	for _, r := range roots {
 		abs, err := resolve("--root", r)
 		if err != nil {

@@ -25,5 +25,8 @@ type Config struct {
 	Roots      []string `json:"roots,omitempty"`
 	ExcludeTmp bool     `json:"exclude_tmp,omitempty"`
 	NoElicit   bool     `json:"no_elicit,omitempty"`
-	Version    string   `json:"version"`
+	// Listen is the unix socket of the streamable HTTP transport ("":
+	// stdio).
+	Listen  string `json:"listen,omitempty"`
+	Version string `json:"version"`
 }
