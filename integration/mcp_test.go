@@ -159,12 +159,19 @@ type mcpRun struct {
 // answering elicitations with answers (nil: the client cannot be asked).
 func runMCP(t *testing.T, flags []string, calls []mcpCall, answers []map[string]any, roots ...string) mcpRun {
 	t.Helper()
-	dir := mcpClientDir(t)
 	argv, _ := json.Marshal(append([]string{sbxBin, "mcp"}, flags...))
+	return runMCPClient(t, "MCP_COMMAND="+string(argv), calls, answers, roots...)
+}
+
+// runMCPClient runs client.mjs with how it reaches sbx mcp (MCP_COMMAND
+// or MCP_SOCKET) in reach.
+func runMCPClient(t *testing.T, reach string, calls []mcpCall, answers []map[string]any, roots ...string) mcpRun {
+	t.Helper()
+	dir := mcpClientDir(t)
 	cs, _ := json.Marshal(calls)
 	cmd := exec.Command("node", filepath.Join(dir, "client.mjs"))
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "MCP_COMMAND="+string(argv), "MCP_CALLS="+string(cs), "PATH="+mcpPath(t))
+	cmd.Env = append(os.Environ(), reach, "MCP_CALLS="+string(cs), "PATH="+mcpPath(t))
 	if answers != nil {
 		a, _ := json.Marshal(answers)
 		cmd.Env = append(cmd.Env, "MCP_ELICIT="+string(a))
@@ -387,7 +394,7 @@ func TestMCPRoots(t *testing.T) {
 func TestMCPHTTP(t *testing.T) {
 	dir := shortWorkspace(t)
 	sock := filepath.Join(dir, "m.sock")
-	cmd := exec.Command(sbxBin, "mcp", "--listen", sock, "--ephemeral", "--cwd", dir, "--mode", "read-only", "--approval-policy", "never")
+	cmd := exec.Command(sbxBin, "mcp", "--listen", sock, "--ephemeral", "--cwd", dir, "--mode", "read-only", "--approval-policy", "on-request")
 	cmd.Env = append(baseEnv(), "PATH="+mcpPath(t))
 	var stderr lockedBuffer
 	cmd.Stderr = &stderr
@@ -424,6 +431,30 @@ func TestMCPHTTP(t *testing.T) {
 	}
 	if sc, _ := res.StructuredContent.(map[string]any); !res.IsError || sc["denied"] != true {
 		t.Errorf("denied call: %+v", res)
+	}
+	// The TypeScript SDK's client over the same socket: a denial, and an
+	// escalation approved by elicitation over HTTP, then one declined.
+	ask := func(file string) mcpCall {
+		return mcpCall{Name: "shell", Arguments: map[string]any{"command": []string{"touch", filepath.Join(dir, file)},
+			"sandbox_permissions": "with_additional_permissions", "justification": "over http",
+			"additional_permissions": map[string]any{"file_system": map[string]any{"write": []string{dir}}}}}
+	}
+	r := runMCPClient(t, "MCP_SOCKET="+sock, []mcpCall{shellCall("touch", filepath.Join(dir, "y")), ask("approved"), ask("declined")},
+		[]map[string]any{{"action": "accept", "content": map[string]any{"decision": "allow-once"}}, {"action": "decline"}})
+	for i, want := range []struct {
+		isError bool
+		file    string
+	}{{true, "y"}, {false, "approved"}, {true, "declined"}} {
+		got := r.Results[i].Result
+		if got == nil || got.IsError != want.isError {
+			t.Errorf("TypeScript client over HTTP, call %d: %+v %s", i, got, r.Results[i].Error)
+		}
+		if _, err := os.Stat(filepath.Join(dir, want.file)); (err == nil) == want.isError {
+			t.Errorf("call %d: %s made: %v", i, want.file, err == nil)
+		}
+	}
+	if len(r.Elicitations) != 2 {
+		t.Errorf("%d elicitations over HTTP, want 2", len(r.Elicitations))
 	}
 	needTool(t, "python3")
 	connect := `import socket,sys

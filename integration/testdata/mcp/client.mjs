@@ -1,6 +1,7 @@
 // An MCP client for integration/mcp_test.go, built on the official
 // TypeScript SDK (@modelcontextprotocol/sdk): it starts $MCP_COMMAND (a
-// JSON argv: sbx mcp ...) on stdio, lists the tools, makes the calls of
+// JSON argv: sbx mcp ...) on stdio, or connects to $MCP_SOCKET (sbx mcp
+// --listen) with the streamable HTTP transport, lists the tools, makes the calls of
 // $MCP_CALLS (a JSON list of {name, arguments, cancel_after_ms?}) in order,
 // and prints one JSON object: {tools, results, elicitations}. With
 // $MCP_ELICIT (a JSON list of answers, one per elicitation in order:
@@ -11,9 +12,12 @@
 // the tools' structuredContent against their output schemas.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { request } from "node:http";
+import { Readable } from "node:stream";
 import { ElicitRequestSchema, ListRootsRequestSchema } from "@modelcontextprotocol/sdk/types.js";
 
-const argv = JSON.parse(process.env.MCP_COMMAND);
+const argv = JSON.parse(process.env.MCP_COMMAND ?? "[]");
 const calls = JSON.parse(process.env.MCP_CALLS ?? "[]");
 const answers = process.env.MCP_ELICIT ? JSON.parse(process.env.MCP_ELICIT) : null;
 
@@ -32,7 +36,30 @@ if (answers) {
     return answers.shift() ?? { action: "decline" };
   });
 }
-const transport = new StdioClientTransport({ command: argv[0], args: argv.slice(1), stderr: "inherit" });
+// unixFetch is fetch over the unix socket $MCP_SOCKET (Node's fetch has no
+// socket path of its own): the streamable HTTP transport's requests, their
+// responses' bodies streamed (server-sent events).
+const socketPath = process.env.MCP_SOCKET;
+function unixFetch(url, init = {}) {
+  return new Promise((resolve, reject) => {
+    const u = new URL(url);
+    const headers = Object.fromEntries(new Headers(init.headers ?? {}).entries());
+    const req = request({ socketPath, path: u.pathname + u.search, method: init.method ?? "GET", headers }, (res) => {
+      const h = new Headers();
+      for (const [k, v] of Object.entries(res.headers)) for (const one of [].concat(v)) h.append(k, one);
+      const empty = [101, 204, 205, 304].includes(res.statusCode);
+      if (empty) res.resume();
+      resolve(new Response(empty ? null : Readable.toWeb(res), { status: res.statusCode, headers: h }));
+    });
+    req.on("error", reject);
+    init.signal?.addEventListener("abort", () => req.destroy(new Error("aborted")));
+    if (init.body) req.write(init.body);
+    req.end();
+  });
+}
+const transport = socketPath
+  ? new StreamableHTTPClientTransport(new URL("http://localhost/mcp"), { fetch: unixFetch })
+  : new StdioClientTransport({ command: argv[0], args: argv.slice(1), stderr: "inherit" });
 await client.connect(transport);
 const tools = (await client.listTools()).tools;
 const results = [];
