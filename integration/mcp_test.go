@@ -473,3 +473,43 @@ except OSError as e:
 		t.Errorf("no refusal logged: %s", stderr.String())
 	}
 }
+
+// A client that cannot elicit is not asked: the approval goes down the
+// waterfall to --approver, which allows it; with --no-elicit an eliciting
+// client is not asked either.
+func TestMCPApproverWithoutElicitation(t *testing.T) {
+	ws := t.TempDir()
+	approver := filepath.Join(t.TempDir(), "approve")
+	if err := os.WriteFile(approver, []byte("#!/bin/sh\ncat >/dev/null\necho '{\"outcome\":\"allowed-once\"}'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(filepath.Dir(approver), 0o755)
+	call := func(file string) mcpCall {
+		return mcpCall{Name: "fs_write", Arguments: map[string]any{"path": filepath.Join(ws, file), "content": "x",
+			"sandbox_permissions": "with_additional_permissions", "justification": "the approver allows it",
+			"additional_permissions": map[string]any{"file_system": map[string]any{"write": []string{ws}}}}}
+	}
+	flags := []string{"--ephemeral", "--cwd", ws, "--mode", "read-only", "--approval-policy", "on-request", "--approver", approver}
+	for _, tc := range []struct {
+		name    string
+		flags   []string
+		answers []map[string]any
+	}{
+		{"no elicitation", flags, nil},
+		{"--no-elicit", append(flags, "--no-elicit"), []map[string]any{{"action": "decline"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := strings.ReplaceAll(tc.name, " ", "-")
+			r := runMCP(t, tc.flags, []mcpCall{call(file)}, tc.answers)
+			if got := r.Results[0].Result; got == nil || got.IsError || got.StructuredContent["ok"] != true {
+				t.Errorf("approved by --approver: %+v %s", got, r.Results[0].Error)
+			}
+			if len(r.Elicitations) != 0 {
+				t.Errorf("the client was asked: %+v", r.Elicitations)
+			}
+			if _, err := os.Stat(filepath.Join(ws, file)); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+}
