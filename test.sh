@@ -40,6 +40,7 @@ dir=$(mktemp -d /tmp/sbx-unpriv.XXXXXX)
 trap 'rm -rf "$dir"' EXIT
 chmod 0755 "$dir"
 go build -o "$dir/sbx" ./cmd/sbx
+go build -o "$dir/sbx-mcp" ./cmd/sbx-mcp # sbx mcp runs the program beside it
 CGO_ENABLED=0 go build -o "$dir/probe" ./integration/probe
 go test -c -o "$dir/integration.test" ./integration
 # Package sandbox's examples re-execute their test binary as the stage.
@@ -55,6 +56,7 @@ cp -r docs/schema "$dir/docs/schema"
 mkdir -p "$dir/testdata"
 cp -r integration/testdata/acp "$dir/testdata/acp"
 cp -r integration/testdata/verdaccio "$dir/testdata/verdaccio"
+cp -r integration/testdata/mcp "$dir/testdata/mcp"
 chmod -R a+rx "$dir"
 home=$(getent passwd "$user" | cut -d: -f6)
 echo "== integration tests as $user (uid $(id -u "$user"))"

@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -21,60 +20,10 @@ import (
 // (@agentclientprotocol/sdk, pinned by its package-lock.json), which
 // checks every message against the SDK's own schema.
 
-var (
-	acpOnce sync.Once
-	acpDir  string
-	acpErr  error
-)
-
-// acpClientDir is a directory with client.mjs and the SDK installed:
-// testdata/acp when .ci/run installed it there (npm ci), else a copy in
-// which npm ci runs once. Skipped only when node or npm is absent.
+// acpClientDir is testdata/acp with the SDK installed (npmClientDir).
 func acpClientDir(t *testing.T) string {
 	t.Helper()
-	for _, tool := range []string{"node", "npm"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed: the ACP client (the TypeScript SDK) cannot run", tool)
-		}
-	}
-	acpOnce.Do(func() {
-		src, err := filepath.Abs("testdata/acp")
-		if err != nil {
-			acpErr = err
-			return
-		}
-		if _, err := os.Stat(filepath.Join(src, "node_modules", "@agentclientprotocol", "sdk", "package.json")); err == nil {
-			acpDir = src
-			return
-		}
-		dir, err := os.MkdirTemp("", "sbx-acp-client-")
-		if err != nil {
-			acpErr = err
-			return
-		}
-		for _, f := range []string{"client.mjs", "package.json", "package-lock.json"} {
-			b, err := os.ReadFile(filepath.Join(src, f))
-			if err == nil {
-				err = os.WriteFile(filepath.Join(dir, f), b, 0o644)
-			}
-			if err != nil {
-				acpErr = err
-				return
-			}
-		}
-		cmd := exec.Command("npm", "ci", "--no-audit", "--no-fund")
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "npm_config_cache="+filepath.Join(dir, ".npm"))
-		if out, err := cmd.CombinedOutput(); err != nil {
-			acpErr = &npmError{err, string(out)}
-			return
-		}
-		acpDir = dir
-	})
-	if acpErr != nil {
-		t.Fatalf("install the ACP client (npm ci in a copy of testdata/acp): %v", acpErr)
-	}
-	return acpDir
+	return npmClientDir(t, "acp", "@agentclientprotocol/sdk")
 }
 
 type npmError struct {
