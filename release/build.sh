@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # release/build.sh VERSION [OUT_DIR] — build sbx's release artefacts into
-# OUT_DIR (default dist/): a static binary per target, an archive per target
-# (.tar.gz, .zip for Windows) holding it with LICENSE, NOTICE, README.md,
+# OUT_DIR (default dist/): static binaries per target (sbx, and sbx-mcp, the
+# MCP server sbx mcp runs from beside sbx), an archive per target (.tar.gz,
+# .zip for Windows) holding both with LICENSE, NOTICE, README.md,
 # CHANGELOG.md, the man pages and the completion scripts, a .deb for
 # linux/amd64, the clients' Python wheel and npm tarball, and SHA256SUMS over
 # all of them.
@@ -64,12 +65,18 @@ cd "$work/src"
 # artefacts stay; SHA256SUMS lists this version's only.
 rm -f "$out"/sbx-"$version"-*.tar.gz "$out"/sbx-"$version"-*.zip "$out"/sbx_"$version"_amd64.deb "$out"/SHA256SUMS
 
+# sbx-mcp is a program of its own because the MCP SDK links net/http, which
+# sbx keeps out; it still builds without cgo (Go's own resolver), so it is
+# as static as sbx and built the same way, with the same version stamp.
+binaries="sbx sbx-mcp"
 for t in $targets; do
   goos=${t%/*} goarch=${t#*/}
-  exe=sbx; [ "$goos" = windows ] && exe=sbx.exe
+  ext=; [ "$goos" = windows ] && ext=.exe
   mkdir -p "$work/bin/$goos-$goarch"
-  CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch GOFLAGS=-mod=readonly \
-    go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$work/bin/$goos-$goarch/$exe" ./cmd/sbx
+  for b in $binaries; do
+    CGO_ENABLED=0 GOOS=$goos GOARCH=$goarch GOFLAGS=-mod=readonly \
+      go build -trimpath -buildvcs=false -ldflags "$ldflags" -o "$work/bin/$goos-$goarch/$b$ext" "./cmd/$b"
+  done
   echo "built $goos/$goarch"
 done
 
@@ -79,6 +86,7 @@ done
 host=$(go env GOHOSTOS)-$(go env GOHOSTARCH)
 hostbin=$work/bin/$host/sbx
 [ -x "$hostbin" ] || { echo "release/build.sh: no target for this host ($host) to generate the man pages with" >&2; exit 1; }
+[ -x "$work/bin/$host/sbx-mcp" ] || { echo "release/build.sh: no sbx-mcp for $host" >&2; exit 1; }
 "$hostbin" --version | grep -qF "sbx $version " || { echo "release/build.sh: $hostbin --version does not print $version" >&2; exit 1; }
 docs=$work/docs
 mkdir -p "$docs/man/man1" "$docs/completions"
@@ -87,13 +95,14 @@ mkdir -p "$docs/man/man1" "$docs/completions"
 "$hostbin" completion zsh >"$docs/completions/_sbx"
 "$hostbin" completion fish >"$docs/completions/sbx.fish"
 
-# normalize DIR BINARY: the fixed modes and mtime every archive member gets
-# (0755 for BINARY, a path inside DIR, 0644 for the other files).
+# normalize DIR [BINARY...]: the fixed modes and mtime every archive member
+# gets (0755 for each BINARY, a path inside DIR, 0644 for the other files).
 normalize() {
-  find "$1" -type d -exec chmod 0755 {} +
-  find "$1" -type f -exec chmod 0644 {} +
-  chmod 0755 "$2"
-  find "$1" -exec touch -h -d "@$epoch" {} +
+  local dir=$1; shift
+  find "$dir" -type d -exec chmod 0755 {} +
+  find "$dir" -type f -exec chmod 0644 {} +
+  [ $# -eq 0 ] || chmod 0755 "$@"
+  find "$dir" -exec touch -h -d "@$epoch" {} +
 }
 
 for t in $targets; do
@@ -104,7 +113,9 @@ for t in $targets; do
   cp "$work/bin/$goos-$goarch"/* "$stage/"
   cp LICENSE NOTICE README.md CHANGELOG.md "$stage/"
   cp -r "$docs/man" "$docs/completions" "$stage/"
-  normalize "$stage" "$stage/$(cd "$work/bin/$goos-$goarch" && echo sbx*)"
+  ext=; [ "$goos" = windows ] && ext=.exe
+  bins=(); for b in $binaries; do bins+=("$stage/$b$ext"); done
+  normalize "$stage" "${bins[@]}"
   if [ "$goos" = windows ]; then
     # -X: no extra fields (uid/gid, extended times); -D: no directory
     # entries; names fed sorted. zip writes DOS times in local time: TZ=UTC.
@@ -115,7 +126,7 @@ for t in $targets; do
   fi
 done
 
-# The .deb (where dpkg-deb exists, as on Debian): Debian's places for the binary, man pages (gzipped, as Debian
+# The .deb (where dpkg-deb exists, as on Debian): Debian's places for the binaries, man pages (gzipped, as Debian
 # policy wants) and completions; the licence as the copyright file.
 debs=()
 if command -v dpkg-deb >/dev/null; then
@@ -123,7 +134,7 @@ deb=$work/deb
 mkdir -p "$deb/DEBIAN" "$deb/usr/bin" "$deb/usr/share/man/man1" "$deb/usr/share/doc/sbx" \
   "$deb/usr/share/bash-completion/completions" "$deb/usr/share/zsh/vendor-completions" \
   "$deb/usr/share/fish/vendor_completions.d"
-cp "$work/bin/linux-amd64/sbx" "$deb/usr/bin/sbx"
+for b in $binaries; do cp "$work/bin/linux-amd64/$b" "$deb/usr/bin/$b"; done
 for page in "$docs"/man/man1/*.1; do gzip -n -9 -c "$page" >"$deb/usr/share/man/man1/$(basename "$page").gz"; done
 cp "$docs/completions/sbx.bash" "$deb/usr/share/bash-completion/completions/sbx"
 cp "$docs/completions/_sbx" "$deb/usr/share/zsh/vendor-completions/_sbx"
@@ -144,8 +155,9 @@ Description: OS sandbox launcher for agent tool calls
  sbx runs one command, or makes one file-system change, under Landlock,
  seccomp and namespaces, and reports what it enforced and what it blocked,
  with the smallest escalation that would let a blocked call through.
+ sbx mcp (the program sbx-mcp) serves the same as Model Context Protocol tools.
 EOF
-normalize "$deb" "$deb/usr/bin/sbx"
+normalize "$deb" "$deb/usr/bin/sbx" "$deb/usr/bin/sbx-mcp"
 # dpkg-deb sorts the members and clamps their times to SOURCE_DATE_EPOCH.
 dpkg-deb --root-owner-group -Zxz --build "$deb" "$out/sbx_${version}_amd64.deb" >/dev/null
 debs=("sbx_${version}_amd64.deb")
@@ -168,8 +180,7 @@ for c in python3 /usr/bin/python3; do
 done
 if [ -n "$py" ]; then
   cp -r clients/python "$work/python"
-  normalize "$work/python" "$work/python/pyproject.toml"
-  chmod 0644 "$work/python/pyproject.toml"
+  normalize "$work/python"
   (cd "$work/python" && "$py" -m build --no-isolation --wheel --outdir "$work/wheel" . >"$work/wheel.log" 2>&1) ||
     { cat "$work/wheel.log" >&2; echo "release/build.sh: the Python wheel did not build" >&2; exit 1; }
   cp "$work"/wheel/*.whl "$out/"
@@ -192,8 +203,7 @@ if command -v npm >/dev/null; then
   tgz=$(cd "$work/npm" && echo *.tgz)
   mkdir "$work/npm/stage"
   tar -xzf "$work/npm/$tgz" -C "$work/npm/stage"
-  normalize "$work/npm/stage/package" "$work/npm/stage/package/package.json"
-  chmod 0644 "$work/npm/stage/package/package.json"
+  normalize "$work/npm/stage/package"
   tar -C "$work/npm/stage" --sort=name --format=ustar --owner=0 --group=0 --numeric-owner \
     --mtime="@$epoch" -cf - package | gzip -n -9 >"$out/$tgz"
   clients+=("$tgz")

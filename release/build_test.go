@@ -148,10 +148,13 @@ func TestReproducible(t *testing.T) {
 
 	checkTarball(t, out1, commit, date)
 	checkZip(t, out1)
+	checkPairs(t, out1)
 	if _, err := exec.LookPath("dpkg-deb"); err == nil {
 		checkDeb(t, out1)
 	}
 	sbx := releaseBinary(t, out1)
+	checkMCPStamp(t, filepath.Join(filepath.Dir(sbx), "sbx-mcp"))
+	checkMCP(t, sbx)
 	for _, name := range clients {
 		if strings.HasSuffix(name, ".whl") {
 			checkWheel(t, out1, src, date, sbx, name)
@@ -161,7 +164,8 @@ func TestReproducible(t *testing.T) {
 	}
 }
 
-// checkDeb checks the .deb's control fields and files, and runs its binary.
+// checkDeb checks the .deb's control fields and files, and runs its
+// binaries: sbx --version, and sbx mcp with the sbx-mcp beside it.
 func checkDeb(t *testing.T, dist string) {
 	t.Helper()
 	deb := filepath.Join(dist, "sbx_"+testVersion+"_amd64.deb")
@@ -183,10 +187,16 @@ func checkDeb(t *testing.T, dist string) {
 			t.Errorf("%s in the .deb: %v, mode %v; want a 0644 file", p, err, fi)
 		}
 	}
+	for _, p := range []string{"usr/bin/sbx", "usr/bin/sbx-mcp"} {
+		if fi, err := os.Stat(filepath.Join(root, p)); err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o755 {
+			t.Errorf("%s in the .deb: %v, mode %v; want a 0755 file", p, err, fi)
+		}
+	}
 	out, err = exec.Command(filepath.Join(root, "usr", "bin", "sbx"), "--version").Output()
 	if err != nil || !strings.HasPrefix(string(out), "sbx "+testVersion+" ") {
 		t.Errorf("the .deb's sbx --version = %q, %v", out, err)
 	}
+	checkMCP(t, filepath.Join(root, "usr", "bin", "sbx"))
 }
 
 // artefacts returns the file names SHA256SUMS lists, in its order.
@@ -210,7 +220,7 @@ func checkTarball(t *testing.T, dist, commit, date string) {
 	prefix := "sbx-" + testVersion + "-linux-amd64/"
 	unpacked := t.TempDir()
 	members := readArchive(t, filepath.Join(dist, "sbx-"+testVersion+"-linux-amd64.tar.gz"), date, unpacked)
-	for _, m := range []string{"sbx", "LICENSE", "NOTICE", "README.md", "CHANGELOG.md",
+	for _, m := range []string{"sbx", "sbx-mcp", "LICENSE", "NOTICE", "README.md", "CHANGELOG.md",
 		"man/man1/sbx.1", "man/man1/sbx-run.1", "man/man1/sbx-exec.1", "man/man1/sbx-fs.1",
 		"completions/sbx.bash", "completions/_sbx", "completions/sbx.fish"} {
 		if !contains(members, prefix+m) {
@@ -251,7 +261,7 @@ func checkTarball(t *testing.T, dist, commit, date string) {
 	}
 }
 
-// checkZip checks the windows/amd64 archive holds the .exe and the docs.
+// checkZip checks the windows/amd64 archive holds the .exes and the docs.
 func checkZip(t *testing.T, dist string) {
 	t.Helper()
 	prefix := "sbx-" + testVersion + "-windows-amd64/"
@@ -267,7 +277,7 @@ func checkZip(t *testing.T, dist string) {
 	if !sort.StringsAreSorted(names) {
 		t.Errorf("zip names are not sorted: %v", names)
 	}
-	for _, m := range []string{"sbx.exe", "LICENSE", "README.md", "man/man1/sbx.1", "completions/sbx.bash"} {
+	for _, m := range []string{"sbx.exe", "sbx-mcp.exe", "LICENSE", "README.md", "man/man1/sbx.1", "completions/sbx.bash"} {
 		if !contains(names, prefix+m) {
 			t.Errorf("zip lacks %s (has %v)", prefix+m, names)
 		}
