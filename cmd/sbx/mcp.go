@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 
@@ -214,7 +215,11 @@ func mcpProgram(sbx string) (string, error) {
 	if real, err := filepath.EvalSymlinks(sbx); err == nil {
 		sbx = real
 	}
-	beside := filepath.Join(filepath.Dir(sbx), "sbx-mcp")
+	name := "sbx-mcp"
+	if runtime.GOOS == "windows" {
+		name += ".exe" // the release's zips hold sbx-mcp.exe beside sbx.exe
+	}
+	beside := filepath.Join(filepath.Dir(sbx), name)
 	if fi, err := os.Stat(beside); err == nil && fi.Mode().IsRegular() {
 		return beside, nil
 	}
