@@ -102,6 +102,17 @@ func (s scrape) by(name, label string) map[string]float64 {
 	return m
 }
 
+// needScraper skips where python3 is absent by design (the container and
+// VM guests list it in SBX_IT_ABSENT_TOOLS) and fails elsewhere: the scrape
+// and the in-call scrape run Debian's /usr/bin/python3.
+func needScraper(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/usr/bin/python3"); err != nil {
+		needTool(t, "python3")
+		t.Fatalf("/usr/bin/python3 (Debian's, with python3-prometheus-client) is required: %v", err)
+	}
+}
+
 func scrapeMetrics(t *testing.T, addr string, token ...string) scrape {
 	t.Helper()
 	script := filepath.Join(t.TempDir(), "scrape.py")
@@ -130,6 +141,7 @@ func scrapeMetrics(t *testing.T, addr string, token ...string) scrape {
 // metricsDir is a directory of the metrics socket's own (0700).
 func metricsDir(t *testing.T) string {
 	t.Helper()
+	needScraper(t)
 	d, err := os.MkdirTemp("", "sbx-metrics-")
 	if err != nil {
 		t.Fatal(err)
@@ -310,6 +322,7 @@ func TestServeMetricsTCP(t *testing.T) {
 // metrics-token; with --ephemeral, that of a private directory made for it
 // (masked as the state directory is).
 func testServeMetricsTCP(t *testing.T, durable bool) {
+	needScraper(t)
 	state := t.TempDir()
 	args := []string{"--state-dir", state, "--metrics", "127.0.0.1:0"}
 	if !durable {
