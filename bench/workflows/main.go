@@ -90,7 +90,7 @@ func run(sbx string, rounds int, only, verdaccio string) error {
 	if err != nil {
 		return err
 	}
-	defer srv.close()
+	defer srv.Close()
 	// One untimed run each way: warms the caches (and shows a workflow
 	// that fails under sbx before any timing).
 	for _, w := range flows {
