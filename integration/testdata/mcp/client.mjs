@@ -1,7 +1,8 @@
 // An MCP client for integration/mcp_test.go, built on the official
 // TypeScript SDK (@modelcontextprotocol/sdk): it starts $MCP_COMMAND (a
 // JSON argv: sbx mcp ...) on stdio, or connects to $MCP_SOCKET (sbx mcp
-// --listen) with the streamable HTTP transport, lists the tools, makes the calls of
+// --listen PATH) or to $MCP_URL (sbx mcp --listen 127.0.0.1:PORT, with the
+// bearer token $MCP_TOKEN) with the streamable HTTP transport, lists the tools, makes the calls of
 // $MCP_CALLS (a JSON list of {name, arguments, cancel_after_ms?}) in order,
 // and prints one JSON object: {tools, results, elicitations}. With
 // $MCP_ELICIT (a JSON list of answers, one per elicitation in order:
@@ -57,7 +58,11 @@ function unixFetch(url, init = {}) {
     req.end();
   });
 }
-const transport = socketPath
+const transport = process.env.MCP_URL
+  ? new StreamableHTTPClientTransport(new URL(process.env.MCP_URL), {
+      requestInit: { headers: { Authorization: `Bearer ${process.env.MCP_TOKEN}` } },
+    })
+  : socketPath
   ? new StreamableHTTPClientTransport(new URL("http://localhost/mcp"), { fetch: unixFetch })
   : new StdioClientTransport({ command: argv[0], args: argv.slice(1), stderr: "inherit" });
 await client.connect(transport);
