@@ -4,6 +4,7 @@ package integration
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
 	"os"
@@ -194,5 +195,51 @@ except OSError as e:
 	out, _ := exec.Command(sbxBin, "run", "--cwd", ws, "--mode", "workspace-write", "--network", "--", "python3", "-c", probe, addr).CombinedOutput()
 	if !strings.Contains(string(out), "status 401") {
 		t.Errorf("a call with the host's network: %s; want status 401", out)
+	}
+}
+
+// TestMCPRootsChanged: a client that changes its MCP roots mid-session
+// (notifications/roots/list_changed) narrows the session to the new ones
+// from its next call on, and never widens it past the server's --root:
+// a root outside the server's leaves none, and the call is refused. Fails
+// on the code before (roots read once): the write in b after the change
+// was denied, and the one in a allowed.
+func TestMCPRootsChanged(t *testing.T) {
+	ws := workspace(t)
+	a, b, outside := filepath.Join(ws, "srv", "a"), filepath.Join(ws, "srv", "b"), filepath.Join(ws, "outside")
+	for _, d := range []string{a, b, outside} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	server := filepath.Join(ws, "srv")
+	touch := func(dir, file string, roots ...string) mcpCall {
+		c := mcpCall{Name: "shell", Arguments: map[string]any{"command": []string{"touch", filepath.Join(dir, file)}, "cwd": dir}}
+		for _, r := range roots {
+			c.Roots = append(c.Roots, "file://"+r)
+		}
+		return c
+	}
+	calls := []mcpCall{
+		touch(a, "1"),                // a is the root: allowed
+		touch(b, "2"),                // b is not: refused (cwd)
+		touch(b, "3", b),             // the roots are now b: allowed
+		touch(a, "4"),                // a is no longer a root: refused
+		touch(outside, "5", ws),      // ws (wider than srv) narrows to srv: outside refused
+		touch(a, "6"),                // srv covers a: allowed
+		touch(outside, "7", outside), // no root left: refused
+	}
+	r := runMCP(t, []string{"--ephemeral", "--root", server, "--cwd", server, "--mode", "workspace-write", "--exclude-tmp", "--approval-policy", "never"}, calls, nil, "file://"+a)
+	for i, want := range []bool{true, false, true, false, false, true, false} {
+		got := r.Results[i].Result
+		if got == nil {
+			t.Fatalf("call %d: no result: %s", i, r.Results[i].Error)
+		}
+		dir, _ := calls[i].Arguments["cwd"].(string)
+		file := filepath.Join(dir, fmt.Sprint(i+1))
+		_, err := os.Stat(file)
+		if (err == nil) != want || got.IsError == want {
+			t.Errorf("call %d (%s): made %v, result %+v; want allowed %v", i, file, err == nil, got, want)
+		}
 	}
 }

@@ -136,6 +136,9 @@ type mcpCall struct {
 	Name          string         `json:"name"`
 	Arguments     map[string]any `json:"arguments"`
 	CancelAfterMS int            `json:"cancel_after_ms,omitempty"`
+	// Roots, when set, replace the client's MCP roots before the call
+	// (notifications/roots/list_changed).
+	Roots []string `json:"roots,omitempty"`
 }
 
 type mcpToolResult struct {

@@ -9,7 +9,8 @@
 // {"action": "accept", "content": {...}} or {"action": "decline"}) it
 // declares the elicitation capability and answers so; without it the client
 // cannot be asked. With $MCP_ROOTS (a JSON list of file:// URIs) it offers
-// them as its MCP roots. The SDK checks every message against its own schemas,
+// them as its MCP roots; a call with {roots: [...]} first replaces them and
+// sends notifications/roots/list_changed. The SDK checks every message against its own schemas,
 // the tools' structuredContent against their output schemas.
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -22,10 +23,10 @@ const argv = JSON.parse(process.env.MCP_COMMAND ?? "[]");
 const calls = JSON.parse(process.env.MCP_CALLS ?? "[]");
 const answers = process.env.MCP_ELICIT ? JSON.parse(process.env.MCP_ELICIT) : null;
 
-const roots = process.env.MCP_ROOTS ? JSON.parse(process.env.MCP_ROOTS) : null;
+let roots = process.env.MCP_ROOTS ? JSON.parse(process.env.MCP_ROOTS) : null;
 const capabilities = {};
 if (answers) capabilities.elicitation = { form: {} };
-if (roots) capabilities.roots = {};
+if (roots) capabilities.roots = { listChanged: true };
 const client = new Client({ name: "sbx-mcp-test", version: "1.0.0" }, { capabilities });
 if (roots) {
   client.setRequestHandler(ListRootsRequestSchema, async () => ({ roots: roots.map((uri) => ({ uri })) }));
@@ -72,6 +73,10 @@ for (const c of calls) {
   const ac = new AbortController();
   let timer;
   if (c.cancel_after_ms) timer = setTimeout(() => ac.abort("cancelled by the test"), c.cancel_after_ms);
+  if (c.roots) {
+    roots = c.roots;
+    await client.sendRootsListChanged();
+  }
   const started = Date.now();
   try {
     const r = await client.callTool({ name: c.name, arguments: c.arguments }, undefined, { signal: ac.signal, timeout: 120000 });
