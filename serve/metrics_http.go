@@ -62,9 +62,9 @@ func ListenMetrics(m *Metrics, addr string, logf func(format string, args ...any
 		e.unix = l
 		return e, nil
 	}
-	ap, err := ParseLoopback(addr)
+	ap, err := ParseLoopback(addr, "the metrics bind")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w, or a unix socket (a path, with a slash)", err)
 	}
 	token, err := NewToken()
 	if err != nil {

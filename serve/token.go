@@ -23,15 +23,16 @@ func NewToken() (string, error) {
 }
 
 // ParseLoopback parses a loopback endpoint's address: 127.0.0.1:PORT or
-// [::1]:PORT, nothing else (what names the whole host would be reachable
-// from calls and other machines alike).
-func ParseLoopback(addr string) (netip.AddrPort, error) {
+// [::1]:PORT (port 0: any), nothing else (what names the whole host would
+// be reachable from other machines). who names the endpoint in the error
+// ("the panel binds").
+func ParseLoopback(addr, who string) (netip.AddrPort, error) {
 	ap, err := netip.ParseAddrPort(addr)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("%q: want a socket path (with a slash), 127.0.0.1:PORT or [::1]:PORT", addr)
+		return netip.AddrPort{}, fmt.Errorf("%q: want 127.0.0.1:PORT or [::1]:PORT", addr)
 	}
 	if a := ap.Addr(); a != netip.MustParseAddr("127.0.0.1") && a != netip.IPv6Loopback() {
-		return netip.AddrPort{}, fmt.Errorf("%q: loopback only (127.0.0.1 or [::1]), or a unix socket", addr)
+		return netip.AddrPort{}, fmt.Errorf("%q: %s loopback only (127.0.0.1 or [::1])", addr, who)
 	}
 	return ap, nil
 }

@@ -65,9 +65,9 @@ func (p *peerListener) Addr() net.Addr { return &net.UnixAddr{Name: p.path, Net:
 // server through the browser, DNS rebinding included); the SDK refuses a
 // Host that is not loopback on its own.
 func serveTCP(m *mcp.Server, addr, tokenFile string, logf func(string, ...any)) error {
-	ap, err := serve.ParseLoopback(addr)
+	ap, err := serve.ParseLoopback(addr, "sbx mcp binds")
 	if err != nil {
-		return err
+		return fmt.Errorf("%w, or a unix socket (a path, with a slash)", err)
 	}
 	token, err := serve.NewToken()
 	if err != nil {

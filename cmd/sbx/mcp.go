@@ -149,6 +149,11 @@ func mcpCmd(args []string, stdio Stdio) int {
 	}
 	cfg := conf.Config{Preset: *preset, SandboxMode: *mode, ApprovalPolicy: *policy, Cwd: dir,
 		ExcludeTmp: *excludeTmp, NoElicit: *noElicit, Version: version.Get().Version}
+	if metricsTCP(*listen) {
+		if _, err := serve.ParseLoopback(*listen, "sbx mcp binds"); err != nil {
+			return fail("--listen: %v, or a unix socket (a path, with a slash)", err)
+		}
+	}
 	if *listen != "" && !metricsTCP(*listen) {
 		if cfg.Listen, err = filepath.Abs(*listen); err != nil {
 			return fail("--listen: %v", err)
