@@ -117,11 +117,24 @@ func TestMCPListenDirReadOnly(t *testing.T) {
 // sessions' calls cannot read; and a call granted the host's network
 // reaches the port but not the tools (401).
 func TestMCPHTTPTCP(t *testing.T) {
+	for _, durable := range []bool{true, false} {
+		t.Run(fmt.Sprintf("durable=%v", durable), func(t *testing.T) { testMCPHTTPTCP(t, durable) })
+	}
+}
+
+// testMCPHTTPTCP: with a state directory the token is its mcp-token; with
+// --ephemeral, that of a directory of sbx mcp's own, which the sessions'
+// calls have masked too (sbx serve --mcp-private).
+func testMCPHTTPTCP(t *testing.T, durable bool) {
 	ws := workspace(t)
 	state := t.TempDir()
-	addr, tokenFile, stderr := startMCPListen(t, "127.0.0.1:0", "--state-dir", state, "--cwd", ws, "--mode", "workspace-write", "--exclude-tmp", "--approval-policy", "never")
+	keep := []string{"--state-dir", state}
+	if !durable {
+		keep = []string{"--ephemeral"}
+	}
+	addr, tokenFile, stderr := startMCPListen(t, "127.0.0.1:0", append(keep, "--cwd", ws, "--mode", "workspace-write", "--exclude-tmp", "--approval-policy", "never")...)
 	outside := workspace(t)
-	if tokenFile != filepath.Join(state, "mcp-token") {
+	if durable && tokenFile != filepath.Join(state, "mcp-token") {
 		t.Errorf("the token is in %q, want the state directory's mcp-token", tokenFile)
 	}
 	fi, err := os.Stat(tokenFile)

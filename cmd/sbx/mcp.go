@@ -31,8 +31,8 @@ with --listen 127.0.0.1:PORT (or [::1]:PORT; port 0 picks one) on loopback
 TCP, where every request carries "Authorization: Bearer TOKEN" (the token
 made at each start, written to mcp-token (0600) in the state directory,
 which no call can read) and a request whose Origin is not a loopback one
-is refused (DNS rebinding), for any MCP client to add as a tool provider. Tools: shell (a command or a
-shell script), apply_patch, and the sbx fs operations (fs_write, fs_append,
+is refused (DNS rebinding), for any MCP client to add as a tool provider.
+Tools: shell (a command or a shell script), apply_patch, and the sbx fs operations (fs_write, fs_append,
 fs_mkdir, fs_remove, fs_move, fs_copy, fs_chmod). Each MCP session is one
 sbx session of the same service as sbx serve (docs/serve.md): its mode and
 approval policy from these flags, its grants, and its durable log in the
