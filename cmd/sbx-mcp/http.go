@@ -64,6 +64,12 @@ func (p *peerListener) Addr() net.Addr { return &net.UnixAddr{Name: p.path, Net:
 // specification asks (a web page the user visits must not drive the
 // server through the browser, DNS rebinding included); the SDK refuses a
 // Host that is not loopback on its own.
+//
+// IMPORTANT: the token file is masked only in the calls of this server's
+// sessions. A call of another sbx (sbx run, another sbx serve) that runs
+// as the same user with the host's network can read it, as any process
+// of that user can, and use the endpoint (docs/mcp.md); the unix socket,
+// whose peers the kernel names, has no such gap.
 func serveTCP(m *mcp.Server, addr, tokenFile string, logf func(string, ...any)) error {
 	ap, err := serve.ParseLoopback(addr, "sbx mcp binds")
 	if err != nil {
