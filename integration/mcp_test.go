@@ -136,6 +136,9 @@ type mcpCall struct {
 	Name          string         `json:"name"`
 	Arguments     map[string]any `json:"arguments"`
 	CancelAfterMS int            `json:"cancel_after_ms,omitempty"`
+	// Roots, when set, replace the client's MCP roots before the call
+	// (notifications/roots/list_changed).
+	Roots []string `json:"roots,omitempty"`
 }
 
 type mcpToolResult struct {
@@ -397,7 +400,12 @@ func TestMCPRoots(t *testing.T) {
 // listener refuses calls.
 func TestMCPHTTP(t *testing.T) {
 	dir := shortWorkspace(t)
-	sock := filepath.Join(dir, "m.sock")
+	// The socket in a directory of its own (docs/mcp.md): its directory
+	// is read-only in every call, and the calls write in dir.
+	if err := os.Mkdir(filepath.Join(dir, "run"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sock := filepath.Join(dir, "run", "m.sock")
 	cmd := exec.Command(sbxBin, "mcp", "--listen", sock, "--ephemeral", "--cwd", dir, "--mode", "read-only", "--approval-policy", "on-request")
 	cmd.Env = append(baseEnv(), "PATH="+mcpPath(t))
 	var stderr lockedBuffer

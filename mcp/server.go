@@ -71,7 +71,11 @@ type session struct {
 	cwd      string
 	writable bool
 	calls    int
-	mu       sync.Mutex
+	// rootsStale: the client said its roots changed
+	// (notifications/roots/list_changed); the next call lists them again
+	// before it runs.
+	rootsStale bool
+	mu         sync.Mutex
 }
 
 // New makes the MCP server with its tools: shell, apply_patch and the fs
@@ -81,6 +85,10 @@ func New(opt Options) (*Server, error) {
 	s.sdk = sdk.NewServer(&sdk.Implementation{Name: "sbx", Version: opt.Version}, &sdk.ServerOptions{
 		Instructions: "Run commands and change files inside the sbx sandbox. A call the sandbox denied is an error result whose structuredContent has denied: true, the denials and a retry: call again with the retry's escalation fields (sandbox_permissions, additional_permissions, justification) to ask for what was denied.",
 		Capabilities: &sdk.ServerCapabilities{},
+		// The notification is handled before the client's next request
+		// (the SDK handles notifications in order): the call after it
+		// sees the new roots.
+		RootsListChangedHandler: func(_ context.Context, req *sdk.RootsListChangedRequest) { s.rootsChanged(req.Session) },
 	})
 	shell, err := schemaOf(shellKeys)
 	if err != nil {
@@ -136,6 +144,10 @@ func (s *Server) exec(ctx context.Context, ss *sdk.ServerSession, req, args map[
 	if err != nil {
 		return nil, err
 	}
+	roots, dflt, err := s.currentRoots(ctx, ss, sess)
+	if err != nil {
+		return refusal(&serve.Error{Message: err.Error(), Data: serve.ErrorData{Kind: serve.KindInvalidParams, Field: "cwd"}}), nil
+	}
 	sess.mu.Lock()
 	sess.calls++
 	callID := fmt.Sprintf("mcp-%d", sess.calls)
@@ -146,18 +158,18 @@ func (s *Server) exec(ctx context.Context, ss *sdk.ServerSession, req, args map[
 	cwd, _ := req["cwd"].(string)
 	switch {
 	case cwd == "":
-		cwd = sess.cwd
+		cwd = dflt
 	case !filepath.IsAbs(cwd):
 		cwd = filepath.Join(sess.cwd, cwd)
 	}
 	cwd = filepath.Clean(cwd)
-	if !inside(cwd, sess.roots) {
-		return refusal(&serve.Error{Message: fmt.Sprintf("cwd: %s is outside the session's roots %v", cwd, sess.roots),
+	if !inside(cwd, roots) {
+		return refusal(&serve.Error{Message: fmt.Sprintf("cwd: %s is outside the session's roots %v", cwd, roots),
 			Data: serve.ErrorData{Kind: serve.KindInvalidParams, Field: "cwd"}}), nil
 	}
 	req["cwd"] = cwd
 	if sess.writable {
-		req["writable_roots"] = sess.roots
+		req["writable_roots"] = roots
 		if s.opt.ExcludeTmp {
 			req["exclude_tmp"], req["exclude_tmpdir"] = true, true
 		}
@@ -268,29 +280,9 @@ func (s *Server) openSession(ss *sdk.ServerSession, sess *session) error {
 	if err := sess.local.Call(bg, "initialize", map[string]any{"capabilities": map[string]any{"approvals": elicit}}, nil); err != nil {
 		return fmt.Errorf("sbx session: initialize: %w", err)
 	}
-	roots := s.opt.Roots
-	if len(roots) == 0 {
-		roots = []string{filepath.Clean(s.opt.Cwd)}
-	}
-	if p := ss.InitializeParams(); p != nil && p.Capabilities != nil && p.Capabilities.RootsV2 != nil {
-		res, err := ss.ListRoots(bg, nil)
-		if err != nil {
-			return fmt.Errorf("roots/list: %w", err)
-		}
-		var client []string
-		for _, r := range res.Roots {
-			if p, ok := rootPath(r.URI); ok {
-				client = append(client, p)
-			}
-		}
-		// A client that lists no root (the Go SDK's client declares the
-		// capability with none) offers nothing to narrow by.
-		if len(res.Roots) > 0 {
-			roots = narrow(roots, client)
-		}
-	}
-	if len(roots) == 0 {
-		return errors.New("no root: the client's MCP roots are all outside the server's (--root)")
+	roots, err := s.listRoots(bg, ss)
+	if err != nil {
+		return err
 	}
 	sess.roots, sess.cwd = roots, filepath.Clean(s.opt.Cwd)
 	if !inside(sess.cwd, roots) {

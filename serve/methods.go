@@ -29,6 +29,7 @@ func init() {
 		"grants/apply":        (*conn).applyGrant,
 		"exec":                (*conn).exec,
 		"exec/cancel":         (*conn).cancelExec,
+		"call/status":         simple((*Server).callStatus),
 		"$/cancelRequest":     (*conn).cancelRequest,
 	}
 }
@@ -46,7 +47,7 @@ func simple(f func(s *Server, params json.RawMessage) (any, *Error)) handler {
 // Methods are the method names, for initialize's capabilities.
 func Methods() []string {
 	return []string{"initialize", "session/open", "session/set_preset", "session/permissions", "session/close", "turn/begin", "turn/end",
-		"grants/apply", "exec", "exec/cancel", "$/cancelRequest", "shutdown", "exit"}
+		"grants/apply", "exec", "exec/cancel", "call/status", "$/cancelRequest", "shutdown", "exit"}
 }
 
 type serverInfo struct {
@@ -418,6 +419,9 @@ type permissionsResult struct {
 	// Selectable says which presets the session may select (a child's
 	// approval policy is pinned).
 	Selectable []string `json:"selectable"`
+	// TurnID is the session's open turn ("" when none): a client that
+	// reconnects learns whether to turn/end it or begin one.
+	TurnID string `json:"turn_id,omitempty"`
 }
 
 func (s *Server) permissions(params json.RawMessage) (any, *Error) {
@@ -435,6 +439,9 @@ func (s *Server) permissionsOf(sess *session) permissionsResult {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
 	res := permissionsResult{Presets: s.table.List(), Default: s.table.Default().Key, Current: sess.factsLocked(s.table), Selectable: []string{}}
+	if sess.turn != nil {
+		res.TurnID = sess.turn.id
+	}
 	for _, pr := range res.Presets {
 		if !sess.child() || pr.ApprovalPolicy == profiles.ApprovalNever {
 			res.Selectable = append(res.Selectable, pr.Key)

@@ -4,13 +4,10 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/rand"
 	"crypto/subtle"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"strings"
 	"sync"
@@ -65,22 +62,19 @@ func ListenMetrics(m *Metrics, addr string, logf func(format string, args ...any
 		e.unix = l
 		return e, nil
 	}
-	ap, err := netip.ParseAddrPort(addr)
+	ap, err := ParseLoopback(addr, "the metrics bind")
 	if err != nil {
-		return nil, fmt.Errorf("%q: want a socket path (with a slash), 127.0.0.1:PORT or [::1]:PORT", addr)
+		return nil, fmt.Errorf("%w, or a unix socket (a path, with a slash)", err)
 	}
-	if a := ap.Addr(); a != netip.MustParseAddr("127.0.0.1") && a != netip.IPv6Loopback() {
-		return nil, fmt.Errorf("%q: the metrics bind loopback only (127.0.0.1 or [::1]), or a unix socket", addr)
-	}
-	var b [32]byte
-	if _, err := rand.Read(b[:]); err != nil {
-		return nil, fmt.Errorf("token: %w", err)
+	token, err := NewToken()
+	if err != nil {
+		return nil, err
 	}
 	l, err := netproxy.Listen(ap)
 	if err != nil {
 		return nil, err
 	}
-	e.tcp, e.auth, e.token = l, l.Addr().String(), hex.EncodeToString(b[:])
+	e.tcp, e.auth, e.token = l, l.Addr().String(), token
 	return e, nil
 }
 

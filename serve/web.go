@@ -112,16 +112,7 @@ func (w *WebAnswerer) Approve(ctx context.Context, q Question) (escalate.Outcome
 // ParseWebAddr reads --web's address: 127.0.0.1 or [::1] and a port (0:
 // any). Anything else is refused: the panel answers approvals, and only
 // this machine may reach it.
-func ParseWebAddr(s string) (netip.AddrPort, error) {
-	ap, err := netip.ParseAddrPort(s)
-	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("%q: want 127.0.0.1:PORT or [::1]:PORT", s)
-	}
-	if a := ap.Addr(); a != netip.MustParseAddr("127.0.0.1") && a != netip.IPv6Loopback() {
-		return netip.AddrPort{}, fmt.Errorf("%q: the panel binds loopback only (127.0.0.1 or [::1])", s)
-	}
-	return ap, nil
-}
+func ParseWebAddr(s string) (netip.AddrPort, error) { return ParseLoopback(s, "the panel binds") }
 
 // WebPanel is a bound panel: its listener, authority and token.
 type WebPanel struct {

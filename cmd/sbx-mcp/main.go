@@ -44,6 +44,13 @@ func run() int {
 	// a signal ends sbx-mcp, and each sbx serve child, its stdin closed,
 	// then kills its running calls and writes their records itself.
 	ctx := context.Background()
+	if cfg.ListenTCP != "" {
+		if err := serveTCP(m, cfg.ListenTCP, cfg.TokenFile, logf); err != nil {
+			logf("--listen: %v", err)
+			return 1
+		}
+		return 0
+	}
 	if cfg.Listen != "" {
 		if err := serveHTTP(m, cfg.Listen, logf); err != nil {
 			logf("--listen: %v", err)

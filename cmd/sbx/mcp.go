@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/sbx-sandbox/sbx/call"
 	"github.com/sbx-sandbox/sbx/mcp/conf"
 	"github.com/sbx-sandbox/sbx/serve"
 	"github.com/sbx-sandbox/sbx/version"
@@ -21,13 +22,17 @@ func init() {
 	register("mcp", command{summary: "serve sandboxed shell and file tools to an MCP client (Model Context Protocol, stdio)", run: mcpCmd})
 }
 
-const mcpUsage = `Usage: sbx mcp [--preset NAME | --mode MODE --approval-policy POLICY] [--cwd DIR] [--root DIR]... [--exclude-tmp] [--listen PATH] [--state-dir DIR | --ephemeral] [--approver CMD] [--answerers LIST] [--no-elicit] [--answer-timeout DURATION]
+const mcpUsage = `Usage: sbx mcp [--preset NAME | --mode MODE --approval-policy POLICY] [--cwd DIR] [--root DIR]... [--exclude-tmp] [--listen PATH|127.0.0.1:PORT] [--state-dir DIR | --ephemeral] [--approver CMD] [--answerers LIST] [--no-elicit] [--answer-timeout DURATION]
 
 Serves sbx as a Model Context Protocol server on stdin/stdout (docs/mcp.md),
 or with --listen PATH streamable HTTP on a unix socket made as sbx serve's
-(mode 0600, only the server's uid and root, never a sandboxed call),
-for any MCP client to add as a tool provider. Tools: shell (a command or a
-shell script), apply_patch, and the sbx fs operations (fs_write, fs_append,
+(mode 0600, only the server's uid and root, never a sandboxed call), or
+with --listen 127.0.0.1:PORT (or [::1]:PORT; port 0 picks one) on loopback
+TCP, where every request carries "Authorization: Bearer TOKEN" (the token
+made at each start, written to mcp-token (0600) in the state directory,
+which no call can read) and a request whose Origin is not a loopback one
+is refused (DNS rebinding), for any MCP client to add as a tool provider.
+Tools: shell (a command or a shell script), apply_patch, and the sbx fs operations (fs_write, fs_append,
 fs_mkdir, fs_remove, fs_move, fs_copy, fs_chmod). Each MCP session is one
 sbx session of the same service as sbx serve (docs/serve.md): its mode and
 approval policy from these flags, its grants, and its durable log in the
@@ -74,7 +79,7 @@ func mcpCmd(args []string, stdio Stdio) int {
 	cwd := fs.String("cwd", "", "the sbx session's working `DIR` (default: the current directory)")
 	var roots listFlag
 	fs.Var(&roots, "root", "a `DIR` the sessions may work in (repeatable; default: --cwd); MCP roots narrow them, never widen them")
-	listen := fs.String("listen", "", "serve streamable HTTP on a unix socket at `PATH` (mode 0600; the server's uid and root only, never a sandboxed call) instead of stdio")
+	listen := fs.String("listen", "", "serve streamable HTTP on a unix socket at `PATH` (mode 0600; the server's uid and root only, never a sandboxed call), or on `127.0.0.1:PORT` or [::1]:PORT with a bearer token (mcp-token in the state directory), instead of stdio")
 	excludeTmp := fs.Bool("exclude-tmp", false, "under workspace-write, /tmp and $TMPDIR are not writable: the roots alone are")
 	approver := fs.String("approver", "", "approver program `CMD` (request JSON on stdin, answer JSON on stdout)")
 	answerers := fs.String("answerers", "", "the approval waterfall: `LIST` of client, terminal, approver, in order")
@@ -144,7 +149,12 @@ func mcpCmd(args []string, stdio Stdio) int {
 	}
 	cfg := conf.Config{Preset: *preset, SandboxMode: *mode, ApprovalPolicy: *policy, Cwd: dir,
 		ExcludeTmp: *excludeTmp, NoElicit: *noElicit, Version: version.Get().Version}
-	if *listen != "" {
+	if metricsTCP(*listen) {
+		if _, err := serve.ParseLoopback(*listen, "sbx mcp binds"); err != nil {
+			return fail("--listen: %v, or a unix socket (a path, with a slash)", err)
+		}
+	}
+	if *listen != "" && !metricsTCP(*listen) {
 		if cfg.Listen, err = filepath.Abs(*listen); err != nil {
 			return fail("--listen: %v", err)
 		}
@@ -168,6 +178,24 @@ func mcpCmd(args []string, stdio Stdio) int {
 	}
 	if *approver != "" {
 		cfg.ServeArgs = append(cfg.ServeArgs, "--approver", *approver)
+	}
+	if cfg.Listen != "" {
+		// The children serve stdio: told of the socket, they keep its
+		// directory read-only in their calls, as sbx serve --listen does.
+		cfg.ServeArgs = append(cfg.ServeArgs, "--mcp-listen", cfg.Listen)
+	}
+	if metricsTCP(*listen) {
+		private, cleanup, err := mcpPrivate(*stateDir, *ephemeral)
+		if err != nil {
+			return fail("--listen: %v", err)
+		}
+		defer cleanup()
+		cfg.ListenTCP, cfg.TokenFile = *listen, filepath.Join(private, mcpTokenFile)
+		if *ephemeral {
+			// The state directory of the children is masked in their
+			// calls already; this one only when they are told of it.
+			cfg.ServeArgs = append(cfg.ServeArgs, "--mcp-private", private)
+		}
 	}
 	prog, err := mcpProgram(cfg.Sbx)
 	if err != nil {
@@ -208,6 +236,47 @@ func mcpCmd(args []string, stdio Stdio) int {
 		return fail("%v", err)
 	}
 	return 0
+}
+
+// mcpTokenFile holds sbx mcp --listen 127.0.0.1:PORT's bearer token, in
+// the state directory (masked in every call of its sessions).
+const mcpTokenFile = "mcp-token"
+
+// mcpPrivate is the directory of the token of sbx mcp on loopback: the
+// state directory (made as sbx serve makes it, the same default), or with
+// ephemeral a directory of its own, removed by cleanup.
+func mcpPrivate(stateDir string, ephemeral bool) (dir string, cleanup func(), err error) {
+	if ephemeral {
+		d, err := os.MkdirTemp("", "sbx-mcp-")
+		if err != nil {
+			return "", nil, err
+		}
+		return d, func() { os.RemoveAll(d) }, nil
+	}
+	d, err := serveStateDir(stateDir)
+	if err != nil {
+		return "", nil, fmt.Errorf("the token's state directory: %w (--state-dir DIR, or --ephemeral)", err)
+	}
+	return d, func() {}, nil
+}
+
+// withMCPControl keeps sbx mcp's own paths out of the calls of the sbx
+// serve children it starts (sbx serve --mcp-listen, --mcp-private): the
+// directory of its unix socket read-only (a call that could write there
+// could replace the socket for the clients that connect later), and the
+// directory of its loopback token masked.
+func withMCPControl(c call.ControlPaths, listen, private string) call.ControlPaths {
+	if listen != "" {
+		for _, p := range controlPaths("", listen, "").ReadOnly {
+			c = c.With(p, "the directory of sbx mcp's socket", false)
+		}
+	}
+	if private != "" {
+		for _, p := range controlPaths(private, "", "").Masked {
+			c = c.With(p, "sbx mcp's token directory", true)
+		}
+	}
+	return c
 }
 
 // mcpProgram is the sbx-mcp program: beside sbx, else on PATH.

@@ -125,6 +125,8 @@ func serveCmd(args []string, stdio Stdio) int {
 	ephemeral := fs.Bool("ephemeral", false, "keep the sessions' logs in memory only: nothing survives the server")
 	limit := int64(serve.DefaultMaxMessage)
 	metricsAddr := fs.String("metrics", "", "serve Prometheus metrics on the unix socket `PATH` or on 127.0.0.1:PORT with a token (off by default)")
+	mcpListen := fs.String("mcp-listen", "", "set by sbx mcp: its unix socket at `PATH`, whose directory is read-only in every call")
+	mcpPrivate := fs.String("mcp-private", "", "set by sbx mcp: the `DIR` of its token, masked in every call")
 	fs.Var(sizeFlag{&limit}, "max-message", "refuse messages longer than `BYTES` (K/M/G suffixes; default 64M)")
 	if code, ok := fs.parse(args); !ok {
 		return code
@@ -260,6 +262,8 @@ func serveCmd(args []string, stdio Stdio) int {
 	}
 	opt.Control = controlPaths(private, *listen, *approver)
 	opt.Control = withMetricsControl(opt.Control, *metricsAddr) // the metrics socket's directory, read-only
+	// sbx mcp's socket directory and token directory, for its sessions' calls
+	opt.Control = withMCPControl(opt.Control, *mcpListen, *mcpPrivate)
 	if *listen != "" && len(opt.Control.ReadOnly) > 0 {
 		if fi, err := os.Stat(opt.Control.ReadOnly[0]); err == nil && fi.Mode().Perm()&0o002 != 0 {
 			opt.Logf("--listen: the socket's directory %s is read-only in every call (a command could replace the socket there): give the socket a directory of its own", opt.Control.ReadOnly[0])

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
@@ -55,7 +53,7 @@ func startMetrics(ctx context.Context, m *serve.Metrics, addr, private string, l
 	}
 	ep, err := serve.ListenMetrics(m, addr, logf)
 	if err == nil && ep.Token() != "" {
-		err = writePrivate(filepath.Join(private, metricsTokenFile), ep.Token()+"\n")
+		err = serve.WritePrivate(filepath.Join(private, metricsTokenFile), ep.Token()+"\n")
 		if err != nil {
 			ep.Close()
 		}
@@ -73,21 +71,4 @@ func startMetrics(ctx context.Context, m *serve.Metrics, addr, private string, l
 		}
 	}()
 	return func() { ep.Close() }, 0
-}
-
-// writePrivate writes s to a new file at path, mode 0600, replacing what
-// was there but never writing through a planted link (O_EXCL).
-func writePrivate(path, s string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.WriteString(s)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }

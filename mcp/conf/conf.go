@@ -27,6 +27,11 @@ type Config struct {
 	NoElicit   bool     `json:"no_elicit,omitempty"`
 	// Listen is the unix socket of the streamable HTTP transport ("":
 	// stdio).
-	Listen  string `json:"listen,omitempty"`
-	Version string `json:"version"`
+	Listen string `json:"listen,omitempty"`
+	// ListenTCP is the loopback address of the streamable HTTP transport
+	// (127.0.0.1:PORT or [::1]:PORT), whose bearer token goes to TokenFile
+	// (0600, in a directory masked in every call).
+	ListenTCP string `json:"listen_tcp,omitempty"`
+	TokenFile string `json:"token_file,omitempty"`
+	Version   string `json:"version"`
 }

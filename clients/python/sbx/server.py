@@ -335,10 +335,17 @@ class Server:
         try:
             return self.begin_turn(session_id)
         except ServerError as e:
+            if e.kind != "conflict":
+                raise
             known = self._turns.get(session_id)
-            if e.kind == "conflict" and known is not None:
-                return known
-            raise
+            if known is None:
+                # Another client (or this process before a restart) began
+                # it: session/permissions names the open turn.
+                known = self.permissions(session_id).get("turn_id")
+            if known is None:
+                raise
+            self._turns[session_id] = known
+            return known
 
     def end_turn(self, session_id: str, turn_id: str) -> None:
         self.request("turn/end", {"session_id": session_id, "turn_id": turn_id})
@@ -373,6 +380,14 @@ class Server:
         finally:
             self._outputs.pop(call_id, None)
         return FsResult.from_dict(out) if "op" in out else ExecResult.from_dict(out)
+
+    def call_status(self, session_id: str, call_id: str) -> Dict[str, Any]:
+        """What became of a call of the session (call/status), for a client
+        that lost its answer: ``{"status": "running" | "finished" | "lost" |
+        "started" | "unknown", "outcome"?, "exit_code"?, "error"?}``. A call a
+        restarted server found unfinished is ``lost`` (docs/serve.md)."""
+        out: Dict[str, Any] = self.request("call/status", {"session_id": session_id, "call_id": call_id})
+        return out
 
     def cancel(self, call_id: str) -> bool:
         """Cancels a call in flight; False when there is none by that id."""

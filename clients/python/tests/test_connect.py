@@ -97,6 +97,9 @@ class ConnectTest(_Listening):
         while not os.path.exists(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
         self.assertTrue(os.path.exists(marker), "the long call never started")
+        other = sbx.connect(self.sock, timeout=60)
+        self.assertEqual(other.call_status(s, "c-long")["status"], "running")
+        other.close()
         # The server dies with the call running (SIGKILL: no goodbye), and
         # comes back on the same socket and state directory.
         self.stop(signal.SIGKILL)
@@ -118,6 +121,11 @@ class ConnectTest(_Listening):
         r = srv.exec(s, turn2, "c-after", {"shell": {"kind": "sh", "script": f"echo ok > {target}"}, "cwd": self.ws})
         self.assertEqual(r.exit_code, 0, r.raw)
         self.assertFalse(r.denied, r.raw)
+        # call/status says the same as the log: c-long lost, c-after finished.
+        self.assertEqual(srv.call_status(s, "c-long")["status"], "lost")
+        after = srv.call_status(s, "c-after")
+        self.assertEqual((after["status"], after["exit_code"], after["outcome"]), ("finished", 0, "exited"), after)
+        self.assertEqual(srv.call_status(s, "c-never")["status"], "unknown")
         # The durable log says what the client was told: c-long was lost.
         show = subprocess.run([self.bin, "log", "show", "--json", self.state], stdout=subprocess.PIPE, check=False)
         out = show.stdout.decode()
@@ -129,6 +137,11 @@ class ConnectTest(_Listening):
         s = srv.open_session(self.ws, session_id="s1", preset="auto")
         turn = srv.begin_turn(s)
         self.assertEqual(srv.resume(s), turn)
+        self.assertEqual(srv.permissions(s)["turn_id"], turn)
+        # A client that did not begin the turn learns it from session/permissions.
+        other = sbx.connect(self.sock, timeout=60)
+        self.addCleanup(other.close)
+        self.assertEqual(other.resume(s), turn)
         with self.assertRaises(sbx.ServerError) as cm:
             srv.resume("nope")
         self.assertEqual(cm.exception.kind, "unknown_session")

@@ -63,6 +63,16 @@ export interface ApprovalQuestion {
   acp_session_id?: string;
 }
 
+/** CallStatus is call/status's result (docs/serve.md). */
+export interface CallStatus {
+  session_id: string;
+  call_id: string;
+  status: "running" | "finished" | "lost" | "started" | "unknown";
+  outcome?: string;
+  exit_code?: number;
+  error?: string;
+}
+
 export interface ServerOptions {
   /** The sbx binary; default $SBX, else `sbx` on PATH. */
   sbx?: string;
@@ -344,9 +354,13 @@ export class Server {
     try {
       return await this.beginTurn(sessionId);
     } catch (e) {
-      const known = this.turns.get(sessionId);
-      if (e instanceof ServerError && e.data.kind === "conflict" && known !== undefined) return known;
-      throw e;
+      if (!(e instanceof ServerError) || e.data.kind !== "conflict") throw e;
+      // Another client (or this process before a restart) began it: session/permissions names
+      // the open turn.
+      const known = this.turns.get(sessionId) ?? ((await this.permissions(sessionId)).turn_id as string | undefined);
+      if (known === undefined) throw e;
+      this.turns.set(sessionId, known);
+      return known;
     }
   }
 
@@ -379,6 +393,15 @@ export class Server {
     } finally {
       this.outputs.delete(callId);
     }
+  }
+
+  /**
+   * callStatus says what became of a call of the session (call/status), for a client that lost
+   * its answer: running, finished (with its outcome and exit_code), lost (a restarted server found
+   * it unfinished), started, or unknown.
+   */
+  async callStatus(sessionId: string, callId: string): Promise<CallStatus> {
+    return (await this.request("call/status", { session_id: sessionId, call_id: callId })) as CallStatus;
   }
 
   async cancel(callId: string): Promise<boolean> {

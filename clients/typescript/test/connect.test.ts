@@ -98,6 +98,9 @@ describe("Server.connect", () => {
     const deadline = Date.now() + 30000;
     while (!existsSync(marker) && Date.now() < deadline) await sleep(50);
     assert.ok(existsSync(marker), "the long call never started");
+    const watcher = await sbx.Server.connect(l.sock);
+    assert.equal((await watcher.callStatus(s, "c-long")).status, "running");
+    await watcher.close();
     // The server dies with the call running (SIGKILL: no goodbye) and comes
     // back on the same socket and state directory.
     await l.stop("SIGKILL");
@@ -112,11 +115,21 @@ describe("Server.connect", () => {
     const r = (await srv.exec(s, turn2, "c-after", { shell: { kind: "sh", script: `echo ok > ${join(outside, "f")}` }, cwd: l.ws })) as sbx.ExecResult;
     assert.equal(r.exit_code, 0);
     assert.equal(sbx.denied(r), false);
+    // callStatus says the same as the log: c-long lost, c-after finished.
+    assert.equal((await srv.callStatus(s, "c-long")).status, "lost");
+    const done = await srv.callStatus(s, "c-after");
+    assert.deepEqual([done.status, done.exit_code, done.outcome], ["finished", 0, "exited"]);
+    assert.equal((await srv.callStatus(s, "c-never")).status, "unknown");
     // The durable log says what the client was told: c-long was lost.
     const show = execFileSync(bin, ["log", "show", "--json", l.state]).toString();
     assert.match(show, /"call_id":\s*"c-long"[^}]*"outcome":\s*"lost"|"outcome":\s*"lost"[^}]*"call_id":\s*"c-long"/);
     // Without a restart, resume keeps the open turn; an unknown session is refused.
     assert.equal(await srv.resume(s), turn2);
+    assert.equal((await srv.permissions(s)).turn_id, turn2);
+    // A client that did not begin the turn learns it from session/permissions.
+    const other = await sbx.Server.connect(l.sock);
+    assert.equal(await other.resume(s), turn2);
+    await other.close();
     await assert.rejects(srv.resume("nope"), (e: unknown) => e instanceof sbx.ServerError && e.data.kind === "unknown_session");
     await srv.close();
   });
