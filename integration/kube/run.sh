@@ -53,11 +53,18 @@ mkdir -p "$work/xdg" "$work/bin" && chown "$ctuser:" "$work/xdg" && chmod 700 "$
 hostdir=$(runuser -u "$ctuser" -- mktemp -d "$cthome/.sbx-kube.XXXXXX")
 # The rootless user's podman: its own storage, a runtime directory of ours.
 rootless=(runuser -u "$ctuser" -- env HOME="$cthome" XDG_RUNTIME_DIR="$work/xdg" CONTAINERS_CONF="$work/containers.conf" podman)
+# down MODE: remove the pods and the volumes the manifests make (kube play
+# names an emptyDir's volume after it, and keeps it after the pod).
+down() {
+  local p=(podman)
+  [ "$1" = rootless ] && p=("${rootless[@]}")
+  for pod in sbx-sidecar sbx-node sbx-runtime; do "${p[@]}" "${podman_opts[@]}" pod rm -f "$pod" >/dev/null 2>&1 || true; done
+  "${p[@]}" "${podman_opts[@]}" volume rm -f sbx-sidecar-socket sbx-sidecar-state sbx-sidecar-workspace sbx-sidecar-tmp sbx-node-tmp >/dev/null 2>&1 || true
+}
 cleanup() {
   for m in $modes; do
+    down "$m"
     p=(podman); [ "$m" = rootless ] && p=("${rootless[@]}")
-    for pod in sbx-sidecar sbx-node sbx-runtime; do "${p[@]}" "${podman_opts[@]}" pod rm -f "$pod" >/dev/null 2>&1 || true; done
-    "${p[@]}" "${podman_opts[@]}" volume rm -f sbx-sidecar-socket sbx-sidecar-state sbx-sidecar-workspace sbx-sidecar-tmp sbx-node-tmp >/dev/null 2>&1 || true
     "${p[@]}" "${podman_opts[@]}" rmi -f "$tag" >/dev/null 2>&1 || true
     # The rootless pods' files belong to sub-uids; podman unshare removes them.
     if [ "$m" = rootless ] && [ -d "$work/rootless" ]; then
@@ -237,11 +244,25 @@ sidecar() {
     # The durable log is on the pod's volume.
     "${P[@]}" exec sbx-sidecar-sbx sh -c 'ls /var/lib/sbx/s-*.log' >/dev/null 2>&1 \
       || { echo "$m $shape: no session log in /var/lib/sbx"; ok=FAIL; }
+    if [ "$shape" = sidecar ]; then
+      # A server killed and restarted in the same pod (its socket left in
+      # the emptyDir) serves again, from the same durable log: the runtime,
+      # started again, gets the same results.
+      # (podman pod start: a rootless pod's infra container may have
+      # stopped with it.) The runtime's log then holds both of its runs.
+      if "${P[@]}" kill --signal KILL sbx-sidecar-sbx >/dev/null && "${P[@]}" pod start sbx-sidecar >/dev/null \
+        && timeout 120 "${P[@]}" wait sbx-sidecar-runtime >/dev/null; then
+        "${P[@]}" logs sbx-sidecar-runtime 2>&1 | tail -n +"$(($(wc -l < "$out") + 1))" > "$out.again"
+        echo "kube/run.sh: $m $shape, after the server's restart:"; cat "$out.again"
+        [ "$(judge "$m" "$shape" "$out.again")" = PASS ] || ok=FAIL
+      else
+        echo "$m $shape: the pod did not start again"; "${P[@]}" logs sbx-sidecar-sbx 2>&1 | tail -5; ok=FAIL
+      fi
+    fi
   else
     cat "$d/play.log"; "${P[@]}" logs sbx-sidecar-sbx 2>&1 | tail -20; ok=FAIL
   fi
-  "${P[@]}" pod rm -f sbx-sidecar >/dev/null 2>&1 || true
-  "${P[@]}" volume rm -f sbx-sidecar-socket sbx-sidecar-state sbx-sidecar-workspace sbx-sidecar-tmp >/dev/null 2>&1 || true
+  down "$m"
   result "$m" "$shape" "$ok" "$(since "$start")"
 }
 
@@ -259,6 +280,7 @@ for m in $modes; do
     chown -R "$ctuser:" "$d"
     SBX_IMAGE_FROM_TAR=$work/sbx.tar SBX_IMAGE_PODMAN="${rootless[*]} ${podman_opts[*]}" "$deploy/build-image.sh" "$tag"
   fi
+  down "$m" # what an interrupted run left
   # kube play looks for a directory named as the image to build in its
   # working directory: an empty one of ours.
   cd "$d/play"
@@ -301,8 +323,7 @@ for m in $modes; do
   else
     cat "$d/play.log"; "${P[@]}" logs sbx-node-sbx 2>&1 | tail -20; ok=FAIL
   fi
-  "${P[@]}" pod rm -f sbx-runtime sbx-node >/dev/null 2>&1 || true
-  "${P[@]}" volume rm -f sbx-node-tmp >/dev/null 2>&1 || true
+  down "$m"
   result "$m" node "$ok" "$(since "$start")"
   cd /
 done
