@@ -42,6 +42,7 @@ tag=localhost/sbx:kube
 [ "$(id -u)" = 0 ] || { echo "kube/run.sh: must run as root (rootful podman, runuser)" >&2; exit 2; }
 command -v go >/dev/null || PATH=$PATH:/usr/local/go/bin
 command -v podman >/dev/null || { echo "kube/run.sh: podman missing (integration/container/run.sh installs it)" >&2; exit 2; }
+command -v python3 >/dev/null || { echo "kube/run.sh: python3 missing (it writes the containerd-like seccomp profile)" >&2; exit 2; }
 id -u "$ctuser" >/dev/null 2>&1 || { echo "kube/run.sh: no user $ctuser (integration/container/run.sh makes it)" >&2; exit 2; }
 cthome=$(getent passwd "$ctuser" | cut -d: -f6)
 . "$root/integration/container/lib.sh"
