@@ -72,6 +72,13 @@ cleanup() {
       (cd / && "${rootless[@]}" unshare rm -rf "$work/rootless") 2>/dev/null || true
     fi
   done
+  # Rootless podman's pause process (it holds the user's namespaces) was
+  # started by this run: the one whose XDG_RUNTIME_DIR is ours.
+  for pid in $(pgrep -u "$ctuser" -x catatonit || true); do
+    if tr '\0' '\n' < "/proc/$pid/environ" 2>/dev/null | grep -qx "XDG_RUNTIME_DIR=$work/xdg"; then
+      kill "$pid" 2>/dev/null || true
+    fi
+  done
   rm -rf "$work" "$hostdir"
 }
 # The run's status is its own, whatever a step of the cleanup returns.
