@@ -160,21 +160,23 @@ chmod 755 "$work/bin" "$work/bin"/*
 SBX_IMAGE_TAR=$work/sbx.tar "$deploy/build-image.sh" "$tag" "$work/bin/sbx-kube-client"
 chmod 644 "$work/sbx.tar"
 
-# strip LINES: the client's lines without their downgrades (the host's are
-# not the pod's: that is the point of the downgrade tables).
-strip() { sed 's/,"degraded":\[[^]]*\]//'; }
+# strip LINES: the client's lines without their downgrades and namespaces
+# (the host's are not the pod's: that is the point of the downgrade table).
+strip() { sed 's/,"degraded":\[[^]]*\]//; s/,"namespaces":"[a-z,]*"//'; }
 # degraded LINE: the line's downgrades, comma-separated ("none" when none).
 degraded() { sed -n 's/.*"degraded":\[\([^]]*\)\].*/\1/p' <<<"$1" | tr -d '"' | sed 's/^$/none/'; }
-# documented SHAPE MODE ABI: the downgrades docs/kubernetes.md names for
-# them, in its order; one marked "(ABI < 9)" only when the kernel's Landlock
-# ABI is below 9.
+# documented SHAPE MODE ABI: the namespaces and the downgrades
+# docs/kubernetes.md names for them ("mount,pid,net procfs"), the downgrades in
+# its order; one marked "(ABI < 9)" only when the kernel's Landlock ABI is
+# below 9.
 documented() {
   awk -F'|' -v s="$1" -v m="$2" -v abi="$3" '
     $0 == "<!-- kube:downgrades -->" {f = 1; next} /^<!-- \/kube:downgrades -->/ {f = 0}
     f {
-      for (i = 2; i <= 4; i++) gsub(/^ +| +$|`/, "", $i)
+      for (i = 2; i <= 5; i++) gsub(/^ +| +$|`/, "", $i)
       if ($2 != s || $3 != m) next
-      n = split($4, d, / *, */); out = ""
+      gsub(/ /, "", $4); printf "%s ", $4
+      n = split($5, d, / *, */); out = ""
       for (j = 1; j <= n; j++) {
         if (d[j] ~ /\(ABI < 9\)$/) { if (abi >= 9) continue; sub(/ *\(ABI < 9\)$/, "", d[j]) }
         out = out (out == "" ? "" : ",") d[j]
@@ -205,8 +207,8 @@ judge() {
   want=$(documented "$2" "$1" "$(sed -n 's/.*"landlock_abi":\([0-9]*\).*/\1/p' "$3" | head -1)")
   [ -n "$want" ] || { echo "docs/kubernetes.md names no downgrades for $2 $1" >&2; ok=FAIL; }
   while IFS= read -r line; do
-    got=$(degraded "$line")
-    [ "$got" = "$want" ] || { echo "$1 $2: a call's downgrades are '$got', docs/kubernetes.md names '$want': $line" >&2; ok=FAIL; }
+    got="$(sed -n 's/.*"namespaces":"\([a-z,]*\)".*/\1/p' <<<"$line") $(degraded "$line")"
+    [ "$got" = "$want" ] || { echo "$1 $2: a call's namespaces and downgrades are '$got', docs/kubernetes.md names '$want': $line" >&2; ok=FAIL; }
   done < "$3"
   echo "$ok"
 }

@@ -49,6 +49,9 @@ type line struct {
 	// LandlockABI is the kernel's, which some downgrades depend on
 	// (landlock-resolve-unix below ABI 9).
 	LandlockABI int `json:"landlock_abi"`
+	// Namespaces are the namespaces the report says the command got, of
+	// mount, pid and net ("none": the container's own).
+	Namespaces string `json:"namespaces"`
 }
 
 // result is the part of the exec result (docs/json.md) the client reads.
@@ -62,6 +65,9 @@ type result struct {
 		Feature string `json:"feature"`
 	} `json:"degraded"`
 	Enforcement struct {
+		Mount    bool `json:"mount_namespace"`
+		PID      bool `json:"pid_namespace"`
+		Net      bool `json:"network_namespace"`
 		Landlock struct {
 			ABI int `json:"abi"`
 		} `json:"landlock"`
@@ -121,7 +127,8 @@ func run(socket, volume string) error {
 		if err := c.Call(ctx, "exec", p, &r); err != nil {
 			return fmt.Errorf("exec %s: %w", k.name, err)
 		}
-		l := line{Name: k.name, ExitCode: r.ExitCode, Denials: []string{}, Degraded: []string{}, LandlockABI: r.Enforcement.Landlock.ABI}
+		l := line{Name: k.name, ExitCode: r.ExitCode, Denials: []string{}, Degraded: []string{}, LandlockABI: r.Enforcement.Landlock.ABI,
+			Namespaces: namespaces(r)}
 		for _, d := range r.Denials {
 			l.Denials = append(l.Denials, d.Operation+" "+strings.Replace(d.Path, volume, "VOLUME", 1))
 		}
@@ -149,4 +156,21 @@ func dial(ctx context.Context, socket string) (net.Conn, error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// namespaces names the namespaces of r's enforcement block that are true.
+func namespaces(r result) string {
+	var n []string
+	for _, ns := range []struct {
+		name string
+		on   bool
+	}{{"mount", r.Enforcement.Mount}, {"pid", r.Enforcement.PID}, {"net", r.Enforcement.Net}} {
+		if ns.on {
+			n = append(n, ns.name)
+		}
+	}
+	if len(n) == 0 {
+		return "none"
+	}
+	return strings.Join(n, ",")
 }
