@@ -194,7 +194,7 @@ runuser -u "$ctuser" -- sh -c '
 echo "kube/run.sh: on the host (sbx serve as $ctuser):"
 cat "$hostdir/host.out"
 strip < "$hostdir/host.out" > "$work/host.want"
-[ "$(grep -c '"exit_code":0,"denials":\[\]' "$work/host.want")" = 1 ] && grep -q '"name":"denied","exit_code":1,"denials":\["create VOLUME/outside.txt"\]' "$work/host.want" \
+[ "$(grep -c '"exit_code":0,"stdout":"hello\\n","denials":\[\]' "$work/host.want")" = 1 ] && grep -q '"name":"denied","exit_code":1,"stdout":"","denials":\["create VOLUME/outside.txt"\]' "$work/host.want" \
   || { echo "kube/run.sh: the host's results are not one allowed call and one denied write"; exit 1; }
 
 # judge MODE SHAPE OUT: the pod's lines against the host's and the docs;

@@ -13,8 +13,9 @@
 //
 // It opens a workspace-write session with approval policy never (a denial
 // is final: no answerer is asked), runs each call of calls, and prints one
-// JSON line per call: its name, exit code, denials (operation and path)
-// and downgrades (feature). It exits 0 when every call got a result,
+// JSON line per call: its name, exit code, stdout, denials (operation and
+// path), downgrades (feature), the kernel's Landlock ABI and the namespaces
+// the command got. It exits 0 when every call got a result,
 // whatever the results were: run.sh judges them.
 package main
 
@@ -44,6 +45,7 @@ var calls = []struct{ name, script string }{
 type line struct {
 	Name     string   `json:"name"`
 	ExitCode int      `json:"exit_code"`
+	Stdout   string   `json:"stdout"`
 	Denials  []string `json:"denials"`  // "operation path", in the report's order
 	Degraded []string `json:"degraded"` // the features of the report's downgrades
 	// LandlockABI is the kernel's, which some downgrades depend on
@@ -56,7 +58,8 @@ type line struct {
 
 // result is the part of the exec result (docs/json.md) the client reads.
 type result struct {
-	ExitCode int `json:"exit_code"`
+	ExitCode int    `json:"exit_code"`
+	Stdout   string `json:"stdout"`
 	Denials  []struct {
 		Operation string `json:"operation"`
 		Path      string `json:"path"`
@@ -127,7 +130,7 @@ func run(socket, volume string) error {
 		if err := c.Call(ctx, "exec", p, &r); err != nil {
 			return fmt.Errorf("exec %s: %w", k.name, err)
 		}
-		l := line{Name: k.name, ExitCode: r.ExitCode, Denials: []string{}, Degraded: []string{}, LandlockABI: r.Enforcement.Landlock.ABI,
+		l := line{Name: k.name, ExitCode: r.ExitCode, Stdout: r.Stdout, Denials: []string{}, Degraded: []string{}, LandlockABI: r.Enforcement.Landlock.ABI,
 			Namespaces: namespaces(r)}
 		for _, d := range r.Denials {
 			l.Denials = append(l.Denials, d.Operation+" "+strings.Replace(d.Path, volume, "VOLUME", 1))
