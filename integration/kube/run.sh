@@ -63,10 +63,11 @@ down() {
   "${p[@]}" "${podman_opts[@]}" volume rm -f sbx-sidecar-socket sbx-sidecar-state sbx-sidecar-workspace sbx-sidecar-tmp sbx-node-tmp >/dev/null 2>&1 || true
 }
 cleanup() {
+  # The image is imported into root's storage whatever the modes.
+  podman "${podman_opts[@]}" rmi -f "$tag" >/dev/null 2>&1 || true
   for m in $modes; do
     down "$m"
-    p=(podman); [ "$m" = rootless ] && p=("${rootless[@]}")
-    "${p[@]}" "${podman_opts[@]}" rmi -f "$tag" >/dev/null 2>&1 || true
+    [ "$m" = rootless ] && { "${rootless[@]}" "${podman_opts[@]}" rmi -f "$tag" >/dev/null 2>&1 || true; }
     # The rootless pods' files belong to sub-uids; podman unshare removes them.
     if [ "$m" = rootless ] && [ -d "$work/rootless" ]; then
       (cd / && "${rootless[@]}" unshare rm -rf "$work/rootless") 2>/dev/null || true
