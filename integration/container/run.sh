@@ -10,7 +10,8 @@
 #   rootful-user     rootful podman, uid 1000 inside (no capabilities)
 #   rootless-root    rootless podman run by the host user sbxtest, container
 #                    root (all capabilities, but of a user namespace)
-# Each prints PASS or FAIL; the exit status is non-zero if any failed.
+# Each prints PASS or FAIL; the exit status is non-zero if any failed. Then
+# the Kubernetes stage, integration/kube/run.sh (SBX_CT_KUBE=0 skips it).
 # Installs podman uidmap slirp4netns fuse-overlayfs busybox-static with
 # apt-get when missing, and creates the host user sbxtest with subordinate
 # ids when missing. See README.md.
@@ -21,6 +22,7 @@
 #                  the core cases below)
 #   SBX_CT_LOGDIR  keep each pass's full -test.v log here
 #   SBX_CT_USER    the host user for the rootless pass (default sbxtest)
+#   SBX_CT_KUBE    0: no Kubernetes stage
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -71,27 +73,13 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# The base rootfs: busybox for every applet, the suite's static binaries,
-# root, the unprivileged user 1000 and nobody, with homes outside /tmp.
+# The base rootfs (lib.sh, shared with integration/kube): busybox for
+# every applet, root, the unprivileged user 1000 and nobody, with homes
+# outside /tmp; and the suite's static binaries.
 base=$work/base
-mkdir -p "$base"/{bin,sbin,usr/bin,usr/sbin,etc,tmp,var/tmp,proc,sys,dev,root,home/user,tests/bin}
-chmod 1777 "$base/tmp" "$base/var/tmp"
-chmod 700 "$base/root"
-cp /bin/busybox "$base/bin/busybox"
-for applet in $(/bin/busybox --list-full); do
-  [ -e "$base/$applet" ] || ln -s /bin/busybox "$base/$applet"
-done
-cat > "$base/etc/passwd" <<'EOF'
-root:x:0:0:root:/root:/bin/sh
-user:x:1000:1000:user:/home/user:/bin/sh
-nobody:x:65534:65534:nobody:/nonexistent:/bin/sh
-EOF
-cat > "$base/etc/group" <<'EOF'
-root:x:0:
-user:x:1000:
-nogroup:x:65534:
-EOF
-chown 1000:1000 "$base/home/user"
+. "$here/lib.sh"
+sbx_base_rootfs "$base"
+mkdir -p "$base/tests/bin"
 echo "run.sh: building static binaries"
 (cd "$root" && CGO_ENABLED=0 go build -o "$base/tests/bin/sbx" ./cmd/sbx \
   && CGO_ENABLED=0 go build -o "$base/tests/bin/probe" ./integration/probe \
@@ -125,26 +113,9 @@ chmod -R a+rX "$base/tests"
 chmod 755 "$base/tests/run-pass"
 mkdir -p "$work/xdg" && chown "$ctuser:" "$work/xdg" && chmod 700 "$work/xdg"
 
-# podman's global options: no systemd needed (cgroupfs, events to a file).
-podman_opts=(--cgroup-manager=cgroupfs --events-backend=file)
-# crun (Debian 12's 1.8.1) refuses a hybrid cgroup layout whose v2 hierarchy
-# has controllers ("cgroups in hybrid mode not supported"); runc runs there.
-runtime=${SBX_CT_RUNTIME:-crun}
-if [ -z "${SBX_CT_RUNTIME:-}" ] && [ "$(stat -fc %T /sys/fs/cgroup)" != cgroup2fs ] \
-  && [ -n "$(cat /sys/fs/cgroup/unified/cgroup.controllers 2>/dev/null)" ]; then
-  runtime=runc
-fi
-podman_opts+=(--runtime "$runtime")
-run_opts=(--rm --network none --workdir /tmp)
-# Rootful podman raises RLIMIT_NOFILE and RLIMIT_NPROC to 1048576 in the
-# container; a root without CAP_SYS_RESOURCE (an outer sandbox, as on the CI
-# machine) cannot, so the container keeps the limits it is started with
-# (podman caps NPROC at kernel.pid_max itself).
-if [ $(( 0x$(awk '/^CapEff:/ {print $2}' /proc/self/status) >> 24 & 1 )) = 0 ]; then
-  nproc=$(ulimit -Hu); pidmax=$(cat /proc/sys/kernel/pid_max)
-  { [ "$nproc" = unlimited ] || [ "$nproc" -gt "$pidmax" ]; } && nproc=$pidmax
-  run_opts+=(--ulimit "nofile=$(ulimit -Hn):$(ulimit -Hn)" --ulimit "nproc=$nproc:$nproc")
-fi
+# podman's global options, the OCI runtime and the ulimits (lib.sh).
+sbx_podman_setup
+run_opts=(--rm --network none --workdir /tmp "${ulimit_opts[@]}")
 echo "run.sh: podman $(podman --version | awk '{print $3}'), runtime $runtime"
 
 rc=0
@@ -177,6 +148,22 @@ for p in $passes; do
   echo "@@PASS RESULT $p $res (exit $r, ${secs}s)"
   summary+=("$res $p ${secs}s")
 done
+# The Kubernetes stage (integration/kube/run.sh): deploy/kubernetes's
+# manifests under podman kube play, rootful and rootless, with the podman,
+# the runtime choice and the rootless user set up above, and the rootfs
+# builder of lib.sh. SBX_CT_KUBE=0 skips it.
+if [ "${SBX_CT_KUBE:-1}" != 0 ]; then
+  start=$(date +%s.%N)
+  echo "@@PASS START kube"
+  set +e
+  SBX_CT_USER=$ctuser bash "$root/integration/kube/run.sh"
+  r=$?
+  set -e
+  secs=$(awk -v a="$start" -v b="$(date +%s.%N)" 'BEGIN {printf "%.1f", b - a}')
+  if [ $r -eq 0 ]; then res=PASS; else res=FAIL; rc=1; fi
+  echo "@@PASS RESULT kube $res (exit $r, ${secs}s)"
+  summary+=("$res kube ${secs}s")
+fi
 echo "== summary"
 printf '%s\n' "${summary[@]}"
 exit $rc
