@@ -31,7 +31,10 @@ type Listener struct {
 // Listen makes the unix socket at path, mode 0600 from its creation (the
 // umask is narrowed around the bind: a chmod after it would leave a window
 // in which anyone could connect). An existing path is refused, not
-// replaced: it may be another server's socket, or not a socket at all.
+// replaced: it may be another server's socket, or not a socket at all. The
+// one exception is a stale socket (see removeStale): a server killed with
+// SIGKILL leaves its socket behind, and a restarted container would
+// otherwise refuse to start for ever.
 //
 // The socket is bound under a temporary name beside path and linked to
 // path only once it listens, so that path never names a socket that
@@ -40,8 +43,15 @@ type Listener struct {
 // fails on an existing path (EEXIST), so two servers cannot take the same
 // one between the check and the link.
 func Listen(path string) (*Listener, error) {
-	if _, err := os.Lstat(path); err == nil {
-		return nil, fmt.Errorf("listen %s: already exists (another server's socket, or a stale one: remove it)", path)
+	// Two servers starting at once on one path take turns: the lock keeps
+	// one from removing, as stale, a socket the other has just linked.
+	unlock, err := lockDir(filepath.Dir(path))
+	if err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
+	}
+	defer unlock()
+	if err := removeStale(path); err != nil {
+		return nil, fmt.Errorf("listen %s: %w", path, err)
 	}
 	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
@@ -69,6 +79,58 @@ func Listen(path string) (*Listener, error) {
 		}
 	}
 	return &Listener{fd: fd, path: path}, nil
+}
+
+// removeStale removes path when it is a stale socket: a socket, owned by
+// this user, that refuses connections (ECONNREFUSED: no process listens on
+// it). Anything else that exists is refused: a live server's socket (the
+// connection is accepted, or its queue is full), a socket of another user,
+// a file that is not a socket.
+func removeStale(path string) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil
+		}
+		return err
+	}
+	refuse := errors.New("already exists (another server's socket, or not a socket: remove it)")
+	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != uint32(os.Geteuid()) {
+		return refuse
+	}
+	fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC|unix.SOCK_NONBLOCK, 0)
+	if err != nil {
+		return fmt.Errorf("socket: %w", err)
+	}
+	err = unix.Connect(fd, &unix.SockaddrUnix{Name: path})
+	unix.Close(fd)
+	if !errors.Is(err, unix.ECONNREFUSED) {
+		return errors.New("already exists: a server listens on it")
+	}
+	if err := os.Remove(path); err != nil {
+		return fmt.Errorf("remove stale socket: %w", err)
+	}
+	return nil
+}
+
+// lockDir takes an exclusive flock(2) on dir, released by the function it
+// returns.
+func lockDir(dir string) (func(), error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", dir, err)
+	}
+	for {
+		err = unix.Flock(fd, unix.LOCK_EX)
+		if !errors.Is(err, unix.EINTR) {
+			break
+		}
+	}
+	if err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("lock %s: %w", dir, err)
+	}
+	return func() { unix.Close(fd) }, nil
 }
 
 // bindName is the temporary name Listen binds to, beside path; path itself
