@@ -35,6 +35,9 @@ type workflow struct {
 	sandboxExtra []string
 	dir          string
 	ms           map[string][]float64
+	// notified is how many system calls of one sbx run the seccomp
+	// supervisor was handed (SBX_TRACE's counts), -1 when not known.
+	notified int
 }
 
 func (w *workflow) abs(p string) string {

@@ -19,6 +19,7 @@
 package main
 
 import (
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -101,6 +102,7 @@ func run(sbx string, rounds int, only, verdaccio string) error {
 			}
 			fmt.Fprintf(os.Stderr, "warm-up: %s %s: %.0f ms\n", w.name, way, float64(d.Microseconds())/1e3)
 		}
+		w.notified = w.countNotified(sbx)
 	}
 	for r := 0; r < rounds; r++ {
 		for _, w := range flows {
@@ -146,6 +148,42 @@ func (w *workflow) once(way, sbx string, srv *server) (time.Duration, error) {
 	return d, nil
 }
 
+// countNotified runs the workflow once more under sbx run, untimed, with
+// SBX_TRACE, and returns the supervisor's notifications in it (issue 31:
+// each is a round trip through sbx's process), -1 when the trace says
+// nothing.
+func (w *workflow) countNotified(sbx string) int {
+	if w.reset != nil && w.reset(w.dir) != nil {
+		return -1
+	}
+	f, err := os.CreateTemp("", "sbx-workflows-trace-*.jsonl")
+	if err != nil {
+		return -1
+	}
+	f.Close()
+	defer os.Remove(f.Name())
+	c := command(w.dir, append(append([]string{sbx, "run", "--mode", "workspace-write"}, w.runFlags()...), append([]string{"--"}, w.sandboxArgv()...)...))
+	c.Env = append(os.Environ(), "SBX_TRACE="+f.Name())
+	if c.Run() != nil {
+		return -1
+	}
+	b, err := os.ReadFile(f.Name())
+	if err != nil {
+		return -1
+	}
+	var line struct{ Counts map[string]int }
+	if json.Unmarshal(b, &line) != nil {
+		return -1
+	}
+	n := 0
+	for name, v := range line.Counts {
+		if strings.HasPrefix(name, "supervisor: notified ") {
+			n += v
+		}
+	}
+	return n
+}
+
 func command(dir string, argv []string) *exec.Cmd {
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Dir = dir
@@ -164,10 +202,10 @@ func median(v []float64) float64 {
 func report(flows []*workflow, rounds int) {
 	fmt.Printf("\nmedians of %d interleaved rounds, ms; overhead over bare in ms and %%\n\n", rounds)
 	tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workflow\tbare\tsbx run\t+ms\t+%\tserve\t+ms\t+%\t")
+	fmt.Fprintln(tw, "workflow\tbare\tsbx run\t+ms\t+%\tserve\t+ms\t+%\tnotified\t")
 	for _, w := range flows {
 		b, r, s := median(w.ms["bare"]), median(w.ms["sbx-run"]), median(w.ms["serve"])
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%+.0f\t%+.0f%%\t%.0f\t%+.0f\t%+.0f%%\t\n", w.name, b, r, r-b, 100*(r-b)/b, s, s-b, 100*(s-b)/b)
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%+.0f\t%+.0f%%\t%.0f\t%+.0f\t%+.0f%%\t%d\t\n", w.name, b, r, r-b, 100*(r-b)/b, s, s-b, 100*(s-b)/b, w.notified)
 	}
 	tw.Flush()
 	fmt.Println()

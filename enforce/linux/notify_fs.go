@@ -299,7 +299,7 @@ func (s *supervisor) objectFD(v *taskView, c call, op string, fd int32) decision
 func (s *supervisor) object(c call, op string, a denial.Access, r resolved) decision {
 	v := s.check.Path(a, r.path)
 	if v.Allowed {
-		d, _ := s.dacDenied(c, op, r.path, r.path, unix.W_OK)
+		d, _ := s.dacDenied(c, op, r.path, r.path, unix.W_OK, r.statOf())
 		return d
 	}
 	switch {

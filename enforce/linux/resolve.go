@@ -147,6 +147,20 @@ type resolved struct {
 	path   string // absolute, clean, no symlinks except a final unfollowed one
 	exists bool
 	mode   uint32 // st_mode of the final object when it exists (lstat)
+	// st is the whole lstat of the final object when the resolution that
+	// found it kept it (stat set), so that the common allowed write is
+	// checked against its mode bits without a second stat (issue 31).
+	st   unix.Stat_t
+	stat bool
+}
+
+// statOf returns the stat of the object r names, following a final
+// symlink: the one r kept when it is not a symlink, else nil.
+func (r resolved) statOf() *unix.Stat_t {
+	if !r.stat || !r.exists || r.isSymlink() {
+		return nil
+	}
+	return &r.st
 }
 
 func (r resolved) isDir() bool     { return r.exists && r.mode&unix.S_IFMT == unix.S_IFDIR }
@@ -240,7 +254,7 @@ func (v *taskView) resolveFast(dirfd int32, path string, followLast bool) (r res
 	if st.Mode&unix.S_IFMT == unix.S_IFLNK && followLast {
 		return resolved{}, false, false
 	}
-	return resolved{path: full, exists: true, mode: st.Mode}, true, true
+	return resolved{path: full, exists: true, mode: st.Mode, st: st, stat: true}, true, true
 }
 
 // maxSymlinks is the kernel's MAXSYMLINKS: more links in one lookup is ELOOP.

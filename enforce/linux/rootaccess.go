@@ -154,14 +154,17 @@ func capName(cap int) string {
 // from); for a chmod, ownership (CAP_FOWNER). The call continues: the
 // kernel refuses it by itself, and a race can only make the report wrong,
 // never let anything through. ok is false when the check passes or cannot
-// be made.
-func (s *supervisor) dacDenied(c call, op, path, check string, want uint32) (decision, bool) {
+// be made. known, when not nil, is the stat of check that resolving it
+// already made (the common allowed write then costs no second stat).
+func (s *supervisor) dacDenied(c call, op, path, check string, want uint32, known *unix.Stat_t) (decision, bool) {
 	cr := s.plan.Creds
 	if cr == nil {
 		return cont, false
 	}
 	var st unix.Stat_t
-	if unix.Stat(check, &st) != nil {
+	if known != nil {
+		st = *known
+	} else if unix.Stat(check, &st) != nil {
 		return cont, false
 	}
 	cap, what := unix.CAP_DAC_OVERRIDE, "cannot write it: the kernel refuses the call (EACCES)"
@@ -199,7 +202,7 @@ func (s *supervisor) entryDAC(c call, op string, a denial.Access, r resolved) de
 	if !s.check.Path(a, r.path).Allowed {
 		return cont
 	}
-	d, _ := s.dacDenied(c, op, r.path, filepath.Dir(r.path), unix.W_OK|unix.X_OK)
+	d, _ := s.dacDenied(c, op, r.path, filepath.Dir(r.path), unix.W_OK|unix.X_OK, nil)
 	return d
 }
 

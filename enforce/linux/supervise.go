@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"github.com/sbx-sandbox/sbx/policy/denial"
 	"github.com/sbx-sandbox/sbx/report"
 )
@@ -136,6 +137,12 @@ type SupervisionResult struct {
 	// Downgrades has a "denial-reports" entry when supervision was planned
 	// but could not be set up at launch.
 	Downgrades []report.Downgrade
+	// Notified counts the notifications the supervisor received, allowed
+	// or refused: each one is a round trip of the command's thread through
+	// sbx's process, the cost the filter's notify rules are kept narrow
+	// for (a plain read-only open must never be one; see
+	// TestSupervisorReadsNotNotified).
+	Notified int
 }
 
 // supervisor answers one call's notifications. Create it with
@@ -157,6 +164,10 @@ type supervisor struct {
 
 	// attached: attach or receive has run, so done will be closed.
 	attached bool
+
+	// notified counts notifications by syscall number; only run's
+	// goroutine writes it, and finish reads it after done.
+	notified map[int32]int
 
 	mu        sync.Mutex
 	downgrade *report.Downgrade
@@ -219,6 +230,10 @@ func (s *supervisor) finish() SupervisionResult {
 	s.mu.Unlock()
 	var res SupervisionResult
 	res.Denials, res.Dropped = s.log.Denials()
+	for nr, n := range s.notified {
+		res.Notified += n
+		steptrace.Count("supervisor: notified "+notifiedName(nr), n)
+	}
 	s.mu.Lock()
 	if s.downgrade != nil {
 		res.Downgrades = append(res.Downgrades, *s.downgrade)
@@ -243,6 +258,7 @@ func (s *supervisor) ask() {
 // run answers notifications until the stop eventfd fires or no task uses
 // the filter any more (POLLHUP).
 func (s *supervisor) run(listener int) {
+	syncWakeUp(listener)
 	fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}, {Fd: int32(s.stop), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
@@ -264,6 +280,20 @@ func (s *supervisor) run(listener int) {
 			return
 		}
 	}
+}
+
+// seccompIoctlNotifSetFlags is SECCOMP_IOCTL_NOTIF_SET_FLAGS,
+// _IOW('!', 4, __u64) (Linux 6.6), which x/sys does not name.
+const seccompIoctlNotifSetFlags = 0x40082104
+
+// syncWakeUp asks the kernel (Linux 6.6) to wake the supervisor on the
+// notifying task's CPU and that task on the supervisor's when the answer
+// comes back (SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP): the task is blocked for
+// the whole round trip, so the two take turns on one CPU instead of waking
+// each other across CPUs. Only a hint to the scheduler: where the kernel
+// lacks it (EINVAL) nothing changes.
+func syncWakeUp(listener int) {
+	unix.Syscall(unix.SYS_IOCTL, uintptr(listener), seccompIoctlNotifSetFlags, unix.SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP)
 }
 
 // drain answers the notifications already pending, without waiting.
@@ -290,6 +320,10 @@ func (s *supervisor) answerOne(listener int) {
 		// signal after the poll; it will call again if it still wants to.
 		return
 	}
+	if s.notified == nil {
+		s.notified = map[int32]int{}
+	}
+	s.notified[n.Data.Nr]++
 	d := s.decide(&n)
 	resp := seccompNotifResp{ID: n.ID}
 	if d.op != nil {
@@ -338,6 +372,14 @@ func (s *supervisor) answerOne(listener int) {
 	for _, den := range d.denials {
 		s.log.Add(den)
 	}
+}
+
+// notifiedName names a notified syscall number for the trace.
+func notifiedName(nr int32) string {
+	if c, ok := atForm(uint32(nr), [6]uint64{}); ok {
+		return c.name
+	}
+	return "syscall " + strconv.Itoa(int(nr))
 }
 
 // decision is the answer to one notification: errno 0 continues. The

@@ -174,6 +174,19 @@ func probeOp(op []string) error {
 			}
 		}
 		return first
+	case "read-many":
+		// read-many N PATH: N read-only opens (and a stat) of PATH.
+		n, _ := strconv.Atoi(arg(1))
+		for range n {
+			fd, err := unix.Open(arg(2), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				return err
+			}
+			var st unix.Stat_t
+			unix.Fstat(fd, &st)
+			unix.Close(fd)
+		}
+		return nil
 	case "rewrite-many":
 		n, _ := strconv.Atoi(arg(1))
 		for range n {

@@ -23,9 +23,10 @@ var (
 	file = os.Getenv("SBX_TRACE")
 	on   = file != ""
 
-	mu    sync.Mutex
-	steps [][3]any
-	last  struct{ wall, cpu int64 }
+	mu     sync.Mutex
+	steps  [][3]any
+	counts map[string]int
+	last   struct{ wall, cpu int64 }
 )
 
 // Begin starts the trace of a call, dropping what was marked before.
@@ -36,6 +37,7 @@ func Begin() {
 	mu.Lock()
 	defer mu.Unlock()
 	steps = steps[:0]
+	counts = nil
 	last.wall, last.cpu = time.Now().UnixNano(), cpuNow()
 }
 
@@ -54,6 +56,21 @@ func Mark(name string) {
 	last.wall, last.cpu = wall, cpu
 }
 
+// Count adds n to the call's counter name (the supervisor's
+// notifications per syscall, for instance), written beside the steps as
+// "counts":{"name":n,...}.
+func Count(name string, n int) {
+	if !on {
+		return
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if counts == nil {
+		counts = map[string]int{}
+	}
+	counts[name] += n
+}
+
 // Flush appends the call's steps to the trace file (errors are dropped:
 // a benchmark's trace never fails a call).
 func Flush() {
@@ -61,8 +78,13 @@ func Flush() {
 		return
 	}
 	mu.Lock()
-	b, _ := json.Marshal(map[string]any{"steps": steps})
+	line := map[string]any{"steps": steps}
+	if len(counts) > 0 {
+		line["counts"] = counts
+	}
+	b, _ := json.Marshal(line)
 	steps = steps[:0]
+	counts = nil
 	mu.Unlock()
 	f, err := os.OpenFile(file, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
