@@ -17,11 +17,22 @@ import (
 // the command's environment env). Any other missing path stays refused by
 // policy.Build ("grant its parent directory").
 func creatable(env []string, ps ...profiles.Profile) []string {
-	roots := tools.Resolve(env)
+	// Placing the table's directories resolves each against the
+	// environment and the file system (~60 us, 2% of a server's CPU per
+	// call): done only once a write path is missing, which most calls
+	// have none of.
+	var roots *tools.Roots
 	var out []string
 	for _, p := range ps {
 		for _, w := range p.WritePaths() {
-			if !profiles.Exists(w) && roots.Contains(w) {
+			if profiles.Exists(w) {
+				continue
+			}
+			if roots == nil {
+				r := tools.Resolve(env)
+				roots = &r
+			}
+			if roots.Contains(w) {
 				out = append(out, w)
 			}
 		}

@@ -43,7 +43,10 @@
 //     damage before the end is reported and replay of that session stops
 //     there. No damaged record is ever returned.
 //   - Payloads are decoded strictly (profiles.DecodeStrict: exact keys, no
-//     duplicates). Seq numbers each session's records without a gap.
+//     duplicates). Append checks each payload it encodes by the same rules
+//     (profiles.CheckStrict, without decoding it back), so it never writes
+//     what replay would refuse. Seq numbers each session's records without
+//     a gap.
 //   - The session's rules are checked at replay and at Append alike: an
 //     approval/decided without its approval/asked, a second decided, a
 //     turn ended that was not open, is rejected (a Problem; not applied).

@@ -4,7 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+	"unicode/utf8"
+
+	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // Record is one entry of a session's log: what happened (Type), to which
@@ -94,3 +98,57 @@ func ValidateSessionID(id string) error {
 
 // logSuffix ends every log file's name: SESSION_ID.log.
 const logSuffix = ".log"
+
+// encodeRecord is rec's payload and back, the record replay decodes from
+// it. What is written is what replay reads back: payload passes the strict
+// rules replay decodes by (profiles.CheckStrict: a duplicate key in Data
+// would stop replay of the session), and back is rec as the payload holds
+// it (Data compacted, Time at its encoded precision and zone) without a
+// decode. The payload is json.Marshal(rec)'s bytes, written field by field
+// so that Data is compacted once; TestEncodeRecordAsReplay holds both to
+// encoding/json and DecodeStrict.
+func encodeRecord(rec Record) (payload []byte, back Record, err error) {
+	// json.Marshal would write U+FFFD for invalid UTF-8: strings are exact,
+	// and a record must not be logged as other than it was given.
+	if !utf8.ValidString(rec.Type) || !utf8.ValidString(rec.SessionID) {
+		return nil, Record{}, errors.New("type or session_id is not valid UTF-8")
+	}
+	back = rec
+	back.Data = nil // replay's, when the payload has no "data"
+	if len(rec.Data) > 0 {
+		// json.Marshal compacts a RawMessage (and escapes <, >, &): the
+		// payload holds this form, and replay returns it.
+		if back.Data, err = json.Marshal(rec.Data); err != nil {
+			return nil, Record{}, err
+		}
+	}
+	typ, err := json.Marshal(rec.Type)
+	if err != nil {
+		return nil, Record{}, err
+	}
+	session, err := json.Marshal(rec.SessionID)
+	if err != nil {
+		return nil, Record{}, err
+	}
+	when, err := rec.Time.MarshalJSON()
+	if err != nil {
+		return nil, Record{}, err
+	}
+	payload = make([]byte, 0, len(back.Data)+len(typ)+len(session)+len(when)+64)
+	payload = append(append(payload, `{"type":`...), typ...)
+	payload = append(append(payload, `,"session_id":`...), session...)
+	payload = append(append(payload, `,"time":`...), when...)
+	if len(back.Data) > 0 {
+		payload = append(append(payload, `,"data":`...), back.Data...)
+	}
+	payload = append(strconv.AppendUint(append(payload, `,"seq":`...), rec.Seq, 10), '}')
+	if err := profiles.CheckStrict(payload, &back); err != nil {
+		return nil, Record{}, err
+	}
+	// time.Time's JSON is RFC 3339 with nanoseconds; its decode is
+	// time.Parse of that text (UTC for "Z", else the zone of the offset).
+	if err := back.Time.UnmarshalJSON(when); err != nil {
+		return nil, Record{}, err
+	}
+	return payload, back, nil
+}

@@ -1,7 +1,6 @@
 package journal
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -9,8 +8,6 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
-
-	"github.com/sbx-sandbox/sbx/profiles"
 )
 
 // ErrPoisoned matches the error of every Append after a write or fsync
@@ -299,18 +296,12 @@ func (w *Writer) enqueue(rec Record) (Record, error) {
 	if rec.Time.IsZero() {
 		rec.Time = time.Now().UTC()
 	}
-	payload, err := json.Marshal(rec)
+	payload, back, err := encodeRecord(rec)
 	if err != nil {
 		return Record{}, fmt.Errorf("journal: append %s to %s: %w", rec.Type, w.path, err)
 	}
 	if len(payload) > MaxRecordSize {
 		return Record{}, fmt.Errorf("journal: append %s to %s: record of %d bytes, over the limit %d", rec.Type, w.path, len(payload), MaxRecordSize)
-	}
-	// What is written is what replay reads back: decode it as replay does
-	// (strictly: a duplicate key in Data would stop replay of the session).
-	var back Record
-	if err := profiles.DecodeStrict(payload, &back); err != nil {
-		return Record{}, fmt.Errorf("journal: append %s to %s: %w", rec.Type, w.path, err)
 	}
 	k, rerr := w.st.check(back)
 	if rerr != nil {

@@ -4,6 +4,7 @@ package linux
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -69,8 +70,8 @@ type cgroupHost struct {
 func findCgroups() cgroupHost {
 	h := cgroupHost{v1Own: map[string]string{}}
 	mounts := map[string]string{} // "" for v2, else a v1 controller
-	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
-		s := bufio.NewScanner(f)
+	if text, err := readSelfMountinfo(); err == nil {
+		s := bufio.NewScanner(bytes.NewReader(text))
 		for s.Scan() {
 			// id parent maj:min root mountpoint opts... - fstype source superopts
 			pre, post, ok := strings.Cut(s.Text(), " - ")
@@ -89,7 +90,6 @@ func findCgroups() cgroupHost {
 				}
 			}
 		}
-		f.Close()
 	}
 	b, _ := os.ReadFile("/proc/self/cgroup")
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
