@@ -93,3 +93,18 @@ func controlReasons(removed []escalate.Removal, guard escalate.Guard, c ControlP
 		}
 	}
 }
+
+// controlMasks are the paths of masked that are the server's control
+// paths alone (not also the deployment guard's deny_read): their reads go
+// unreported (policy.Policy.Unreported). A read there is never a
+// permission to ask for, and the report already says the path is masked
+// as the server's own (controlReasons).
+func controlMasks(masked []string, deployed escalate.Guard, c ControlPaths) []string {
+	var out []string
+	for _, m := range masked {
+		if slices.Contains(c.Masked, m) && !slices.Contains(deployed.DenyRead, m) {
+			out = append(out, m)
+		}
+	}
+	return out
+}

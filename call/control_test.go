@@ -44,6 +44,11 @@ func TestControlPaths(t *testing.T) {
 	if !slices.Contains(pol.Masked, state) || !slices.Contains(pol.CarveOuts, run) || !slices.Contains(pol.WriteRoots, f.ws) {
 		t.Errorf("masked %q, read-only %q, write roots %q: want %s masked, %s read-only, %s writable", pol.Masked, pol.CarveOuts, pol.WriteRoots, state, run, f.ws)
 	}
+	// The state directory's reads go unreported: the report names it once,
+	// below, as the server's.
+	if !slices.Equal(pol.Unreported, []string{state}) {
+		t.Errorf("unreported %q, want the state directory alone", pol.Unreported)
+	}
 	var reasons []string
 	for _, r := range p.Permissions.GuardRemoved {
 		reasons = append(reasons, r.Path+": "+r.Reason)

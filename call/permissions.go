@@ -139,6 +139,7 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 		rep.Via = escalate.ViaGrant
 	}
 	applied.Policy.Masked = applied.MaskRead
+	applied.Policy.Unreported = controlMasks(applied.MaskRead, deployed, e.Control)
 	rep.GuardRemoved = append(rep.GuardRemoved, applied.Removed...)
 	return applied.Policy, rep, guard, nil
 }

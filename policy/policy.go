@@ -55,6 +55,13 @@ type Policy struct {
 	// Masked are paths that may be neither read nor written (the guard's
 	// deny-read list); a backend hides them.
 	Masked []string `json:"masked,omitempty"`
+	// Unreported are the paths of Masked whose reads a backend need not
+	// report: sbx serve's own state directory (control plane), which the
+	// report names among its carve-outs once, not at every access. A
+	// backend that would watch every open only to report reads of these
+	// (the supervisor: ~30 us an open) does not, and the mask alone keeps
+	// their content out.
+	Unreported []string `json:"unreported,omitempty"`
 	// DenyGlobs are the deny patterns (guard and profiles) anchored at
 	// absolute roots: their existing matches are already in Masked or
 	// CarveOuts (ExpandDenies); a backend refuses creating new ones where

@@ -546,10 +546,12 @@ func (p *Plan) compileNetwork(sys System, needNS bool) {
 // program is the same table without the supervisor, for a launch that
 // cannot have one.
 func (p *Plan) compileSeccomp(sup NotifyScope) error {
-	if sup == NotifyWrites && (len(p.MaskedMounts) > 0 || hasReadGlobs(p.Policy)) {
+	if sup == NotifyWrites && (p.reportedMasks() || len(p.MaskedLinks) > 0 || hasReadGlobs(p.Policy)) {
 		// Reads are supervised only where a read can be a denial: a path
 		// the mount namespace hides (without one, the mask downgrade says
-		// it stays readable, so its reads are no denials).
+		// it stays readable, so its reads are no denials) and whose reads
+		// are reported, or a hard link of a hidden file, which only the
+		// supervisor keeps closed.
 		sup = NotifyReads
 	}
 	f, err := seccompFilters(p.Sockets, sup)
@@ -558,6 +560,18 @@ func (p *Plan) compileSeccomp(sup NotifyScope) error {
 	}
 	p.Seccomp, p.SeccompProg, p.SeccompPlainProg = f.table, f.prog, f.plain
 	return nil
+}
+
+// reportedMasks says whether a mounted mask's reads are reported: one
+// that is not in Policy.Unreported (sbx serve's state directory is, and a
+// server's every call would otherwise pay a supervised open).
+func (p *Plan) reportedMasks() bool {
+	for _, m := range p.MaskedMounts {
+		if !slices.Contains(p.Policy.Unreported, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // seccompFilter is what compileSeccomp makes of one (sockets, scope).

@@ -75,13 +75,11 @@ const (
 	NotifyWrites
 	// NotifyReads is NotifyWrites plus every open, for a policy whose
 	// guard hides paths: a read of a hidden path is then reported too. Only
-	// such a policy pays for supervised reads.
-	//
-	// IMPORTANT: every call through sbx serve is such a policy, the server's
-	// state directory being masked from its calls (call/control.go): a
-	// round trip of ~30 us per open, 1388 for a python script, where the
-	// mask (a mount) alone enforces and the notification only reports
-	// (issue 31, bench/README.md "real workloads: where the overhead was").
+	// such a policy pays for supervised reads: ~30 us per open, 1388 opens
+	// for a python script (bench/README.md "real workloads: where the
+	// overhead was"). sbx serve's own state directory, masked from every
+	// call of the server, does not count (policy.Policy.Unreported): the
+	// mask alone keeps it out, and the report names it once.
 	NotifyReads
 )
 
