@@ -44,8 +44,9 @@ const (
 	protoUDP
 )
 
-// hostLoopback decides a connect (op "connect") or an addressed datagram
-// (op "send") to loopback. A TCP connect the host would take is refused with
+// hostLoopback decides a connect (op "connect": connect, or a TCP Fast
+// Open sendto or sendmsg, see sendOp) or an addressed datagram (op "send")
+// to loopback. A TCP connect the host would take is refused with
 // the ECONNREFUSED the namespace gives (the supervisor refused it: observed);
 // a UDP one continues (a UDP connect succeeds, its datagrams are lost) and
 // is recorded as inferred. Whenever something cannot be told, the call

@@ -94,9 +94,10 @@ func (s *supervisor) network(c call) decision {
 // sendmsg.go's). A datagram to an address outside loopback fails in the
 // private namespace with ENETUNREACH (no route), so it is refused with
 // that and reported; one to a loopback port only the host has bound is
-// reported (hostLoopback). Only UDP sockets are: a stream socket ignores
-// the address, and an unconnected UDP socket is the only way to reach an
-// address without connect, which network sees. A pathname unix address is
+// reported (hostLoopback). Only UDP sockets are, and TCP Fast Open
+// (sendOp): a stream socket otherwise ignores the address, and an
+// unconnected UDP socket is the only other way to reach an address
+// without connect, which network sees. A pathname unix address is
 // unixSend's: the send is carried out by the supervisor, for a socket
 // outside the writable roots refused (see unixconnect.go); so is every
 // send that names an address, for the same race (a racing dup2 or a
@@ -115,11 +116,12 @@ func (s *supervisor) send(c call) decision {
 	}
 	pre := cont
 	if a, ok := inetRaw(sa.raw); ok && s.plan.Sockets == SocketsLoopbackNetns {
+		op := sendOp(c.tid, c.fd(0), flags)
 		switch {
 		case denial.IsolatedNetworkAllows(a.addr):
-			pre = s.hostLoopback(c, a, "send")
-		case isUDPSocket(c.tid, c.fd(0)):
-			return s.refuse(unix.ENETUNREACH, report.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
+			pre = s.hostLoopback(c, a, op)
+		case op == "connect" || isUDPSocket(c.tid, c.fd(0)):
+			return s.refuse(unix.ENETUNREACH, report.Denial{Operation: op, Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
 		}
 		if pre.errno != 0 {
 			return pre
@@ -177,6 +179,25 @@ func inetRaw(buf []byte) (sockAddr, bool) {
 // named by the socket's system.sockprotoname attribute (through
 // /proc/PID/fd, the same access as reading the task's fds). Read only
 // before a refusal.
+// sendOp is the operation a send with flags to an inet address is on the
+// task's socket fd: "connect" when it is TCP Fast Open (MSG_FASTOPEN on a
+// TCP socket connects it to the address and puts the data in the SYN, as
+// connect and then send would: Python's socket.sendto, HAProxy, older
+// curl), else "send". Without this a Fast Open connect to a port only the
+// host serves got ECONNREFUSED, and one outside loopback ENETUNREACH, with
+// no denial.
+//
+// IMPORTANT: a Fast Open send with an address on a socket already connected
+// fails with EISCONN in the kernel; to a port only the host serves, sbx
+// refuses it first, with ECONNREFUSED and a connect denial (a failure
+// either way: the errno and the denial differ).
+func sendOp(tid int, fd int32, flags int) string {
+	if flags&unix.MSG_FASTOPEN != 0 && socketProto(tid, fd) == protoTCP {
+		return "connect"
+	}
+	return "send"
+}
+
 func isUDPSocket(tid int, fd int32) bool {
 	var buf [32]byte
 	n, err := unix.Getxattr(fmt.Sprintf("/proc/%d/fd/%d", tid, fd), "system.sockprotoname", buf[:])

@@ -62,10 +62,11 @@ func (m *taskMessage) close() {
 	}
 }
 
-// readMessage reads the struct msghdr at p of the task t. d is set when
+// readMessage reads the struct msghdr at p of the task t, sent with flags
+// (MSG_FASTOPEN makes an address a connect: sendOp). d is set when
 // the call ends there: its own failure (EFAULT, EINVAL, EMSGSIZE), a
 // refusal, or (d.errno 0) a continue.
-func (s *supervisor) readMessage(c call, t *taskSocket, p uint64, budget int) (m *taskMessage, d *decision) {
+func (s *supervisor) readMessage(c call, t *taskSocket, p uint64, budget, flags int) (m *taskMessage, d *decision) {
 	fail := func(errno syscall.Errno) (*taskMessage, *decision) { return nil, &decision{errno: errno} }
 	blind := func(what string) (*taskMessage, *decision) {
 		b := s.blind(c, "send", "", what)
@@ -135,12 +136,13 @@ func (s *supervisor) readMessage(c call, t *taskSocket, p uint64, budget int) (m
 		}
 	}
 	if a, ok := inetRaw(m.addr.raw); ok && s.plan.Sockets == SocketsLoopbackNetns {
+		op := sendOp(c.tid, c.fd(0), flags)
 		switch {
 		case denial.IsolatedNetworkAllows(a.addr):
-			m.pre = s.hostLoopback(c, a, "send")
-		case t.sotype == unix.SOCK_DGRAM:
+			m.pre = s.hostLoopback(c, a, op)
+		case op == "connect" || t.sotype == unix.SOCK_DGRAM:
 			m.close()
-			r := s.refuse(unix.ENETUNREACH, report.Denial{Operation: "send", Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
+			r := s.refuse(unix.ENETUNREACH, report.Denial{Operation: op, Syscall: c.name, PID: c.tid, Address: a.report(), Reason: "the network is off"})
 			return nil, &r
 		}
 		if m.pre.errno != 0 {
@@ -210,7 +212,7 @@ func (s *supervisor) sendMsg(c call) decision {
 	if t == nil {
 		return failed
 	}
-	m, d := s.readMessage(c, t, c.args[1], maxDatagram)
+	m, d := s.readMessage(c, t, c.args[1], maxDatagram, int(c.u32(2)))
 	if d != nil {
 		t.close()
 		return *d
@@ -242,7 +244,7 @@ func (s *supervisor) sendMmsg(c call) decision {
 	var tail decision // what ended the batch early, for its denials
 	for i := range uint64(vlen) {
 		p := c.args[1] + i*mmsghdrSize
-		m, d := s.readMessage(c, t, p, min(budget, maxDatagram))
+		m, d := s.readMessage(c, t, p, min(budget, maxDatagram), int(c.u32(3)))
 		if d == nil && m.addr.abstract && s.abstractScoped {
 			m.close()
 			d = &m.pre
