@@ -3,13 +3,20 @@
 package integration
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/netip"
+	neturl "net/url"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/integration/localreg"
 )
 
 // The host-loopback denial (TestHostServiceCutOff, with the probe) as real
@@ -19,9 +26,9 @@ import (
 // tool dialled, host loopback's reason) and that the retry it carries, a
 // full network (--network; additional_permissions.network through sbx
 // serve), applied as is, makes the same command work: run -> denial ->
-// retry -> success. Checked by hand the same way, and reporting: curl
-// through --allow-domain's proxy, npm install --registry and pip install
-// --index-url of integration/localreg, GOPROXY, git ls-remote.
+// retry -> success. Checked by hand the same way, and reporting: go with
+// GOPROXY on the host's loopback, git ls-remote, a server on :: (dual
+// stack).
 
 // loopbackHTTP serves token over HTTP on the host's 127.0.0.1 and, where
 // there is one, ::1 (a port each), and returns their host:port by family
@@ -67,11 +74,12 @@ while True:
 print(out.decode())
 `
 
-// TestHostLoopbackTools: curl (an address, and localhost with its happy
-// eyeballs over ::1 and 127.0.0.1), Python's urllib, Node's http (a
+// TestHostLoopbackTools: curl (an address, one with proxies set that
+// except loopback, and localhost with its happy eyeballs over ::1 and
+// 127.0.0.1), Python's urllib, Node's http (a
 // non-blocking connect), and Python's TCP Fast Open by sendto and sendmsg,
 // each against a server on the host's loopback with the network off, in
-// read-only and workspace-write. Before sbx took MSG_FASTOPEN for the
+// read-only and workspace-write, and with the network by domain (the proxy). Before sbx took MSG_FASTOPEN for the
 // connect it is, the Fast Open cases got ECONNREFUSED with no denial.
 func TestHostLoopbackTools(t *testing.T) {
 	Require(t, "netns")
@@ -85,6 +93,12 @@ func TestHostLoopbackTools(t *testing.T) {
 	}{
 		{"curl", "curl", "4", "connect", func(hp string) []string { return []string{"curl", "-sS", "--noproxy", "*", "http://" + hp + "/"} }},
 		{"curl6", "curl", "6", "connect", func(hp string) []string { return []string{"curl", "-sS", "--noproxy", "*", "http://" + hp + "/"} }},
+		// As a developer's environment has it: a proxy, and loopback
+		// excepted (under --allow-domain these replace sbx's own).
+		{"curl-env-proxies", "curl", "4", "connect", func(hp string) []string {
+			return []string{"env", "http_proxy=http://192.0.2.1:3128", "HTTPS_PROXY=http://192.0.2.1:3128",
+				"no_proxy=localhost,127.0.0.1,::1", "curl", "-sS", "http://" + hp + "/"}
+		}},
 		{"curl-localhost", "curl", "4", "connect", localhostCurl},
 		{"curl-localhost6", "curl", "6", "connect", localhostCurl},
 		{"python-urllib", "python3", "4", "connect", func(hp string) []string {
@@ -97,16 +111,23 @@ func TestHostLoopbackTools(t *testing.T) {
 		{"python-fastopen-sendto6", "python3", "6", "sendto", fastOpen("sendto")},
 		{"python-fastopen-sendmsg", "python3", "4", "sendmsg", fastOpen("sendmsg")},
 	}
-	for _, mode := range [][]string{readOnly, wsWrite} {
+	modes := []struct {
+		name string
+		args []string
+	}{{"read-only", readOnly}, {"workspace-write", wsWrite},
+		// The network by domain: the proxy's variables are set (sbx's
+		// own), and a loopback address bypasses them.
+		{"domains", append(slices.Clone(wsWrite), "--allow-domain", "example.com")}}
+	for _, mode := range modes {
 		for _, c := range cases {
-			t.Run(mode[1]+"/"+c.name, func(t *testing.T) {
+			t.Run(mode.name+"/"+c.name, func(t *testing.T) {
 				needTool(t, c.tool)
 				hostport, ok := addrs[c.family]
 				if !ok {
 					Require(t, "ipv6-loopback")
 				}
 				ws := workspace(t)
-				out, rep := run(t, ws, mode, c.argv(hostport)...)
+				out, rep := run(t, ws, mode.args, c.argv(hostport)...)
 				if out.code == 0 || strings.Contains(out.stdout, token) {
 					t.Fatalf("the host's server answered with the network off: exit %d %q", out.code, out.stdout)
 				}
@@ -154,4 +175,136 @@ func wantLoopbackDenial(t *testing.T, rep *report, syscall, hostport string) {
 		d.Reason != hostLoopbackReason || d.Address.Family != family || d.Address.Address != ap.Addr().String() || d.Address.Port != int(ap.Port()) {
 		t.Errorf("denial %v, want connect %s %s [%s]:%d (seccomp-supervisor, observed) %q", d, syscall, family, ap.Addr(), ap.Port(), hostLoopbackReason)
 	}
+}
+
+// TestHostLoopbackRegistries: npm install --registry and pip download
+// --index-url of integration/localreg's registries on the host's loopback
+// (verdaccio, a PEP 503 index), the package managers as a user runs them
+// with no proxy by name, in workspace-write. The connect is denied with
+// its address, and the retry (the network, and the tool's cache root it
+// found refused) installs the package. Neither retries a refused connect
+// (--fetch-retries=0, --retries 0): npm would back off for a minute first.
+func TestHostLoopbackRegistries(t *testing.T) {
+	Require(t, "netns")
+	Require(t, "user-notif")
+	cases := []struct {
+		name, tool string
+		start      func(t *testing.T) string
+		argv       func(url string) []string
+		setup      func(t *testing.T, ws string)
+		installed  string // a file the install leaves in the workspace
+	}{
+		{"npm", "npm", startNpmRegistry, func(url string) []string {
+			return []string{"npm", "install", "--registry", url, "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=warn",
+				"--fetch-retries=0", localreg.NpmPackage}
+		}, func(t *testing.T, ws string) {
+			writeFile(t, filepath.Join(ws, "package.json"), `{"name": "proj", "version": "1.0.0", "private": true}`+"\n")
+		}, filepath.Join("node_modules", localreg.NpmPackage, "package.json")},
+		{"pip", "python3", startPipIndex, func(url string) []string {
+			return []string{"python3", "-B", "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--no-input",
+				"--progress-bar", "off", "--retries", "0", "--index-url", url, "-d", "dl", localreg.PipPackage}
+		}, func(*testing.T, string) {}, filepath.Join("dl", strings.ReplaceAll(localreg.PipPackage, "-", "_")+"-1.0.0-py3-none-any.whl")},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			needTool(t, c.tool)
+			url := c.start(t)
+			u, err := neturl.Parse(url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws := workspace(t)
+			c.setup(t, ws)
+			out, rep := run(t, ws, wsWrite, c.argv(url)...)
+			if out.code == 0 {
+				t.Fatalf("installed from the host's loopback with the network off:\n%s%s", out.stdout, out.stderr)
+			}
+			wantLoopbackDenial(t, rep, "connect", u.Host)
+			again := approvedRetry(t, ws, rep)
+			if again.code != 0 {
+				t.Fatalf("the retry failed: exit %d\nstdout: %s\nstderr: %s", again.code, again.stdout, again.stderr)
+			}
+			if _, err := os.Stat(filepath.Join(ws, c.installed)); err != nil {
+				t.Errorf("the retry exited 0 but did not install: %v\n%s%s", err, again.stdout, again.stderr)
+			}
+		})
+	}
+}
+
+// approvedRetry is retryOutcome for a retry that also asks for more than
+// the network (a tool's cache): its argv, which must grant --network, is
+// run with the justification filled in and an --approver that approves,
+// as a runtime sends it once its user said yes; through sbx serve, its
+// request, preauthorized (serveRetry).
+func approvedRetry(t *testing.T, dir string, rep *report) outcome {
+	t.Helper()
+	if viaServe {
+		return retryOutcome(t, dir, rep)
+	}
+	var retry struct {
+		Argv []string `json:"argv"`
+	}
+	if err := json.Unmarshal(rep.raw["retry"], &retry); err != nil || len(retry.Argv) < 3 || retry.Argv[0] != "sbx" || retry.Argv[1] != "run" {
+		t.Fatalf("retry %s (%v), want argv sbx run ...", rep.raw["retry"], err)
+	}
+	argv := slices.Clone(retry.Argv[1:])
+	dash := slices.Index(argv, "--")
+	if dash < 0 || !slices.Contains(argv[:dash], "--network") {
+		t.Fatalf("retry argv %q, want --network before --", retry.Argv)
+	}
+	if i := slices.Index(argv[:dash], "--justification"); i >= 0 {
+		argv[i+1] = "reach the local registry"
+		argv = slices.Insert(argv, dash, "--approver", approver(t))
+	}
+	t.Logf("retry: %q", argv)
+	return sbx(t, opts{args: argv, dir: dir})
+}
+
+// fastOpenSelfPy serves on the sandbox's own loopback and connects to
+// itself with TCP Fast Open, by sendto and by sendmsg.
+const fastOpenSelfPy = `import socket, threading
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(2)
+def serve():
+    for _ in range(2):
+        c, _ = srv.accept()
+        c.sendall(b"echo:" + c.recv(100))
+        c.close()
+threading.Thread(target=serve).start()
+for how in ("sendto", "sendmsg"):
+    s = socket.socket()
+    if how == "sendto":
+        s.sendto(b"hi", socket.MSG_FASTOPEN, srv.getsockname())
+    else:
+        s.sendmsg([b"hi"], [], socket.MSG_FASTOPEN, srv.getsockname())
+    print(how, s.recv(100).decode())
+`
+
+// TestFastOpenNetworkOff: a TCP Fast Open connect outside loopback fails
+// with ENETUNREACH, as connect does, and is a connect denial "the network
+// is off" (before, none); one to a server the command runs on its own
+// loopback works, with no denial.
+func TestFastOpenNetworkOff(t *testing.T) {
+	Require(t, "netns")
+	Require(t, "user-notif")
+	needTool(t, "python3")
+	t.Run("outside", func(t *testing.T) {
+		out, rep := run(t, workspace(t), readOnly, fastOpen("sendto")("192.0.2.1:80")...) // TEST-NET-1
+		if out.code == 0 || !strings.Contains(out.stderr, "Network is unreachable") {
+			t.Errorf("exit %d, stderr %q: want ENETUNREACH", out.code, out.stderr)
+		}
+		ds := netDenials(t, rep)
+		if len(ds) != 1 || ds[0].Operation != "connect" || ds[0].Syscall != "sendto" || ds[0].Reason != "the network is off" ||
+			ds[0].Address == nil || ds[0].Address.Address != "192.0.2.1" || ds[0].Address.Port != 80 {
+			t.Errorf("denials %v, want one connect sendto inet 192.0.2.1:80 %q", ds, "the network is off")
+		}
+	})
+	t.Run("own-loopback", func(t *testing.T) {
+		out, rep := run(t, workspace(t), readOnly, "python3", "-B", "-c", fastOpenSelfPy)
+		if out.code != 0 || out.stdout != "sendto echo:hi\nsendmsg echo:hi\n" {
+			t.Errorf("exit %d\nstdout: %s\nstderr: %s", out.code, out.stdout, out.stderr)
+		}
+		wantNoDenial(t, rep)
+	})
 }
