@@ -174,3 +174,35 @@ func TestNSMayServe(t *testing.T) {
 		t.Errorf("nsMayServe(%d) = true after close", port)
 	}
 }
+
+// TestSendOp: MSG_FASTOPEN makes a send on a TCP socket (IPv4 or IPv6) the
+// connect it is; a UDP socket's, or a TCP send without it, stays a send.
+func TestSendOp(t *testing.T) {
+	cases := []struct {
+		name        string
+		family, typ int
+		flags       int
+		want        string
+	}{
+		{"tcp fast open", unix.AF_INET, unix.SOCK_STREAM, unix.MSG_FASTOPEN, "connect"},
+		{"tcp6 fast open", unix.AF_INET6, unix.SOCK_STREAM, unix.MSG_FASTOPEN | unix.MSG_NOSIGNAL, "connect"},
+		{"tcp", unix.AF_INET, unix.SOCK_STREAM, unix.MSG_NOSIGNAL, "send"},
+		{"udp fast open flag", unix.AF_INET, unix.SOCK_DGRAM, unix.MSG_FASTOPEN, "send"},
+		{"udp", unix.AF_INET, unix.SOCK_DGRAM, 0, "send"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			fd, err := unix.Socket(c.family, c.typ|unix.SOCK_CLOEXEC, 0)
+			if err == unix.EAFNOSUPPORT {
+				t.Skipf("SKIP: socket: %v (a kernel without IPv6)", err)
+			}
+			if err != nil {
+				t.Fatalf("socket: %v", err)
+			}
+			defer unix.Close(fd)
+			if got := sendOp(os.Getpid(), int32(fd), c.flags); got != c.want {
+				t.Errorf("sendOp = %q, want %q", got, c.want)
+			}
+		})
+	}
+}
