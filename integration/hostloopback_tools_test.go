@@ -180,7 +180,8 @@ func wantLoopbackDenial(t *testing.T, rep *report, syscall, hostport string) {
 // TestHostLoopbackRegistries: npm install --registry and pip download
 // --index-url of integration/localreg's registries on the host's loopback
 // (verdaccio, a PEP 503 index), the package managers as a user runs them
-// with no proxy by name, in workspace-write. The connect is denied with
+// with no proxy by name, in workspace-write with the network off and by
+// domain (the registry's address is not proxied). The connect is denied with
 // its address, and the retry (the network, and the tool's cache root it
 // found refused) installs the package. Neither retries a refused connect
 // (--fetch-retries=0, --retries 0): npm would back off for a minute first.
@@ -213,19 +214,26 @@ func TestHostLoopbackRegistries(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ws := workspace(t)
-			c.setup(t, ws)
-			out, rep := run(t, ws, wsWrite, c.argv(url)...)
-			if out.code == 0 {
-				t.Fatalf("installed from the host's loopback with the network off:\n%s%s", out.stdout, out.stderr)
-			}
-			wantLoopbackDenial(t, rep, "connect", u.Host)
-			again := approvedRetry(t, ws, rep)
-			if again.code != 0 {
-				t.Fatalf("the retry failed: exit %d\nstdout: %s\nstderr: %s", again.code, again.stdout, again.stderr)
-			}
-			if _, err := os.Stat(filepath.Join(ws, c.installed)); err != nil {
-				t.Errorf("the retry exited 0 but did not install: %v\n%s%s", err, again.stdout, again.stderr)
+			for _, mode := range []struct {
+				name string
+				args []string
+			}{{"off", wsWrite}, {"domains", append(slices.Clone(wsWrite), "--allow-domain", "registry.test")}} {
+				t.Run(mode.name, func(t *testing.T) {
+					ws := workspace(t)
+					c.setup(t, ws)
+					out, rep := run(t, ws, mode.args, c.argv(url)...)
+					if out.code == 0 {
+						t.Fatalf("installed from the host's loopback with the network off:\n%s%s", out.stdout, out.stderr)
+					}
+					wantLoopbackDenial(t, rep, "connect", u.Host)
+					again := approvedRetry(t, ws, rep)
+					if again.code != 0 {
+						t.Fatalf("the retry failed: exit %d\nstdout: %s\nstderr: %s", again.code, again.stdout, again.stderr)
+					}
+					if _, err := os.Stat(filepath.Join(ws, c.installed)); err != nil {
+						t.Errorf("the retry exited 0 but did not install: %v\n%s%s", err, again.stdout, again.stderr)
+					}
+				})
 			}
 		})
 	}
