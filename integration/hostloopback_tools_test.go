@@ -3,8 +3,11 @@
 package integration
 
 import (
+	"archive/zip"
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/netip"
@@ -26,9 +29,8 @@ import (
 // tool dialled, host loopback's reason) and that the retry it carries, a
 // full network (--network; additional_permissions.network through sbx
 // serve), applied as is, makes the same command work: run -> denial ->
-// retry -> success. Checked by hand the same way, and reporting: go with
-// GOPROXY on the host's loopback, git ls-remote, a server on :: (dual
-// stack).
+// retry -> success. Checked by hand the same way, and reporting: git
+// ls-remote, a server on :: (dual stack).
 
 // loopbackHTTP serves token over HTTP on the host's 127.0.0.1 and, where
 // there is one, ::1 (a port each), and returns their host:port by family
@@ -179,7 +181,8 @@ func wantLoopbackDenial(t *testing.T, rep *report, syscall, hostport string) {
 
 // TestHostLoopbackRegistries: npm install --registry and pip download
 // --index-url of integration/localreg's registries on the host's loopback
-// (verdaccio, a PEP 503 index), the package managers as a user runs them
+// (verdaccio, a PEP 503 index), and go mod download from a GOPROXY there
+// (startGoProxy), the package managers as a user runs them
 // with no proxy by name, in workspace-write with the network off and by
 // domain (the registry's address is not proxied). The connect is denied with
 // its address, and the retry (the network, and the tool's cache root it
@@ -205,6 +208,11 @@ func TestHostLoopbackRegistries(t *testing.T) {
 			return []string{"python3", "-B", "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--no-input",
 				"--progress-bar", "off", "--retries", "0", "--index-url", url, "-d", "dl", localreg.PipPackage}
 		}, func(*testing.T, string) {}, filepath.Join("dl", strings.ReplaceAll(localreg.PipPackage, "-", "_")+"-1.0.0-py3-none-any.whl")},
+		// GOPROXY on the host's loopback; the module cache in the
+		// workspace (the retry for Go's own caches is the tool table's).
+		{"go", "go", startGoProxy, func(url string) []string {
+			return []string{"sh", "-c", `GOPROXY=$0 GOSUMDB=off GOFLAGS=-modcacherw GOTOOLCHAIN=local GOMODCACHE="$PWD/modcache" GOCACHE="$PWD/gocache" exec go mod download ` + goProxyModule + "@v1.0.0", url}
+		}, func(*testing.T, string) {}, filepath.Join("modcache", goProxyModule+"@v1.0.0", "hello.go")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -315,4 +323,48 @@ func TestFastOpenNetworkOff(t *testing.T) {
 		}
 		wantNoDenial(t, rep)
 	})
+}
+
+// goProxyModule is the one module startGoProxy serves, at v1.0.0.
+const goProxyModule = "example.test/hello"
+
+// startGoProxy serves goProxyModule v1.0.0 by the GOPROXY protocol
+// (list, info, mod, zip) on a free port of the host's 127.0.0.1, until
+// the test's cleanup, and returns its URL.
+func startGoProxy(t *testing.T) string {
+	t.Helper()
+	var zipped bytes.Buffer
+	zw := zip.NewWriter(&zipped)
+	for name, body := range map[string]string{"go.mod": "module " + goProxyModule + "\n\ngo 1.21\n",
+		"hello.go": "package hello\n\nfunc Hello() string { return \"hello\" }\n"} {
+		w, err := zw.Create(goProxyModule + "@v1.0.0/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		io.WriteString(w, body)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	files := map[string][]byte{
+		"/" + goProxyModule + "/@v/list":        []byte("v1.0.0\n"),
+		"/" + goProxyModule + "/@v/v1.0.0.info": []byte(`{"Version":"v1.0.0","Time":"2024-01-01T00:00:00Z"}`),
+		"/" + goProxyModule + "/@v/v1.0.0.mod":  []byte("module " + goProxyModule + "\n\ngo 1.21\n"),
+		"/" + goProxyModule + "/@v/v1.0.0.zip":  zipped.Bytes(),
+	}
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 10 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, ok := files[r.URL.Path]
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(b)
+	})}
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + ln.Addr().String()
 }
