@@ -5,7 +5,6 @@ package integration
 import (
 	"archive/zip"
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -234,7 +233,7 @@ func TestHostLoopbackRegistries(t *testing.T) {
 						t.Fatalf("installed from the host's loopback with the network off:\n%s%s", out.stdout, out.stderr)
 					}
 					wantLoopbackDenial(t, rep, "connect", u.Host)
-					again := approvedRetry(t, ws, rep)
+					again := retryOutcome(t, ws, rep)
 					if again.code != 0 {
 						t.Fatalf("the retry failed: exit %d\nstdout: %s\nstderr: %s", again.code, again.stdout, again.stderr)
 					}
@@ -245,35 +244,6 @@ func TestHostLoopbackRegistries(t *testing.T) {
 			}
 		})
 	}
-}
-
-// approvedRetry is retryOutcome for a retry that also asks for more than
-// the network (a tool's cache): its argv, which must grant --network, is
-// run with the justification filled in and an --approver that approves,
-// as a runtime sends it once its user said yes; through sbx serve, its
-// request, preauthorized (serveRetry).
-func approvedRetry(t *testing.T, dir string, rep *report) outcome {
-	t.Helper()
-	if viaServe {
-		return retryOutcome(t, dir, rep)
-	}
-	var retry struct {
-		Argv []string `json:"argv"`
-	}
-	if err := json.Unmarshal(rep.raw["retry"], &retry); err != nil || len(retry.Argv) < 3 || retry.Argv[0] != "sbx" || retry.Argv[1] != "run" {
-		t.Fatalf("retry %s (%v), want argv sbx run ...", rep.raw["retry"], err)
-	}
-	argv := slices.Clone(retry.Argv[1:])
-	dash := slices.Index(argv, "--")
-	if dash < 0 || !slices.Contains(argv[:dash], "--network") {
-		t.Fatalf("retry argv %q, want --network before --", retry.Argv)
-	}
-	if i := slices.Index(argv[:dash], "--justification"); i >= 0 {
-		argv[i+1] = "reach the local registry"
-		argv = slices.Insert(argv, dash, "--approver", approver(t))
-	}
-	t.Logf("retry: %q", argv)
-	return sbx(t, opts{args: argv, dir: dir})
 }
 
 // fastOpenSelfPy serves on the sandbox's own loopback and connects to

@@ -394,7 +394,11 @@ func wantNoDenial(t *testing.T, rep *report) {
 }
 
 // retryOutcome runs the report's retry argv (sbx run ...), which must grant
-// the network with --network.
+// the network with --network. A retry that also asks for more (a tool's
+// cache: --sandbox-permissions with an empty --justification) runs with the
+// justification filled in and an --approver that approves, as a runtime
+// sends it once its user said yes; through sbx serve its request runs
+// preauthorized (serveRetry).
 func retryOutcome(t *testing.T, dir string, rep *report) outcome {
 	t.Helper()
 	if viaServe {
@@ -409,12 +413,17 @@ func retryOutcome(t *testing.T, dir string, rep *report) outcome {
 	if err := json.Unmarshal(rep.raw["retry"], &retry); err != nil || len(retry.Argv) < 3 || retry.Argv[0] != "sbx" || retry.Argv[1] != "run" {
 		t.Fatalf("retry %s (%v), want argv sbx run ...", rep.raw["retry"], err)
 	}
-	dash := slices.Index(retry.Argv, "--")
-	if dash < 0 || !slices.Contains(retry.Argv[:dash], "--network") {
+	argv := slices.Clone(retry.Argv[1:])
+	dash := slices.Index(argv, "--")
+	if dash < 0 || !slices.Contains(argv[:dash], "--network") {
 		t.Fatalf("retry argv %q, want --network before --", retry.Argv)
 	}
-	t.Logf("retry: %q", retry.Argv)
-	return sbx(t, opts{args: retry.Argv[1:], dir: dir})
+	if i := slices.Index(argv[:dash], "--justification"); i >= 0 {
+		argv[i+1] = "reach the host's service"
+		argv = slices.Insert(argv, dash, "--approver", approver(t))
+	}
+	t.Logf("retry: %q", argv)
+	return sbx(t, opts{args: argv, dir: dir})
 }
 
 // freePort returns a port of network that nothing on the host uses (one
