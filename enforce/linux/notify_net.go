@@ -174,16 +174,12 @@ func inetRaw(buf []byte) (sockAddr, bool) {
 	return sockAddr{}, false
 }
 
-// isUDPSocket reports whether fd of the task is a datagram socket that
-// sends to the address it is given: UDP, UDP-Lite or an ICMP ping socket,
-// named by the socket's system.sockprotoname attribute (through
-// /proc/PID/fd, the same access as reading the task's fds). Read only
-// before a refusal.
 // sendOp is the operation a send with flags to an inet address is on the
 // task's socket fd: "connect" when it is TCP Fast Open (MSG_FASTOPEN on a
 // TCP socket connects it to the address and puts the data in the SYN, as
-// connect and then send would: Python's socket.sendto, HAProxy, older
-// curl), else "send". Without this a Fast Open connect to a port only the
+// connect and then send would; a program calls sendto or sendmsg with it,
+// where curl's --tcp-fastopen on Linux sets TCP_FASTOPEN_CONNECT and calls
+// connect, which network sees), else "send". Without this a Fast Open connect to a port only the
 // host serves got ECONNREFUSED, and one outside loopback ENETUNREACH, with
 // no denial.
 //
@@ -198,6 +194,11 @@ func sendOp(tid int, fd int32, flags int) string {
 	return "send"
 }
 
+// isUDPSocket reports whether fd of the task is a datagram socket that
+// sends to the address it is given: UDP, UDP-Lite or an ICMP ping socket,
+// named by the socket's system.sockprotoname attribute (through
+// /proc/PID/fd, the same access as reading the task's fds). Read only
+// before a refusal.
 func isUDPSocket(tid int, fd int32) bool {
 	var buf [32]byte
 	n, err := unix.Getxattr(fmt.Sprintf("/proc/%d/fd/%d", tid, fd), "system.sockprotoname", buf[:])
