@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -42,7 +43,9 @@ const cgroupEnv = "SBX_CGROUP"
 
 // CgroupPlan is where a call's control groups are created and what each
 // enforces. Every call group is a child of these parents, named after sbx's
-// pid, so concurrent calls never share one.
+// pid and the call's number in this process (callGroupName), so concurrent
+// calls never share one: not those of two processes, nor two calls of one
+// server.
 type CgroupPlan struct {
 	// V2Parent is the cgroup v2 directory the call group is created in, ""
 	// for none. The command is cloned straight into it (CLONE_INTO_CGROUP),
@@ -260,7 +263,7 @@ func createCgroups(cp *CgroupPlan, l report.Limits) (cg *callCgroup, err error) 
 			cg = nil
 		}
 	}()
-	name := "sbx-" + strconv.Itoa(os.Getpid())
+	name := callGroupName()
 	if cp.V2Parent != "" {
 		if err := ensureV2Parent(cp); err != nil {
 			return cg, err
@@ -299,6 +302,16 @@ func createCgroups(cp *CgroupPlan, l report.Limits) (cg *callCgroup, err error) 
 		cg.leave = append(cg.leave, f)
 	}
 	return cg, nil
+}
+
+// callGroups numbers the call groups this process makes.
+var callGroups atomic.Uint64
+
+// callGroupName is the name of a new call group: "sbx-PID-N". A server runs
+// calls at once, each with a group of its own (they were all "sbx-PID", and
+// the second call at once failed to make its group).
+func callGroupName() string {
+	return "sbx-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(callGroups.Add(1), 10)
 }
 
 // ensureV2Parent creates sbx's own subtree when it is the parent, and
@@ -364,6 +377,7 @@ func sweepStale(parent string) {
 		if !ok || !e.IsDir() {
 			continue
 		}
+		pid, _, _ = strings.Cut(pid, "-") // sbx-PID-N (or sbx-PID, before)
 		if n, err := strconv.Atoi(pid); err == nil && unix.Kill(n, 0) == unix.ESRCH {
 			unix.Rmdir(filepath.Join(parent, e.Name()))
 		}
