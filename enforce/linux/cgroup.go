@@ -368,9 +368,35 @@ func kernelAtLeast(major, minor int) bool {
 	return ma > major || ma == major && mi >= minor
 }
 
+// sweepEvery is how often one process sweeps a parent: a server makes a
+// group for many calls, and reading the parent for every one of them was
+// ~2% of a danger-full-access call's CPU. A dead process's empty group
+// waits that much longer to go; it holds nothing and no call uses it (each
+// group's name is its process's pid and call number).
+const sweepEvery = 10 * time.Second
+
+// swept is when this process last swept each parent.
+var swept struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
 // sweepStale removes the empty call groups of sbx processes that died
-// without cleaning up (SIGKILL): rmdir fails on a group still in use.
+// without cleaning up (SIGKILL): rmdir fails on a group still in use. Each
+// parent is swept at the first call of a process, then at most every
+// sweepEvery.
 func sweepStale(parent string) {
+	now := time.Now()
+	swept.mu.Lock()
+	if t, ok := swept.last[parent]; ok && now.Sub(t) < sweepEvery {
+		swept.mu.Unlock()
+		return
+	}
+	if swept.last == nil {
+		swept.last = map[string]time.Time{}
+	}
+	swept.last[parent] = now
+	swept.mu.Unlock()
 	entries, _ := os.ReadDir(parent)
 	for _, e := range entries {
 		pid, ok := strings.CutPrefix(e.Name(), "sbx-")
