@@ -12,6 +12,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,7 +43,9 @@ const cgroupEnv = "SBX_CGROUP"
 
 // CgroupPlan is where a call's control groups are created and what each
 // enforces. Every call group is a child of these parents, named after sbx's
-// pid, so concurrent calls never share one.
+// pid and the call's number in this process (callGroupName), so concurrent
+// calls never share one: not those of two processes, nor two calls of one
+// server.
 type CgroupPlan struct {
 	// V2Parent is the cgroup v2 directory the call group is created in, ""
 	// for none. The command is cloned straight into it (CLONE_INTO_CGROUP),
@@ -66,30 +70,19 @@ type cgroupHost struct {
 	v1Own map[string]string
 }
 
-// findCgroups reads the cgroup mounts and sbx's place in each hierarchy.
-func findCgroups() cgroupHost {
+// findCgroups reads the cgroup mounts and, with own, sbx's place in each
+// hierarchy (/proc/self/cgroup): only a call with limits uses it (a v1
+// group of sbx's own to create the call group below), so a call without
+// (danger-full-access through a server, say) reads only the mounts.
+func findCgroups(own bool) cgroupHost {
 	h := cgroupHost{v1Own: map[string]string{}}
-	mounts := map[string]string{} // "" for v2, else a v1 controller
-	if text, err := readSelfMountinfo(); err == nil {
-		s := bufio.NewScanner(bytes.NewReader(text))
-		for s.Scan() {
-			// id parent maj:min root mountpoint opts... - fstype source superopts
-			pre, post, ok := strings.Cut(s.Text(), " - ")
-			fields, tail := strings.Fields(pre), strings.Fields(post)
-			if !ok || len(fields) < 5 || len(tail) < 3 || fields[3] != "/" {
-				continue
-			}
-			switch tail[0] {
-			case "cgroup2":
-				mounts[""] = fields[4]
-			case "cgroup":
-				for _, o := range strings.Split(tail[2], ",") {
-					if slices.Contains([]string{ctlMemory, ctlPids, ctlCPU}, o) {
-						mounts[o] = fields[4]
-					}
-				}
-			}
-		}
+	mounts := cgroupMountsNow()
+	// A cgroup2 mount makes the kernel list the v2 hierarchy ("0::...") in
+	// every /proc/PID/cgroup (cgrp_dfl_visible), so the mount alone says
+	// the v2 hierarchy is there.
+	h.v2Mount = mounts[""]
+	if !own {
+		return h
 	}
 	b, _ := os.ReadFile("/proc/self/cgroup")
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
@@ -99,7 +92,7 @@ func findCgroups() cgroupHost {
 		}
 		if parts[0] == "0" && parts[1] == "" {
 			if m, ok := mounts[""]; ok {
-				h.v2Mount, h.v2Own = m, filepath.Join(m, parts[2])
+				h.v2Own = filepath.Join(m, parts[2])
 			}
 			continue
 		}
@@ -110,6 +103,55 @@ func findCgroups() cgroupHost {
 		}
 	}
 	return h
+}
+
+// cgroupMounts is the parse of the last mountinfo text cgroupMountsNow
+// read. readSelfMountinfo returns the very same buffer while the mount
+// table is unchanged (mountwatch.go) and a new one once it changed; this
+// keeps that buffer, so it cannot be freed and its address reused, and the
+// parse is redone exactly when its input is not the same bytes.
+var cgroupMounts struct {
+	mu     sync.Mutex
+	text   []byte
+	mounts map[string]string
+}
+
+// cgroupMountsNow maps "" to the cgroup v2 mount and each v1 controller
+// sbx uses to its mount, from sbx's own mountinfo. The map is shared:
+// callers only read it.
+func cgroupMountsNow() map[string]string {
+	text, err := readSelfMountinfo()
+	if err != nil {
+		return map[string]string{}
+	}
+	c := &cgroupMounts
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.mounts != nil && len(c.text) == len(text) && len(text) > 0 && &c.text[0] == &text[0] {
+		return c.mounts
+	}
+	mounts := map[string]string{} // "" for v2, else a v1 controller
+	s := bufio.NewScanner(bytes.NewReader(text))
+	for s.Scan() {
+		// id parent maj:min root mountpoint opts... - fstype source superopts
+		pre, post, ok := strings.Cut(s.Text(), " - ")
+		fields, tail := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(fields) < 5 || len(tail) < 3 || fields[3] != "/" {
+			continue
+		}
+		switch tail[0] {
+		case "cgroup2":
+			mounts[""] = fields[4]
+		case "cgroup":
+			for _, o := range strings.Split(tail[2], ",") {
+				if slices.Contains([]string{ctlMemory, ctlPids, ctlCPU}, o) {
+					mounts[o] = fields[4]
+				}
+			}
+		}
+	}
+	c.text, c.mounts = text, mounts
+	return mounts
 }
 
 // setLimits decides, controller by controller, what enforces l: a cgroup v2
@@ -128,7 +170,7 @@ func (p *Plan) setLimits(l report.Limits) {
 	if l.IsZero() && p.NewPIDNS {
 		return
 	}
-	h := findCgroups()
+	h := findCgroups(!l.IsZero())
 	cg := &CgroupPlan{V1: map[string]string{}}
 	v2Avail := map[string]bool{}
 	// src is the group whose cgroup.controllers lists what the call group
@@ -142,7 +184,8 @@ func (p *Plan) setLimits(l report.Limits) {
 		// a dedicated subtree at the top instead.
 		cg.V2Top, cg.V2Parent, src = h.v2Mount, filepath.Join(h.v2Mount, "sbx"), h.v2Mount
 	}
-	if src != "" {
+	if src != "" && !l.IsZero() {
+		// What the parent offers matters only to a limit (use, below).
 		if b, err := os.ReadFile(filepath.Join(src, "cgroup.controllers")); err == nil {
 			for _, c := range strings.Fields(string(b)) {
 				v2Avail[c] = true
@@ -220,7 +263,7 @@ func createCgroups(cp *CgroupPlan, l report.Limits) (cg *callCgroup, err error) 
 			cg = nil
 		}
 	}()
-	name := "sbx-" + strconv.Itoa(os.Getpid())
+	name := callGroupName()
 	if cp.V2Parent != "" {
 		if err := ensureV2Parent(cp); err != nil {
 			return cg, err
@@ -259,6 +302,16 @@ func createCgroups(cp *CgroupPlan, l report.Limits) (cg *callCgroup, err error) 
 		cg.leave = append(cg.leave, f)
 	}
 	return cg, nil
+}
+
+// callGroups numbers the call groups this process makes.
+var callGroups atomic.Uint64
+
+// callGroupName is the name of a new call group: "sbx-PID-N". A server runs
+// calls at once, each with a group of its own (they were all "sbx-PID", and
+// the second call at once failed to make its group).
+func callGroupName() string {
+	return "sbx-" + strconv.Itoa(os.Getpid()) + "-" + strconv.FormatUint(callGroups.Add(1), 10)
 }
 
 // ensureV2Parent creates sbx's own subtree when it is the parent, and
@@ -315,15 +368,42 @@ func kernelAtLeast(major, minor int) bool {
 	return ma > major || ma == major && mi >= minor
 }
 
+// sweepEvery is how often one process sweeps a parent: a server makes a
+// group for many calls, and reading the parent for every one of them was
+// ~2% of a danger-full-access call's CPU. A dead process's empty group
+// waits that much longer to go; it holds nothing and no call uses it (each
+// group's name is its process's pid and call number).
+const sweepEvery = 10 * time.Second
+
+// swept is when this process last swept each parent.
+var swept struct {
+	mu   sync.Mutex
+	last map[string]time.Time
+}
+
 // sweepStale removes the empty call groups of sbx processes that died
-// without cleaning up (SIGKILL): rmdir fails on a group still in use.
+// without cleaning up (SIGKILL): rmdir fails on a group still in use. Each
+// parent is swept at the first call of a process, then at most every
+// sweepEvery.
 func sweepStale(parent string) {
+	now := time.Now()
+	swept.mu.Lock()
+	if t, ok := swept.last[parent]; ok && now.Sub(t) < sweepEvery {
+		swept.mu.Unlock()
+		return
+	}
+	if swept.last == nil {
+		swept.last = map[string]time.Time{}
+	}
+	swept.last[parent] = now
+	swept.mu.Unlock()
 	entries, _ := os.ReadDir(parent)
 	for _, e := range entries {
 		pid, ok := strings.CutPrefix(e.Name(), "sbx-")
 		if !ok || !e.IsDir() {
 			continue
 		}
+		pid, _, _ = strings.Cut(pid, "-") // sbx-PID-N (or sbx-PID, before)
 		if n, err := strconv.Atoi(pid); err == nil && unix.Kill(n, 0) == unix.ESRCH {
 			unix.Rmdir(filepath.Join(parent, e.Name()))
 		}

@@ -3,7 +3,9 @@
 package linux
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -64,5 +66,37 @@ func TestReadKey(t *testing.T) {
 	}
 	if _, ok := readKey(p, "absent"); ok {
 		t.Error("absent key found")
+	}
+}
+
+// A dead process's call group is swept at a process's first call into its
+// parent, a live one's never; the next sweep of that parent waits
+// sweepEvery.
+func TestSweepStale(t *testing.T) {
+	parent := t.TempDir()
+	dead := exec.Command("/bin/true")
+	if err := dead.Run(); err != nil {
+		t.Fatal(err)
+	}
+	deadDir := filepath.Join(parent, fmt.Sprintf("sbx-%d-1", dead.Process.Pid))
+	oldDir := filepath.Join(parent, fmt.Sprintf("sbx-%d", dead.Process.Pid)) // before call numbers
+	liveDir := filepath.Join(parent, fmt.Sprintf("sbx-%d-1", os.Getpid()))
+	for _, d := range []string{deadDir, oldDir, liveDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sweepStale(parent)
+	for d, want := range map[string]bool{deadDir: false, oldDir: false, liveDir: true} {
+		if _, err := os.Stat(d); (err == nil) != want {
+			t.Errorf("%s: there %v after the sweep, want %v", d, err == nil, want)
+		}
+	}
+	if err := os.Mkdir(deadDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	sweepStale(parent) // within sweepEvery: not read again
+	if _, err := os.Stat(deadDir); err != nil {
+		t.Errorf("swept again within %v: %v", sweepEvery, err)
 	}
 }

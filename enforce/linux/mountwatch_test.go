@@ -4,6 +4,7 @@ package linux
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -77,4 +78,24 @@ func TestReadSelfMountinfoFollowsMounts(t *testing.T) {
 		t.Fatalf("unmount: %v", err)
 	}
 	same("after unmount", false)
+}
+
+// The cgroup mounts are parsed again exactly when mountinfo's text is new,
+// and a call without limits finds the same v2 mount as one with.
+func TestCgroupMountsFollowMountinfo(t *testing.T) {
+	a, b := cgroupMountsNow(), cgroupMountsNow()
+	if fmt.Sprintf("%p", a) != fmt.Sprintf("%p", b) {
+		t.Fatalf("mountinfo unchanged, but the mounts were parsed again")
+	}
+	if got, want := findCgroups(false).v2Mount, findCgroups(true).v2Mount; got != want {
+		t.Fatalf("v2 mount without limits %q, with %q", got, want)
+	}
+	selfMountinfo.mu.Lock()
+	if selfMountinfo.f != nil {
+		selfMountinfo.drop() // as a mount change makes it read the text anew
+	}
+	selfMountinfo.mu.Unlock()
+	if c := cgroupMountsNow(); fmt.Sprintf("%p", c) == fmt.Sprintf("%p", a) {
+		t.Fatalf("mountinfo read anew, but the old parse was kept")
+	}
 }

@@ -28,6 +28,9 @@ func TestPrestartProcAndBounding(t *testing.T) {
 grep CapBnd /proc/self/status
 awk '$5 ~ /^\/proc/ {m[$5] = $6} END {for (k in m) print k, m[k]}' /proc/self/mountinfo | sort`
 	fresh := strings.SplitN(shellOutput(t, plan, ws, script), "\n", 3)
+	// That call's init is reaped off its path (stopInit): gone before the
+	// prestart, it is not taken for the prestarted thread's.
+	waitInits(t, false)
 	prestart := func() string {
 		t.Helper()
 		Prestart(plan.NewNetNS, [3]*os.File{os.Stdin, os.Stdout, os.Stderr})

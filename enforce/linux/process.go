@@ -21,16 +21,13 @@ type Process struct {
 	// lifeline keeps the namespace's init (thread launch) or the stage
 	// (stage launch) alive; closing it ends them.
 	lifeline *os.File
-	// done delivers the stage launch's exit; a thread launch has none:
-	// Wait reaps its command itself.
+	// done delivers the command's exit: the stage launch's stage reaps
+	// it, a thread launch's launcher thread (which must outlive the
+	// command: parent-death signals fire when the forking thread exits).
 	done chan exitResult
 	// stageInit: the command is the child of a stage that is PID 1 of the
 	// call's PID namespace (Pid is the stage's).
 	stageInit bool
-	// release, closed once the command is reaped, ends a thread launch's
-	// launcher thread, which must outlive the command: parent-death
-	// signals fire when the forking thread exits.
-	release chan struct{}
 	// sup is the seccomp supervisor, nil when the plan has none.
 	sup *supervisor
 	// cg is the call's control groups, nil when the plan has none; usage is
@@ -101,10 +98,6 @@ func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
 		removePlaceholders(made)
 	}
 	pr.placeholders = nil
-	if pr.release != nil {
-		close(pr.release)
-		pr.release = nil
-	}
 	if pr.cg != nil {
 		pr.cg.kill()
 		pr.usage = pr.cg.usage()

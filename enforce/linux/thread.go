@@ -52,12 +52,14 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 		err          error
 	}
 	startc := make(chan started, 1)
-	// release is read here, not through pr in the launch: Wait sets
-	// pr.release to nil once it closed it, and a launch that read the
-	// field after that would wait on a nil channel, its locked thread
-	// leaked for good (found by a long-lived server, under -race).
-	release := make(chan struct{})
-	pr := &Process{release: release}
+	// The launcher thread reaps the command itself and hands Wait the
+	// result through done: it must outlive the command anyway (parent-death
+	// signals), and a locked thread that blocked on a channel until Wait
+	// released it paid two more hand-offs of its thread and a P per call
+	// (stoplockedm, startlockedm: ~4 futex calls each) than one that waits
+	// in wait4. done is read here, not through pr, as Wait reads it.
+	done := make(chan exitResult, 1)
+	pr := &Process{done: done}
 	launch := func(pre nsDone) {
 		st := started{lis: listener{fd: -1}}
 		if cg != nil {
@@ -160,7 +162,9 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 			cg.leaveV1()
 		}
 		startc <- st
-		<-release
+		// Its exit ends the thread: init's parent-death signal then kills
+		// the PID namespace, as Wait's stopInit does next in any case.
+		done <- wait(pid)
 	}
 	if pre != nil {
 		pre.jobs <- launch
