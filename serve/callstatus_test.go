@@ -1,6 +1,8 @@
 package serve
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -30,11 +32,19 @@ func TestCallStatus(t *testing.T) {
 	if got := c.callStatus("s", "c1"); got["status"] != "finished" || got["exit_code"] != 3.0 || got["outcome"] != "exited" {
 		t.Errorf("a finished call: %v", got)
 	}
-	pending := c.start("exec", map[string]any{"session_id": "s", "turn_id": turn, "call_id": "c2", "cwd": ws, "command": []string{"sleep", "30"}})
+	// "running" holds from the call's admission, before its command starts:
+	// the test waits for the command itself (its file), so that the
+	// cancel below aborts a started command rather than cancelling a call
+	// that never ran.
+	started := filepath.Join(ws, "started")
+	pending := c.start("exec", map[string]any{"session_id": "s", "turn_id": turn, "call_id": "c2", "cwd": ws, "command": []string{"sh", "-c", "touch started; exec sleep 30"}})
 	deadline := time.Now().Add(10 * time.Second)
-	for c.callStatus("s", "c2")["status"] != "running" {
-		if time.Now().After(deadline) {
-			t.Fatalf("c2 never running: %v", c.callStatus("s", "c2"))
+	for {
+		_, err := os.Stat(started)
+		if st := c.callStatus("s", "c2")["status"]; err == nil && st == "running" {
+			break
+		} else if st != "running" && st != "unknown" || time.Now().After(deadline) {
+			t.Fatalf("c2 not running (its command started: %v): %v", err == nil, c.callStatus("s", "c2"))
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
