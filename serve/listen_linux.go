@@ -114,9 +114,15 @@ func removeStale(path string) error {
 }
 
 // lockDir takes an exclusive flock(2) on dir, released by the function it
-// returns.
+// returns. A directory the server may enter but not read (flock needs an
+// fd opened for reading) is not locked: two servers starting at once on a
+// stale socket there could then remove each other's new one, a narrower
+// failure than refusing to start.
 func lockDir(dir string) (func(), error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if errors.Is(err, unix.EACCES) {
+		return func() {}, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", dir, err)
 	}
