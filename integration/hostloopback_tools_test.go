@@ -193,29 +193,36 @@ func TestHostLoopbackRegistries(t *testing.T) {
 	cases := []struct {
 		name, tool string
 		start      func(t *testing.T) string
-		argv       func(url string) []string
+		argv       func(url, bin string) []string
 		setup      func(t *testing.T, ws string)
 		installed  string // a file the install leaves in the workspace
 	}{
-		{"npm", "npm", startNpmRegistry, func(url string) []string {
+		{"npm", "npm", startNpmRegistry, func(url, _ string) []string {
 			return []string{"npm", "install", "--registry", url, "--no-audit", "--no-fund", "--no-update-notifier", "--loglevel=warn",
 				"--fetch-retries=0", localreg.NpmPackage}
 		}, func(t *testing.T, ws string) {
 			writeFile(t, filepath.Join(ws, "package.json"), `{"name": "proj", "version": "1.0.0", "private": true}`+"\n")
 		}, filepath.Join("node_modules", localreg.NpmPackage, "package.json")},
-		{"pip", "python3", startPipIndex, func(url string) []string {
+		{"pip", "python3", startPipIndex, func(url, _ string) []string {
 			return []string{"python3", "-B", "-m", "pip", "download", "--no-deps", "--disable-pip-version-check", "--no-input",
 				"--progress-bar", "off", "--retries", "0", "--index-url", url, "-d", "dl", localreg.PipPackage}
 		}, func(*testing.T, string) {}, filepath.Join("dl", strings.ReplaceAll(localreg.PipPackage, "-", "_")+"-1.0.0-py3-none-any.whl")},
 		// GOPROXY on the host's loopback; the module cache in the
 		// workspace (the retry for Go's own caches is the tool table's).
-		{"go", "go", startGoProxy, func(url string) []string {
-			return []string{"sh", "-c", `GOPROXY=$0 GOSUMDB=off GOFLAGS=-modcacherw GOTOOLCHAIN=local GOMODCACHE="$PWD/modcache" GOCACHE="$PWD/gocache" exec go mod download ` + goProxyModule + "@v1.0.0", url}
+		{"go", "go", startGoProxy, func(url, goBin string) []string {
+			return []string{"sh", "-c", `GOPROXY=$0 GOSUMDB=off GOFLAGS=-modcacherw GOTOOLCHAIN=local GOMODCACHE="$PWD/modcache" GOCACHE="$PWD/gocache" exec "$1" mod download ` + goProxyModule + "@v1.0.0", url, goBin}
 		}, func(*testing.T, string) {}, filepath.Join("modcache", goProxyModule+"@v1.0.0", "hello.go")},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			needTool(t, c.tool)
+			// go is not on the unprivileged pass's PATH: goTool finds it
+			// where .ci/run installs it.
+			bin := c.tool
+			if c.tool == "go" {
+				bin = goTool(t)
+			} else {
+				needTool(t, c.tool)
+			}
 			url := c.start(t)
 			u, err := neturl.Parse(url)
 			if err != nil {
@@ -228,7 +235,7 @@ func TestHostLoopbackRegistries(t *testing.T) {
 				t.Run(mode.name, func(t *testing.T) {
 					ws := workspace(t)
 					c.setup(t, ws)
-					out, rep := run(t, ws, mode.args, c.argv(url)...)
+					out, rep := run(t, ws, mode.args, c.argv(url, bin)...)
 					if out.code == 0 {
 						t.Fatalf("installed from the host's loopback with the network off:\n%s%s", out.stdout, out.stderr)
 					}
