@@ -92,7 +92,7 @@ cat > "$base/tests/run-pass" <<'SCRIPT'
 . /tests/bin/config
 export SBX_BIN=/tests/bin/sbx SBX_PROBE=/tests/bin/probe PATH=/bin:/sbin:/usr/bin:/usr/sbin
 # Only busybox here: the tests that run these say so and skip.
-export SBX_IT_ABSENT_TOOLS="bash git curl pip3 go cargo make gcc python3 node"
+export SBX_IT_ABSENT_TOOLS="bash git curl pip3 go cargo make gcc python3 node npm"
 cd /tmp
 echo "@@ENV uid=$(id -u) $(grep -E '^(CapEff|Seccomp):' /proc/self/status | tr -s '\t\n' '  ')uid_map=$(tr -s ' \n' ' ' < /proc/self/uid_map)"
 if [ -n "$RUN" ]; then

@@ -60,7 +60,7 @@ cat > "$work/tests/run-all" <<'SCRIPT'
 export SBX_BIN=/tests/bin/sbx SBX_PROBE=/tests/bin/probe
 # The guest is busybox only: the tests that need these programs skip, saying
 # so; anywhere else a missing one fails them.
-export SBX_IT_ABSENT_TOOLS="bash git curl pip3 go cargo make gcc python3 node"
+export SBX_IT_ABSENT_TOOLS="bash git curl pip3 go cargo make gcc python3 node npm"
 cd /tmp
 rc=0
 # -test.short: the race tests run fewer rounds under TCG (raceRounds).
