@@ -106,13 +106,11 @@ func findCgroups(own bool) cgroupHost {
 }
 
 // cgroupMounts is the parse of the last mountinfo text cgroupMountsNow
-// read. readSelfMountinfo returns the very same buffer while the mount
-// table is unchanged (mountwatch.go) and a new one once it changed; this
-// keeps that buffer, so it cannot be freed and its address reused, and the
-// parse is redone exactly when its input is not the same bytes.
+// read, and that text's generation (mountwatch.go): the parse is redone
+// exactly when the text was read anew.
 var cgroupMounts struct {
 	mu     sync.Mutex
-	text   []byte
+	gen    uint64
 	mounts map[string]string
 }
 
@@ -120,14 +118,14 @@ var cgroupMounts struct {
 // sbx uses to its mount, from sbx's own mountinfo. The map is shared:
 // callers only read it.
 func cgroupMountsNow() map[string]string {
-	text, err := readSelfMountinfo()
+	text, gen, err := readSelfMountinfoGen()
 	if err != nil {
 		return map[string]string{}
 	}
 	c := &cgroupMounts
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mounts != nil && len(c.text) == len(text) && len(text) > 0 && &c.text[0] == &text[0] {
+	if c.mounts != nil && c.gen == gen {
 		return c.mounts
 	}
 	mounts := map[string]string{} // "" for v2, else a v1 controller
@@ -150,7 +148,7 @@ func cgroupMountsNow() map[string]string {
 			}
 		}
 	}
-	c.text, c.mounts = text, mounts
+	c.gen, c.mounts = gen, mounts
 	return mounts
 }
 

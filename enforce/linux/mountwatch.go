@@ -29,36 +29,48 @@ type mountinfoWatch struct {
 	mu   sync.Mutex
 	f    *os.File
 	text []byte
+	// gen counts the reads of the text: what is derived from it (the
+	// cgroup mounts) is derived again when gen has moved.
+	gen uint64
 }
 
 // readSelfMountinfo returns the text of /proc/self/mountinfo (the thread
 // group's mount namespace, as os.ReadFile of that path returns it).
 func readSelfMountinfo() ([]byte, error) {
+	text, _, err := readSelfMountinfoGen()
+	return text, err
+}
+
+// readSelfMountinfoGen is readSelfMountinfo with the text's generation,
+// which changes whenever the text is read anew.
+func readSelfMountinfoGen() ([]byte, uint64, error) {
 	m := &selfMountinfo
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.f != nil && !mountsChanged(m.f) {
-		return m.text, nil
+		return m.text, m.gen, nil
 	}
+	m.gen++
 	if m.f == nil {
 		f, err := os.Open("/proc/self/mountinfo")
 		if err != nil {
-			return nil, err
+			return nil, m.gen, err
 		}
 		m.f = f
 	} else if _, err := m.f.Seek(0, io.SeekStart); err != nil {
 		m.drop()
-		return os.ReadFile("/proc/self/mountinfo")
+		text, err := os.ReadFile("/proc/self/mountinfo")
+		return text, m.gen, err
 	}
 	// Polled (or opened) before it is read: a change during the read is
 	// reported by the next poll, and the text is read again then.
 	text, err := io.ReadAll(m.f)
 	if err != nil {
 		m.drop()
-		return nil, err
+		return nil, m.gen, err
 	}
 	m.text = text
-	return text, nil
+	return text, m.gen, nil
 }
 
 // drop forgets the open file and its text; m.mu is held.
