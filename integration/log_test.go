@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/journal"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 )
 
 // writeSession writes a small session with the journal's own Writer: an

@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/call"
-	sbxreport "github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	sbxreport "github.com/sbx-sandbox/sbx/internal/report"
 )
 
 // setDotted sets m's value at the dotted key ("file_system.write"),

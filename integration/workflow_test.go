@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/tools"
+	"github.com/sbx-sandbox/sbx/internal/tools"
 )
 
 // The corpus of real workflows (issue 29): everyday tools run under

@@ -51,7 +51,7 @@ export SOURCE_DATE_EPOCH=$epoch TZ=UTC LC_ALL=C
 umask 022
 
 targets="linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64 windows/arm64"
-pkg=github.com/sbx-sandbox/sbx/version
+pkg=github.com/sbx-sandbox/sbx/internal/version
 ldflags="-buildid= -s -w -X $pkg.Version=$version -X $pkg.Commit=$commit -X $pkg.Date=$date"
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/sbx-release.XXXXXX")

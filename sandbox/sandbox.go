@@ -2,7 +2,7 @@
 // JSON contract (docs/json.md) run under the OS sandbox, as `sbx exec`
 // runs it, without a process of sbx in between.
 //
-// Its request and result types are the contract's (package execjson, the
+// Its request and result types are the contract's (package wire, the
 // same types `sbx exec` and `sbx serve` decode and print), so what a
 // program builds here is what a runtime would send sbx as JSON, and the
 // schemas in docs/schema describe both. It runs them through the same run
@@ -36,37 +36,37 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce/host"
-	"github.com/sbx-sandbox/sbx/escalate"
-	"github.com/sbx-sandbox/sbx/execjson"
-	"github.com/sbx-sandbox/sbx/report"
-	"github.com/sbx-sandbox/sbx/run"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/run"
+	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
 func init() { runtime.LockOSThread() }
 
 // Request is one call: a command (or one file-system change, FS) and the
 // permissions it runs with (docs/schema/exec-request.schema.json).
-type Request = execjson.Request
+type Request = wire.Request
 
 // FSRequest is the file-system change of a Request.
-type FSRequest = execjson.FSRequest
+type FSRequest = wire.FSRequest
 
 // Response is what a call came to: exactly one of Result (a command) and
 // FS (a file-system change) is set.
-type Response = execjson.Response
+type Response = wire.Response
 
 // Result is a command's result: the report (what was enforced, degraded
 // and denied, with the retry), the exit status and the captured output
 // (docs/schema/exec-result.schema.json).
-type Result = execjson.Result
+type Result = wire.Result
 
 // FSResult is a file-system change's result.
-type FSResult = execjson.FSResult
+type FSResult = wire.FSResult
 
 // OutputEvent is one event of a streamed call's output.
-type OutputEvent = execjson.OutputEvent
+type OutputEvent = wire.OutputEvent
 
 // Question is the one approval question every answerer gets (the shape
 // an --approver program reads on its stdin, and an sbx server's clients in
@@ -127,10 +127,10 @@ func Main() {
 
 // Decode reads a request as `sbx exec` reads its stdin: strictly (exact
 // keys, no duplicates, no unknown fields), at most 16 MiB.
-func Decode(data []byte) (*Request, error) { return execjson.Decode(data) }
+func Decode(data []byte) (*Request, error) { return wire.Decode(data) }
 
 // Run checks, prepares and runs one call, as `sbx exec` does. An error is
-// a refusal: nothing ran (execjson.NewRefusal makes its JSON). Cancelling
+// a refusal: nothing ran (wire.NewRefusal makes its JSON). Cancelling
 // ctx settles a pending approval cancelled and kills a running command's
 // tree.
 func Run(ctx context.Context, req *Request, opt Options) (Response, error) {

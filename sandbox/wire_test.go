@@ -4,8 +4,8 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/profiles"
-	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
 // roundTrip is how wireForm was made before it read req's fields directly

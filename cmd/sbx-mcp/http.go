@@ -12,8 +12,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sbx-sandbox/sbx/mcp"
-	"github.com/sbx-sandbox/sbx/serve"
+	"github.com/sbx-sandbox/sbx/internal/mcp"
+	"github.com/sbx-sandbox/sbx/internal/serve"
 )
 
 // serveHTTP serves the MCP streamable HTTP transport on the unix socket

@@ -17,9 +17,9 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sbx-sandbox/sbx/mcp"
-	"github.com/sbx-sandbox/sbx/mcp/conf"
-	"github.com/sbx-sandbox/sbx/serve"
+	"github.com/sbx-sandbox/sbx/internal/mcp"
+	"github.com/sbx-sandbox/sbx/internal/mcp/conf"
+	"github.com/sbx-sandbox/sbx/internal/serve"
 )
 
 func main() {

@@ -14,10 +14,10 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/fsop"
-	"github.com/sbx-sandbox/sbx/profiles"
-	"github.com/sbx-sandbox/sbx/report"
-	"github.com/sbx-sandbox/sbx/shells"
+	"github.com/sbx-sandbox/sbx/internal/fsop"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/shells"
 )
 
 // cliCommand is one subcommand as its help describes it.

@@ -15,7 +15,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
 // The denial corpus: commands the sandbox blocks and commands that fail (or

@@ -7,20 +7,20 @@ import (
 	"io"
 	"os"
 
-	"github.com/sbx-sandbox/sbx/escalate"
-	"github.com/sbx-sandbox/sbx/execjson"
-	"github.com/sbx-sandbox/sbx/run"
+	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/run"
+	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
 func init() {
 	register("exec", command{summary: "run one JSON request from stdin, print one JSON result on stdout", run: execCmd})
 }
 
-// execRequest is the wire shape of `sbx exec` (execjson.Request).
-type execRequest = execjson.Request
+// execRequest is the wire shape of `sbx exec` (wire.Request).
+type execRequest = wire.Request
 
-// execResult is the wire shape of the result (execjson.Result).
-type execResult = execjson.Result
+// execResult is the wire shape of the result (wire.Result).
+type execResult = wire.Result
 
 const execUsage = `Usage: sbx exec < request.json
 
@@ -43,11 +43,11 @@ sbx killed with SIGKILL writes no result (the command tree dies with it, but
 on macOS: degraded parent-death-kill).
 `
 
-// maxExecRequest bounds the request read from stdin (execjson.MaxRequest).
-const maxExecRequest = execjson.MaxRequest
+// maxExecRequest bounds the request read from stdin (wire.MaxRequest).
+const maxExecRequest = wire.MaxRequest
 
 // maxKillGrace bounds kill_grace_ms and --kill-grace.
-const maxKillGrace = execjson.MaxKillGrace
+const maxKillGrace = wire.MaxKillGrace
 
 func execCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("exec", execUsage, stdio)
@@ -63,7 +63,7 @@ func execCmd(args []string, stdio Stdio) int {
 	if len(data) > maxExecRequest {
 		return execRefuse(stdio, fmt.Errorf("request: longer than %d bytes (16 MiB), the limit of sbx exec; give large inputs as files", maxExecRequest))
 	}
-	req, err := execjson.Decode(data)
+	req, err := wire.Decode(data)
 	if err != nil {
 		return execRefuse(stdio, err)
 	}
@@ -77,7 +77,7 @@ func execCmd(args []string, stdio Stdio) int {
 		r.Escalation.Approver = withInterrupt(escalate.CommandApprover{Argv: req.Approver})
 	}
 	resp, err := run.Exec(context.Background(), req, r, in, run.Options{
-		Raw: data, Events: execjson.LineSink(stdio.Out), Prestart: true, RelaySignals: true,
+		Raw: data, Events: wire.LineSink(stdio.Out), Prestart: true, RelaySignals: true,
 		Executable: func() (string, error) { return selfExecutable() },
 	})
 	if err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/jsonfuzz"
-	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 // FuzzExecRequest: a request sbx exec decodes is exact JSON: no duplicate

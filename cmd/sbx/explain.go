@@ -6,8 +6,8 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
 )
 
 func init() {

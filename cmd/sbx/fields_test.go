@@ -13,10 +13,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/execjson"
-	"github.com/sbx-sandbox/sbx/profiles"
-	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
 // cliRequest is the call `sbx run ARGS` describes, as runCmd makes it.
@@ -39,7 +39,7 @@ func jsonRequest(m map[string]any) (call.Request, []byte, error) {
 	if err != nil {
 		return call.Request{}, nil, err
 	}
-	req, err := execjson.Decode(raw)
+	req, err := wire.Decode(raw)
 	if err != nil {
 		return call.Request{}, raw, err
 	}

@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/execjson"
-	"github.com/sbx-sandbox/sbx/fsop"
-	"github.com/sbx-sandbox/sbx/profiles"
-	"github.com/sbx-sandbox/sbx/run"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/fsop"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/run"
+	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
 func init() {
@@ -23,7 +23,7 @@ func init() {
 
 // ExitDenied is the exit status of `sbx fs` when the sandbox denied the
 // change (the report has the denial and the retry hint).
-const ExitDenied = execjson.ExitDenied
+const ExitDenied = wire.ExitDenied
 
 const fsUsage = `Usage: sbx fs [run flags] [--json] OPERATION ARG...
 
@@ -84,8 +84,8 @@ Flags (the run flags; --shell, -c and --login are refused: no command runs):
 `
 
 // fsResult is the `sbx fs --json` output and the `sbx exec` result of an
-// "fs" request (execjson.FSResult).
-type fsResult = execjson.FSResult
+// "fs" request (wire.FSResult).
+type fsResult = wire.FSResult
 
 func fsCmd(args []string, stdio Stdio) int {
 	fs := newFlagSet("fs", fsUsage, stdio)

@@ -1,7 +1,7 @@
 package main
 
-import "github.com/sbx-sandbox/sbx/execjson"
+import "github.com/sbx-sandbox/sbx/internal/wire"
 
 // execFSRequest is the "fs" object of an `sbx exec` request
-// (execjson.FSRequest).
-type execFSRequest = execjson.FSRequest
+// (wire.FSRequest).
+type execFSRequest = wire.FSRequest

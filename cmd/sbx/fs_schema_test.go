@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/fsop"
+	"github.com/sbx-sandbox/sbx/internal/fsop"
 )
 
 // The schema tests of `sbx fs` and of "fs" requests: the real output of

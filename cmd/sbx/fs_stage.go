@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/sbx-sandbox/sbx/run"
+	"github.com/sbx-sandbox/sbx/internal/run"
 )
 
 // fsStageCommand is the hidden subcommand `sbx fs` runs inside the

@@ -6,9 +6,9 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/escalate"
-	"github.com/sbx-sandbox/sbx/fsop"
-	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/fsop"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 func TestParseFSArgs(t *testing.T) {

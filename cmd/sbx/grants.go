@@ -8,7 +8,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 func init() {

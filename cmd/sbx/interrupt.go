@@ -6,8 +6,8 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/sbx-sandbox/sbx/enforce/host"
-	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/escalate"
 )
 
 // interruptible is an approver that SIGINT or SIGTERM to sbx settles

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/sbx-sandbox/sbx/journal"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 )
 
 func init() {

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/version"
+	"github.com/sbx-sandbox/sbx/internal/version"
 )
 
 // sbx man is a hidden subcommand rather than a go generate step: the pages

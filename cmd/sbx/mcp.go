@@ -12,10 +12,10 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/mcp/conf"
-	"github.com/sbx-sandbox/sbx/serve"
-	"github.com/sbx-sandbox/sbx/version"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/mcp/conf"
+	"github.com/sbx-sandbox/sbx/internal/serve"
+	"github.com/sbx-sandbox/sbx/internal/version"
 )
 
 func init() {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/escalate"
-	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 // approverLog is an approver program that appends each request it is shown

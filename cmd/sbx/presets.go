@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"text/tabwriter"
 
-	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 func init() {

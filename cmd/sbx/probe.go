@@ -15,13 +15,13 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce/host"
-	"github.com/sbx-sandbox/sbx/policy"
-	"github.com/sbx-sandbox/sbx/policy/denial"
-	"github.com/sbx-sandbox/sbx/profiles"
-	"github.com/sbx-sandbox/sbx/report"
-	"github.com/sbx-sandbox/sbx/run"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/policy"
+	"github.com/sbx-sandbox/sbx/internal/policy/denial"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/run"
 )
 
 func init() {

@@ -8,8 +8,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/report"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
 // retryCommandLine is the command line of `sbx SUB` for the retry: the

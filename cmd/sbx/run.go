@@ -10,14 +10,14 @@ import (
 	"os"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce/host"
-	"github.com/sbx-sandbox/sbx/escalate"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/netproxy"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/shells"
 	"github.com/sbx-sandbox/sbx/internal/steptrace"
-	"github.com/sbx-sandbox/sbx/netproxy"
-	"github.com/sbx-sandbox/sbx/profiles"
-	"github.com/sbx-sandbox/sbx/report"
-	"github.com/sbx-sandbox/sbx/shells"
 )
 
 func init() {

@@ -17,11 +17,11 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/escalate"
-	"github.com/sbx-sandbox/sbx/profiles"
-	"github.com/sbx-sandbox/sbx/report"
-	"github.com/sbx-sandbox/sbx/shells"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/shells"
 )
 
 // The JSON Schemas in docs/schema pin the wire contract of `sbx exec` and

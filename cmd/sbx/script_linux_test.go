@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce/linux"
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux"
 )
 
 // scriptCondition answers the conditions scripts use beyond testscript's:

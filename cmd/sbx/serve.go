@@ -14,12 +14,12 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/enforce/host"
-	"github.com/sbx-sandbox/sbx/escalate"
-	"github.com/sbx-sandbox/sbx/journal"
-	"github.com/sbx-sandbox/sbx/serve"
-	"github.com/sbx-sandbox/sbx/version"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
+	"github.com/sbx-sandbox/sbx/internal/serve"
+	"github.com/sbx-sandbox/sbx/internal/version"
 )
 
 func init() {

@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/call"
-	"github.com/sbx-sandbox/sbx/journal"
-	"github.com/sbx-sandbox/sbx/serve"
+	"github.com/sbx-sandbox/sbx/internal/call"
+	"github.com/sbx-sandbox/sbx/internal/journal"
+	"github.com/sbx-sandbox/sbx/internal/serve"
 )
 
 // metricsTokenFile holds a TCP metrics endpoint's bearer token, in the

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
 )
 
 // serveUserNSCommand is the hidden subcommand of an unprivileged sbx serve

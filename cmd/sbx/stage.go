@@ -3,7 +3,7 @@ package main
 import (
 	"runtime"
 
-	"github.com/sbx-sandbox/sbx/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
 )
 
 func init() {

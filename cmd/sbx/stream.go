@@ -4,14 +4,14 @@ import (
 	"encoding/json"
 	"io"
 
-	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
-// outputEvent is one chunk of a streamed call's output (execjson.OutputEvent).
-type outputEvent = execjson.OutputEvent
+// outputEvent is one chunk of a streamed call's output (wire.OutputEvent).
+type outputEvent = wire.OutputEvent
 
-// streamResult is the last line of a streamed call (execjson.StreamResult).
-type streamResult = execjson.StreamResult
+// streamResult is the last line of a streamed call (wire.StreamResult).
+type streamResult = wire.StreamResult
 
 // writeJSONLine writes v as one compact line.
 func writeJSONLine(w io.Writer, v any) int {

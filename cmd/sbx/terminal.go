@@ -8,24 +8,24 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/enforce/host"
-	"github.com/sbx-sandbox/sbx/execjson"
-	"github.com/sbx-sandbox/sbx/profiles"
-	"github.com/sbx-sandbox/sbx/report"
-	"github.com/sbx-sandbox/sbx/run"
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/run"
+	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
 // ptySize is the window size of a call's pseudo-terminal.
 type ptySize struct{ Rows, Cols int }
 
-var defaultPTYSize = ptySize(execjson.DefaultPTYSize)
+var defaultPTYSize = ptySize(wire.DefaultPTYSize)
 
-// maxStdinBytes caps exec's "stdin" text (execjson.MaxStdinBytes).
-const maxStdinBytes = execjson.MaxStdinBytes
+// maxStdinBytes caps exec's "stdin" text (wire.MaxStdinBytes).
+const maxStdinBytes = wire.MaxStdinBytes
 
 // check refuses sizes a terminal cannot have, naming the field as
 // prefix+"rows" or prefix+"cols".
-func (s ptySize) check(prefix string) error { return execjson.PTYSize(s).Check(prefix) }
+func (s ptySize) check(prefix string) error { return wire.PTYSize(s).Check(prefix) }
 
 // parsePTYSize parses --pty-size ROWSxCOLS.
 func parsePTYSize(v string) (ptySize, error) {
@@ -71,7 +71,7 @@ func runOnPTY(call host.Call, size ptySize, closeStdin bool, out io.Writer) (rep
 			size = ptySize{Rows: int(r), Cols: int(c)}
 		}
 	}
-	p, err := run.AttachPTY(&call, execjson.PTYSize(size))
+	p, err := run.AttachPTY(&call, wire.PTYSize(size))
 	if err != nil {
 		return report.Report{}, err
 	}

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/profiles"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 func TestParsePTYSize(t *testing.T) {

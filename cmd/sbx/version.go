@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/sbx-sandbox/sbx/version"
+	"github.com/sbx-sandbox/sbx/internal/version"
 )
 
 func init() {

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/version"
+	"github.com/sbx-sandbox/sbx/internal/version"
 )
 
 func TestVersionCmd(t *testing.T) {

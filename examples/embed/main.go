@@ -14,7 +14,7 @@ import (
 	"os"
 	"os/signal"
 
-	"github.com/sbx-sandbox/sbx/execjson"
+	"github.com/sbx-sandbox/sbx/internal/wire"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -55,6 +55,6 @@ func main() {
 // refuse prints the refusal as sbx exec does (one JSON object) and exits
 // 125: nothing ran.
 func refuse(err error) {
-	json.NewEncoder(os.Stdout).Encode(execjson.NewRefusal(err))
+	json.NewEncoder(os.Stdout).Encode(wire.NewRefusal(err))
 	os.Exit(125)
 }

@@ -29,7 +29,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/serve"
+	"github.com/sbx-sandbox/sbx/internal/serve"
 )
 
 // calls are what the runtime asks for: one the sandbox allows (a write in

@@ -1,0 +1,41 @@
+//go:build linux
+
+package linux
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/policy"
+)
+
+// TestMountOps: the steps come in the order the stage must run them (the
+// read-only root first, the masks last) and print as the plan's lines.
+func TestMountOps(t *testing.T) {
+	p := &Plan{Policy: policy.Policy{WriteRoots: []string{"/w", "/tmp"}}, ReadOnlyRoot: true,
+		ReadOnlyMounts: []string{"/w/.git"}, Placeholders: []string{"/w/.codex"}, PrivateProc: true,
+		MaskedMounts: []string{"/w/.env"}}
+	var got []string
+	for _, op := range p.MountOps() {
+		got = append(got, op.String())
+	}
+	want := []string{
+		"every mount read-only but the writable roots /w, /tmp, made nosuid",
+		"ro-bind /w/.git",
+		"proc /proc (the call's PID namespace), ro-bind /proc/sys /proc/sysrq-trigger /proc/irq /proc/bus",
+		"ro-bind /w/.codex (empty placeholder directory, removed after the call)",
+		"mask /w/.env",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("MountOps:\n got %q\nwant %q", got, want)
+	}
+	if !p.needsMountNS() {
+		t.Error("a plan with mount steps needs no mount namespace")
+	}
+	if empty := (&Plan{}); len(empty.MountOps()) != 0 || empty.needsMountNS() {
+		t.Errorf("an empty plan has mount steps %v", empty.MountOps())
+	}
+	if s := (MountOp{Kind: MountReadOnlyRoot}).String(); s != "every mount read-only but the writable roots (none)" {
+		t.Errorf("no writable roots: %q", s)
+	}
+}

@@ -1,0 +1,166 @@
+package serve
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/profiles"
+)
+
+type grantParams struct {
+	SessionID     string          `json:"session_id"`
+	EnvironmentID string          `json:"environment_id"`
+	Requested     json.RawMessage `json:"requested"`
+	// Response is the client's answer: {granted, scope,
+	// strict_auto_review}, as sbx normalize-grant reads them, or Codex's
+	// {permissions, scope, strict_auto_review} on a connection whose
+	// grant_key is permissions.
+	Response json.RawMessage `json:"response"`
+}
+
+type grantRecord struct {
+	EnvironmentID string `json:"environment_id"`
+	// TurnID is the turn a turn-scoped grant belongs to.
+	TurnID string `json:"turn_id,omitempty"`
+	profiles.NormalizeResult
+	// Withheld says why the session's approval policy answered the round
+	// trip with the empty turn grant instead of the client's response (as
+	// Codex answers request_permissions under Never): set, the record
+	// grants nothing, now or on replay.
+	Withheld string `json:"withheld,omitempty"`
+}
+
+// withheldNever is the reason a session under never (a delegated child
+// always) gets the empty grant from grants/apply; withheldGranular the
+// reason under a granular policy whose request_permissions is false.
+const (
+	withheldNever    = "approval_policy never: request_permissions is answered with the empty grant, without asking"
+	withheldGranular = "approval_policy granular: request_permissions is false, so it is answered with the empty grant, without asking"
+)
+
+// grantWithheld is why policy answers every request_permissions round trip
+// with the empty grant, "" when it lets the client's response stand.
+func grantWithheld(policy profiles.ApprovalPolicy) string {
+	if policy == profiles.ApprovalNever {
+		return withheldNever
+	}
+	if g, ok := policy.Granular(); ok && !g.RequestPermissions {
+		return withheldGranular
+	}
+	return ""
+}
+
+// applyGrant normalises a request_permissions round trip as sbx
+// normalize-grant does (intersected with the request, session+strict made
+// an empty turn grant) and stores it by environment id and scope.
+//
+// key is the connection's grant key (initialize's capabilities.grant_key):
+// the response carries the granted profile under it, and only under it.
+func (s *Server) applyGrant(params json.RawMessage, key profiles.GrantKey) (any, *Error) {
+	var p grantParams
+	sess, e := s.decodeSession(params, &p, &p.SessionID)
+	if e != nil {
+		return nil, e
+	}
+	if len(p.Requested) == 0 {
+		return nil, required("requested")
+	}
+	if len(p.Response) == 0 {
+		return nil, required("response")
+	}
+	env := p.EnvironmentID
+	sess.mu.Lock()
+	if env == "" {
+		env = sess.environmentID
+	}
+	cwd := sess.cwd
+	sess.mu.Unlock()
+	var resp map[string]json.RawMessage
+	if e := decodeParams(p.Response, &resp); e != nil {
+		e.Data.Field, e.Message = "response", "response: "+e.Message
+		return nil, e
+	}
+	for k := range resp {
+		if k != key.String() && k != "scope" && k != "strict_auto_review" {
+			return nil, paramError("response."+k, fmt.Errorf("unknown field (want %s, scope, strict_auto_review: this connection's grant_key is %s)", key, key))
+		}
+	}
+	cwdJSON, _ := json.Marshal(cwd)
+	resp["cwd"], resp["requested"] = cwdJSON, p.Requested
+	wire, _ := json.Marshal(resp)
+	req, err := profiles.DecodeNormalizeRequestAs(wire, key)
+	if err == nil {
+		var res profiles.NormalizeResult
+		if res, err = profiles.NormalizeResponse(req); err == nil {
+			return s.storeGrant(sess, env, res)
+		}
+	}
+	var fe *profiles.FieldError
+	if errors.As(err, &fe) && fe.Field != "requested" && !strings.HasPrefix(fe.Field, "requested.") {
+		return nil, paramError("response."+fe.Field, fe.Err)
+	}
+	return nil, asError(err)
+}
+
+func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeResult) (any, *Error) {
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
+	if e := sess.goneLocked(); e != nil {
+		return nil, e
+	}
+	rec := grantRecord{EnvironmentID: env, NormalizeResult: res}
+	if why := grantWithheld(sess.policy); why != "" {
+		// Seed 003 §1.2: under Never (and Granular without
+		// request_permissions) the tool is answered, without asking, with
+		// the empty grant of turn scope, whatever the client sends; a child
+		// (pinned to never, seed 000 §12) so gains nothing here. The
+		// response was still decoded and normalised above: a malformed one
+		// stays an error.
+		rec.NormalizeResult = profiles.NormalizeResult{Scope: profiles.ScopeTurn}
+		rec.Withheld = why
+		if sess.turn != nil {
+			rec.TurnID = sess.turn.id
+		}
+		if err := sess.append(RecGrantApplied, rec); err != nil {
+			return nil, asError(err)
+		}
+		return rec, nil
+	}
+	if res.Scope == profiles.ScopeTurn {
+		if sess.turn == nil {
+			e := newError(CodeNoOpenTurn, KindNoOpenTurn, "a turn grant needs an open turn (turn/begin first)")
+			e.Data.SessionID = sess.id
+			return nil, e
+		}
+		rec.TurnID = sess.turn.id
+	}
+	if err := sess.append(RecGrantApplied, rec); err != nil {
+		return nil, asError(err)
+	}
+	sess.applyGrantLocked(rec)
+	return rec, nil
+}
+
+// applyGrantLocked adds a recorded grant to the store; sess.mu is held.
+func (sess *session) applyGrantLocked(rec grantRecord) {
+	if rec.Withheld != "" {
+		return
+	}
+	g := sess.grants[rec.EnvironmentID]
+	if g == nil {
+		g = &envGrants{}
+		sess.grants[rec.EnvironmentID] = g
+	}
+	if rec.Scope == profiles.ScopeSession {
+		g.session = profiles.Merge(g.session, rec.Permissions)
+		return
+	}
+	if g.turnID != rec.TurnID {
+		g.turn, g.turnStrict = profiles.Profile{}, false
+	}
+	g.turnID = rec.TurnID
+	g.turn = profiles.Merge(g.turn, rec.Permissions)
+	g.turnStrict = g.turnStrict || rec.StrictAutoReview
+}
