@@ -15,7 +15,7 @@ import (
 	"time"
 )
 
-// The reasons of the control plane's denials (report/report.go).
+// The reasons of the control plane's denials (internal/report/report.go).
 const (
 	reasonControlPlane    = "an sbx server's socket: a sandboxed call never reaches sbx's control plane, and the server refused it"
 	reasonCallSocketBound = "a unix socket the command bound itself is not connected for it by the supervisor: " +
