@@ -101,12 +101,12 @@ func ExampleDecode() {
 // Explain shows what a call would be held to, without running it.
 func ExampleExplain() {
 	req, _ := sandbox.Decode([]byte(`{"command": ["true"], "cwd": "/", "sandbox_mode": "read-only"}`))
-	text, _, err := sandbox.Explain(context.Background(), req)
+	plan, err := sandbox.Explain(context.Background(), req)
 	if err != nil {
 		fmt.Println("refused:", err)
 		return
 	}
-	fmt.Println(strings.Contains(text, "seccomp:"))
+	fmt.Println(strings.Contains(plan.Text, "seccomp:"))
 	// Output:
 	// true
 }
