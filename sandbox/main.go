@@ -25,6 +25,11 @@ import (
 // here. Importing the package locks nothing: the calling program's threads
 // are its own (the launcher restricts a dedicated thread of its own and
 // ends it).
+//
+// IMPORTANT: a program that does not call Main runs its own main in the
+// stage's place, in the call's new namespaces but unrestricted, and the
+// call then fails: nothing here can detect that a program forgot
+// (docs/security.md, "Known gaps").
 func Main() {
 	if len(os.Args) < 2 {
 		return
