@@ -225,3 +225,26 @@ func ExampleOptions_approver() {
 	// asked: write the build output true touch
 	// refused: approval denied: the approver rejected the call
 }
+
+// A streamed call's output goes to Options.Events as it comes, each chunk
+// an OutputEvent that marshals to the line `sbx exec` prints.
+func ExampleOptions_events() {
+	ws, _ := os.MkdirTemp("", "sandbox-example-ws-")
+	defer os.RemoveAll(ws)
+	req := &sandbox.Request{Command: []string{"echo", "hi"}, Cwd: ws, Stream: true, CallID: "c1"}
+	var got []string
+	res, err := sandbox.Run(context.Background(), req, sandbox.Options{Events: func(ev sandbox.OutputEvent) error {
+		b, err := json.Marshal(ev)
+		got = append(got, string(b))
+		return err
+	}})
+	if err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	fmt.Println(strings.Join(got, "\n"))
+	fmt.Printf("exit: %d, captured: %q\n", res.ExitCode(), res.Result.Stdout)
+	// Output:
+	// {"event":"output","stream":"stdout","data":"hi\n","call_id":"c1"}
+	// exit: 0, captured: ""
+}

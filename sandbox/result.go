@@ -92,6 +92,32 @@ type ErrorDetail struct {
 	Errno string
 }
 
+// OutputEvent is one chunk of a streamed call's output (Request.Stream),
+// as `sbx exec` prints it on a line of NDJSON.
+type OutputEvent struct {
+	// Event is "output".
+	Event string
+	// Stream is "stdout" or "stderr".
+	Stream string
+	// Data is the chunk when it is valid UTF-8, else DataBase64 is (a
+	// multi-byte character split between two reads makes both chunks so).
+	Data       string
+	DataBase64 []byte
+	// CallID echoes the request's.
+	CallID string
+}
+
+// MarshalJSON is the event as `sbx exec` prints it.
+func (e OutputEvent) MarshalJSON() ([]byte, error) { return json.Marshal(e.wire()) }
+
+func eventFromWire(w wire.OutputEvent) OutputEvent {
+	return OutputEvent{Event: w.Event, Stream: w.Stream, Data: w.Data, DataBase64: w.DataBase64, CallID: w.CallID}
+}
+
+func (e OutputEvent) wire() wire.OutputEvent {
+	return wire.OutputEvent{Event: e.Event, Stream: e.Stream, Data: e.Data, DataBase64: e.DataBase64, CallID: e.CallID}
+}
+
 // MarshalJSON is the result as `sbx exec` prints it.
 func (r Result) MarshalJSON() ([]byte, error) { return json.Marshal(r.wire()) }
 

@@ -81,7 +81,11 @@ func exec(ctx context.Context, req *wire.Request, opt Options) (wire.Response, e
 	if opt.Approver != nil {
 		r.Escalation.Approver = answerer(opt.Approver)
 	}
-	return run.Exec(ctx, req, r, in, run.Options{Raw: raw, Events: opt.Events})
+	var events wire.EventSink
+	if opt.Events != nil {
+		events = func(ev wire.OutputEvent) error { return opt.Events(eventFromWire(ev)) }
+	}
+	return run.Exec(ctx, req, r, in, run.Options{Raw: raw, Events: events})
 }
 
 // FS makes the one file-system change of req.FS under the sandbox the

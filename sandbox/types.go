@@ -121,8 +121,6 @@ type (
 	// denial it could not turn into a grant.
 	Retry      = escalate.Retry
 	Unresolved = escalate.Unresolved
-	// OutputEvent is one event of a streamed call's output.
-	OutputEvent = wire.OutputEvent
 )
 
 // SchemaVersion is the version of the JSON contract a result marshals to.

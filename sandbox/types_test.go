@@ -86,6 +86,7 @@ func TestConversion(t *testing.T) {
 		{"Request", reflect.TypeFor[wire.Request](), func(v any) any { return *requestFromWire(new(v.(wire.Request))).wire() }},
 		{"Result", reflect.TypeFor[wire.Result](), func(v any) any { return *resultFromWire(new(v.(wire.Result))).wire() }},
 		{"FSResult", reflect.TypeFor[wire.FSResult](), func(v any) any { return *fsResultFromWire(new(v.(wire.FSResult))).wire() }},
+		{"OutputEvent", reflect.TypeFor[wire.OutputEvent](), func(v any) any { return eventFromWire(v.(wire.OutputEvent)).wire() }},
 	}
 	for _, c := range cases {
 		n := 0
