@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/internal/fsop"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
@@ -190,4 +192,25 @@ func aliasedTypes(t *testing.T) map[string]bool {
 		})
 	}
 	return out
+}
+
+// TestVocabularies: sandbox's constants name every value of each closed
+// vocabulary it re-exports, in the order sbx lists them; a value added
+// to one fails here until sandbox names it too.
+func TestVocabularies(t *testing.T) {
+	check := func(name string, got, want any) {
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s: sandbox names %v, sbx has %v", name, got, want)
+		}
+	}
+	check("modes", []Mode{ReadOnly, WorkspaceWrite, DangerFullAccess}, profiles.Modes())
+	check("approval policies", []ApprovalPolicy{ApprovalNever, ApprovalOnRequest, ApprovalOnFailure, ApprovalUntrusted}, profiles.ApprovalPolicies())
+	check("fs operations", []FSOp{FSWrite, FSAppend, FSMkdir, FSRemove, FSMove, FSCopy, FSChmod, FSApplyPatch}, fsop.Kinds)
+	check("error kinds", []string{KindInvalidRequest, KindDeniedByPolicy, KindUnsupported, KindExecFailed, KindInternal, KindFSDenied, KindFSFailed}, wire.ErrorKinds)
+	for _, p := range []SandboxPermissions{UseDefault, WithAdditionalPermissions, RequireEscalated, RequireEscalated + 1} {
+		_, err := profiles.ParseSandboxPermissions(p.String())
+		if known := p <= RequireEscalated; (err == nil) != known {
+			t.Errorf("sandbox_permissions %d (%q): parses %v, named by sandbox %v", int(p), p, err == nil, known)
+		}
+	}
 }
