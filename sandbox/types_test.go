@@ -4,6 +4,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
@@ -159,6 +160,11 @@ func TestNameable(t *testing.T) {
 // "import/path.Name".
 func aliasedTypes(t *testing.T) map[string]bool {
 	t.Helper()
+	if _, err := os.Stat("types.go"); err != nil {
+		// A test binary run out of tree (test.sh's unprivileged pass):
+		// the sources are where go test runs it, in the other pass.
+		t.Skip("sandbox's sources are not beside this test binary (run out of tree)")
+	}
 	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
