@@ -46,6 +46,9 @@ type Result struct {
 	// Retry is the exact-retry hint when the sandbox denied something.
 	Retry *RetryHint
 
+	// Stdout and Stderr are the captured output (empty when the request
+	// streamed it to Options.Events); the Truncated flags say
+	// MaxOutputBytes cut them.
 	Stdout          string
 	Stderr          string
 	StdoutTruncated bool
