@@ -2,11 +2,14 @@ package sandbox_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
@@ -90,6 +93,41 @@ func ExampleRun_quietOnSuccess() {
 	// exit: 0 denied: create cache tolerated: true retry offered: true
 }
 
+// A request built in Go: its fields are the contract's keys with Go types
+// (a duration, a typed mode), and a bad one is refused with a *Refusal
+// that carries what the JSON refusal says.
+func ExampleRequest() {
+	ws, _ := os.MkdirTemp("", "sandbox-example-ws-")
+	defer os.RemoveAll(ws)
+	req := &sandbox.Request{
+		Command:     []string{"sh", "-c", "read line; echo \"$line\" > got.txt"},
+		Cwd:         ws,
+		SandboxMode: new(sandbox.WorkspaceWrite),
+		Stdin:       new("hello"),
+		Timeout:     time.Minute,
+	}
+	res, err := sandbox.Run(context.Background(), req, sandbox.Options{})
+	if err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	b, _ := os.ReadFile(filepath.Join(ws, "got.txt"))
+	fmt.Printf("exit: %d, mode: %s, wrote %q\n", res.ExitCode(), res.Result.Permissions.Mode, b)
+
+	req.Cwd, req.Timeout = "", -time.Second
+	_, err = sandbox.Run(context.Background(), req, sandbox.Options{})
+	var ref *sandbox.Refusal
+	if errors.As(err, &ref) {
+		fmt.Println("refused:", ref.Kind, ref.Field, ref.Message)
+		out, _ := json.Marshal(ref)
+		fmt.Println(string(out))
+	}
+	// Output:
+	// exit: 0, mode: workspace-write, wrote "hello\n"
+	// refused: invalid_request timeout_ms timeout_ms: must not be negative
+	// {"schema_version":"1","error":"timeout_ms: must not be negative","error_detail":{"kind":"invalid_request","message":"timeout_ms: must not be negative","field":"timeout_ms"}}
+}
+
 // A bad request is refused before anything runs, naming the field.
 func ExampleDecode() {
 	_, err := sandbox.Decode([]byte(`{"command": ["true"], "cwd": "/", "SANDBOX_MODE": "danger-full-access"}`))
@@ -101,13 +139,16 @@ func ExampleDecode() {
 // Explain shows what a call would be held to, without running it.
 func ExampleExplain() {
 	req, _ := sandbox.Decode([]byte(`{"command": ["true"], "cwd": "/", "sandbox_mode": "read-only"}`))
-	text, _, err := sandbox.Explain(context.Background(), req)
+	plan, err := sandbox.Explain(context.Background(), req)
 	if err != nil {
 		fmt.Println("refused:", err)
 		return
 	}
-	fmt.Println(strings.Contains(text, "seccomp:"))
+	fmt.Println(strings.Contains(plan.Text, "seccomp:"))
+	out, err := json.Marshal(plan)
+	fmt.Println(err == nil && strings.HasPrefix(string(out), "{"))
 	// Output:
+	// true
 	// true
 }
 
@@ -183,4 +224,27 @@ func ExampleOptions_approver() {
 	// exit: 0 created: true
 	// asked: write the build output true touch
 	// refused: approval denied: the approver rejected the call
+}
+
+// A streamed call's output goes to Options.Events as it comes, each chunk
+// an OutputEvent that marshals to the line `sbx exec` prints.
+func ExampleOptions_events() {
+	ws, _ := os.MkdirTemp("", "sandbox-example-ws-")
+	defer os.RemoveAll(ws)
+	req := &sandbox.Request{Command: []string{"echo", "hi"}, Cwd: ws, Stream: true, CallID: "c1"}
+	var got []string
+	res, err := sandbox.Run(context.Background(), req, sandbox.Options{Events: func(ev sandbox.OutputEvent) error {
+		b, err := json.Marshal(ev)
+		got = append(got, string(b))
+		return err
+	}})
+	if err != nil {
+		fmt.Println("refused:", err)
+		return
+	}
+	fmt.Println(strings.Join(got, "\n"))
+	fmt.Printf("exit: %d, captured: %q\n", res.ExitCode(), res.Result.Stdout)
+	// Output:
+	// {"event":"output","stream":"stdout","data":"hi\n","call_id":"c1"}
+	// exit: 0, captured: ""
 }

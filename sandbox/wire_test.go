@@ -6,12 +6,13 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
 // roundTrip is how wireForm was made before it read req's fields directly
 // (a JSON round trip dropping the null, false, 0 and "" keys): the oracle
 // the direct form must match.
-func roundTrip(t *testing.T, req *Request) string {
+func roundTrip(t *testing.T, req *wire.Request) string {
 	t.Helper()
 	b, err := json.Marshal(req)
 	if err != nil {
@@ -38,7 +39,7 @@ func roundTrip(t *testing.T, req *Request) string {
 func TestWireForm(t *testing.T) {
 	ro, ws, with, never, empty := profiles.ReadOnly, profiles.WorkspaceWrite, profiles.WithAdditionalPermissions, profiles.ApprovalNever, ""
 	add := profiles.New(profiles.FullNetwork(), nil, nil)
-	for name, req := range map[string]*Request{
+	for name, req := range map[string]*wire.Request{
 		"empty":   {},
 		"command": {Command: []string{"true"}, Cwd: "/w"},
 		"every kind": {Command: []string{"sh", "-c", "x"}, Cwd: "/w", SandboxMode: &ro, EscalateTo: &ws, SandboxPermissions: &with,

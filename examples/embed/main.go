@@ -1,6 +1,7 @@
 // Command embed is a program that embeds sbx through package sandbox: it
 // runs the request on its stdin under the sandbox, as `sbx exec` would,
-// and prints the result, then the denials in words.
+// and prints the result, then the denials in words. It imports sandbox
+// and the standard library only (sandbox's TestEmbedImports).
 //
 //	echo '{"command": ["sh", "-c", "touch /etc/x"], "cwd": "'$PWD'", "sandbox_mode": "workspace-write"}' |
 //	  go run ./examples/embed
@@ -9,12 +10,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 
-	"github.com/sbx-sandbox/sbx/internal/wire"
 	"github.com/sbx-sandbox/sbx/sandbox"
 )
 
@@ -45,7 +46,7 @@ func main() {
 		out.Encode(res.FS)
 	} else {
 		out.Encode(res.Result)
-		for _, d := range res.Result.Report.Denials {
+		for _, d := range res.Result.Denials {
 			fmt.Fprintf(os.Stderr, "embed: the sandbox denied %s %s%s\n", d.Operation, d.Path, d.Domain)
 		}
 	}
@@ -53,8 +54,13 @@ func main() {
 }
 
 // refuse prints the refusal as sbx exec does (one JSON object) and exits
-// 125: nothing ran.
+// 125: nothing ran. Every error of sandbox is a *sandbox.Refusal.
 func refuse(err error) {
-	json.NewEncoder(os.Stdout).Encode(wire.NewRefusal(err))
+	var ref *sandbox.Refusal
+	if errors.As(err, &ref) {
+		json.NewEncoder(os.Stdout).Encode(ref)
+	} else {
+		fmt.Fprintln(os.Stderr, "embed:", err)
+	}
 	os.Exit(125)
 }

@@ -1,0 +1,62 @@
+package sandbox
+
+import (
+	"fmt"
+	"os"
+	"runtime"
+
+	"github.com/sbx-sandbox/sbx/internal/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/run"
+)
+
+// Main runs sbx's stages when this process is one, and exits; otherwise it
+// returns at once and changes nothing. Call it first thing in main, as a
+// runc-based program calls runc's init:
+//
+//	func main() {
+//		sandbox.Main()
+//		...
+//	}
+//
+// sbx re-executes the program as the sandbox's stage (an unprivileged
+// call, in a new user namespace) and as the helper that makes a
+// file-system change inside the sandbox: only those processes are
+// restricted, and only they lock their main goroutine to the main thread,
+// here. Importing the package locks nothing: the calling program's threads
+// are its own (the launcher restricts a dedicated thread of its own and
+// ends it).
+//
+// IMPORTANT: a program that does not call Main runs its own main in the
+// stage's place, in the call's new namespaces but unrestricted, and the
+// call then fails: nothing here can detect that a program forgot
+// (docs/security.md, "Known gaps").
+func Main() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case host.StageCommand:
+		lockMainThread()
+		os.Exit(host.StageMain())
+	case run.FSStageCommand:
+		// The helper is the command, restricted before it started: it
+		// needs no particular thread, and keeps the lock the sbx binary
+		// gives it.
+		runtime.LockOSThread()
+		os.Exit(run.FSStageMain(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+	}
+}
+
+// lockMainThread locks the main goroutine to the thread it is on, which
+// the stage then restricts and execs from (as the sbx binary's init does),
+// and exits 125, nothing run, when that is not the process's main thread:
+// the goroutine moved before Main was called, so Main was not first in
+// main. The stage is written for the main thread (the thread group leader,
+// which /proc/self names); a stage on another thread fails closed.
+func lockMainThread() {
+	runtime.LockOSThread()
+	if !onMainThread() {
+		fmt.Fprintln(os.Stderr, "sbx stage: sandbox.Main ran off the main thread (call it first in main)")
+		os.Exit(125)
+	}
+}
