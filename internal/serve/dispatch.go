@@ -143,6 +143,12 @@ func (r *replier) reply(result any, err error) bool {
 // calls in flight (ServeConn waits for them), for a reply that waits for
 // a command or for other calls. f must reply; if it returns without, the
 // request is answered errNoReply and the bug logged.
+//
+// IMPORTANT: the check runs when f returns. An f that never returns holds
+// its request unanswered, and ServeConn's end (it waits for the
+// connection's calls in flight), until it does: exec's f returns once its
+// command has ended or been killed, session/close's once the session's
+// calls have.
 func (r *replier) later(f func()) {
 	r.mu.Lock()
 	if r.state == replyPending {
