@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 )
@@ -16,34 +17,29 @@ import (
 //
 // The wait runs off the connection's reader, as an exec does, so that
 // the connection's other messages are still read meanwhile.
-func (c *conn) closeSession(id, params json.RawMessage) {
+func (c *conn) closeSession(_ context.Context, params json.RawMessage, r *replier) error {
 	var p sessionParams
 	if e := decodeParams(params, &p); e != nil {
-		c.replyIf(id, nil, e)
-		return
+		return e
 	}
 	sess, calls, e := c.srv.beginClose(p.SessionID)
 	if e != nil {
-		c.replyIf(id, nil, e)
-		return
+		return e
 	}
 	for _, rc := range calls {
 		rc.cancel()
 	}
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	r.later(func() {
 		for _, rc := range calls {
 			<-rc.done
 		}
-		c.replyIf(id, nil, c.srv.finishClose(sess))
-	}()
-}
-
-func (c *conn) replyIf(id json.RawMessage, result any, e *Error) {
-	if id != nil {
-		c.reply(id, result, e)
-	}
+		if e := c.srv.finishClose(sess); e != nil {
+			r.reply(nil, e)
+			return
+		}
+		r.reply(nil, nil)
+	})
+	return nil
 }
 
 // beginClose marks the session closing and returns its running calls.

@@ -113,41 +113,36 @@ type callFinishedRecord struct {
 	Error    string `json:"error,omitempty"`
 }
 
-func (c *conn) exec(id, params json.RawMessage) {
-	if id == nil {
-		// Without an id there is nobody to give the result to.
-		return
-	}
+// exec replies itself: its command's output goes out as exec/output
+// notifications before the result, and the command runs off the
+// connection's reader (r.later). The dispatcher drops an exec sent as a
+// notification (needsID): without an id there is nobody to give the
+// result to.
+func (c *conn) exec(ctx context.Context, params json.RawMessage, r *replier) error {
 	steptrace.Begin()
 	var p execParams
 	if e := decodeParams(params, &p); e != nil {
-		c.reply(id, nil, e)
-		return
+		return e
 	}
 	steptrace.Mark("read and decode the request")
 	sess, e := c.srv.lookup(p.SessionID)
 	if e != nil {
-		c.reply(id, nil, e)
-		return
+		return e
 	}
 	if p.TurnID == "" {
-		c.reply(id, nil, required("turn_id"))
-		return
+		return required("turn_id")
 	}
 	if p.CallID == "" {
-		c.reply(id, nil, required("call_id"))
-		return
+		return required("call_id")
 	}
 	for _, f := range sessionFields {
 		if f.set(&p.Request) {
-			c.reply(id, nil, paramError(f.name, errors.New("not taken by the server: "+f.why)))
-			return
+			return paramError(f.name, errors.New("not taken by the server: "+f.why))
 		}
 	}
 	t, e := sess.openTurn(p.TurnID)
 	if e != nil {
-		c.reply(id, nil, e)
-		return
+		return e
 	}
 	sess.mu.Lock()
 	env := p.EnvironmentID
@@ -155,12 +150,11 @@ func (c *conn) exec(id, params json.RawMessage) {
 		env = sess.environmentID
 	}
 	sess.mu.Unlock()
-	ctx, cancel := context.WithCancel(c.ctx)
-	rc := &runningCall{id: p.CallID, reqID: string(id), sess: sess, cancel: cancel, done: make(chan struct{})}
+	ctx, cancel := context.WithCancel(ctx)
+	rc := &runningCall{id: p.CallID, reqID: string(r.id), sess: sess, cancel: cancel, done: make(chan struct{})}
 	if e := c.register(rc); e != nil {
 		cancel()
-		c.reply(id, nil, e)
-		return
+		return e
 	}
 	// call/started takes its place in the log now and is made durable
 	// while the call is resolved: the command waits for it (Dispatch). A
@@ -175,21 +169,23 @@ func (c *conn) exec(id, params json.RawMessage) {
 	if err != nil {
 		c.unregister(rc)
 		cancel()
-		c.reply(id, nil, asError(err))
-		return
+		return asError(err)
 	}
 	steptrace.Mark("check the session, queue call/started")
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
+	r.later(func() {
 		defer c.unregister(rc)
 		defer cancel()
 		res, e := c.run(ctx, sess, t, env, &p, params, started)
 		steptrace.Mark("wait for the launch's cleanup")
-		c.reply(id, res, e)
+		if e != nil {
+			r.reply(nil, e)
+		} else {
+			r.reply(res, nil)
+		}
 		steptrace.Mark("write the answer")
 		steptrace.Flush()
-	}()
+	})
+	return nil
 }
 
 // register makes the call cancellable by its call id and request id.
@@ -370,19 +366,13 @@ type cancelResult struct {
 	Cancelled bool `json:"cancelled"`
 }
 
-func (c *conn) cancelExec(id, params json.RawMessage) {
+func (c *conn) cancelExec(_ context.Context, params json.RawMessage) (any, error) {
 	var p cancelExecParams
 	if e := decodeParams(params, &p); e != nil {
-		if id != nil {
-			c.reply(id, nil, e)
-		}
-		return
+		return nil, e
 	}
 	if p.CallID == "" {
-		if id != nil {
-			c.reply(id, nil, required("call_id"))
-		}
-		return
+		return nil, required("call_id")
 	}
 	c.srv.mu.Lock()
 	rc := c.srv.calls[p.CallID]
@@ -390,25 +380,20 @@ func (c *conn) cancelExec(id, params json.RawMessage) {
 	if rc != nil {
 		rc.cancel()
 	}
-	if id != nil {
-		c.reply(id, cancelResult{Cancelled: rc != nil}, nil)
-	}
+	return cancelResult{Cancelled: rc != nil}, nil
 }
 
 // cancelRequest is $/cancelRequest {id}: a notification; a request it
 // names that is not (or no longer) in flight is ignored.
-func (c *conn) cancelRequest(id, params json.RawMessage) {
+func (c *conn) cancelRequest(_ context.Context, params json.RawMessage) (any, error) {
 	var p struct {
 		ID json.RawMessage `json:"id"`
 	}
-	if e := decodeParams(params, &p); e != nil || !goodID(p.ID) {
-		if id != nil {
-			if e == nil {
-				e = paramError("id", errors.New("must be a string or a number"))
-			}
-			c.reply(id, nil, e)
-		}
-		return
+	if e := decodeParams(params, &p); e != nil {
+		return nil, e
+	}
+	if !goodID(p.ID) {
+		return nil, paramError("id", errors.New("must be a string or a number"))
 	}
 	c.mu.Lock()
 	rc := c.requests[string(p.ID)]
@@ -416,9 +401,7 @@ func (c *conn) cancelRequest(id, params json.RawMessage) {
 	if rc != nil {
 		rc.cancel()
 	}
-	if id != nil {
-		c.reply(id, cancelResult{Cancelled: rc != nil}, nil)
-	}
+	return cancelResult{Cancelled: rc != nil}, nil
 }
 
 // withGuardFile adds the session's guard file (guard: its path, "" the

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,44 +11,46 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
-// handler serves one method; it replies itself (a notification's id is
-// nil and gets no reply).
-type handler func(c *conn, id, params json.RawMessage)
+// methodTable is the protocol's methods, in the order initialize lists
+// them: a method is added in one row (and in docs/serve.md's table,
+// which TestMethodTableDocumented checks). Set in init: initialize's
+// handler reads the table back (Methods), an initialization cycle for a
+// plain var.
+var methodTable []method
 
-var methods map[string]handler
+// methodIndex is methodTable by name, for the dispatch.
+var methodIndex map[string]*method
 
 func init() {
-	methods = map[string]handler{
-		"initialize":          (*conn).initialize,
-		"shutdown":            (*conn).shutdownMethod,
-		"session/open":        (*conn).openSession,
-		"session/set_preset":  simple((*Server).setPreset),
-		"session/permissions": simple((*Server).permissions),
-		"session/close":       (*conn).closeSession,
-		"turn/begin":          simple((*Server).beginTurn),
-		"turn/end":            simple((*Server).endTurn),
-		"grants/apply":        (*conn).applyGrant,
-		"exec":                (*conn).exec,
-		"exec/cancel":         (*conn).cancelExec,
-		"call/status":         simple((*Server).callStatus),
-		"$/cancelRequest":     (*conn).cancelRequest,
+	methodTable = []method{
+		{name: "initialize", stream: (*conn).initialize, admit: admitAlways},
+		{name: "session/open", unary: (*conn).openSession},
+		{name: "session/set_preset", unary: onServer((*Server).setPreset)},
+		{name: "session/permissions", unary: onServer((*Server).permissions)},
+		{name: "session/close", stream: (*conn).closeSession},
+		{name: "turn/begin", unary: onServer((*Server).beginTurn)},
+		{name: "turn/end", unary: onServer((*Server).endTurn)},
+		{name: "grants/apply", unary: (*conn).applyGrant},
+		{name: "exec", stream: (*conn).exec, needsID: true},
+		{name: "exec/cancel", unary: (*conn).cancelExec},
+		{name: "call/status", unary: onServer((*Server).callStatus)},
+		{name: "$/cancelRequest", unary: (*conn).cancelRequest, admit: admitAlways},
+		{name: "shutdown", unary: (*conn).shutdownMethod, admit: admitUntilOwnShutdown},
+		{name: "exit", exit: true},
 	}
-}
-
-// simple makes a handler of a method that answers at once.
-func simple(f func(s *Server, params json.RawMessage) (any, *Error)) handler {
-	return func(c *conn, id, params json.RawMessage) {
-		res, e := f(c.srv, params)
-		if id != nil {
-			c.reply(id, res, e)
-		}
+	methodIndex = make(map[string]*method, len(methodTable))
+	for i := range methodTable {
+		methodIndex[methodTable[i].name] = &methodTable[i]
 	}
 }
 
 // Methods are the method names, for initialize's capabilities.
 func Methods() []string {
-	return []string{"initialize", "session/open", "session/set_preset", "session/permissions", "session/close", "turn/begin", "turn/end",
-		"grants/apply", "exec", "exec/cancel", "call/status", "$/cancelRequest", "shutdown", "exit"}
+	names := make([]string, len(methodTable))
+	for i, m := range methodTable {
+		names[i] = m.name
+	}
+	return names
 }
 
 type serverInfo struct {
@@ -61,22 +64,21 @@ type initializeResult struct {
 	Capabilities    map[string]any `json:"capabilities"`
 }
 
-func (c *conn) initialize(id, params json.RawMessage) {
+// initialize replies itself: the pending approvals sent again to a
+// client that declared approvals must follow its result on the wire.
+func (c *conn) initialize(_ context.Context, params json.RawMessage, r *replier) error {
 	// Clients send their own facts; only capabilities.approvals is read,
 	// and a newer client's other facts must not be refused.
 	var p map[string]json.RawMessage
 	if e := decodeParams(params, &p); e != nil {
-		c.reply(id, nil, e)
-		return
+		return e
 	}
 	approvals, key, e := clientCapabilities(p["capabilities"])
 	if e != nil {
-		c.reply(id, nil, e)
-		return
+		return e
 	}
 	if e := c.fixGrantKey(key); e != nil {
-		c.reply(id, nil, e)
-		return
+		return e
 	}
 	client := c.srv.opt.Client
 	caps := map[string]any{"methods": Methods(), "stream": true, "max_message_bytes": c.srv.opt.MaxMessage,
@@ -87,13 +89,12 @@ func (c *conn) initialize(id, params json.RawMessage) {
 	c.mu.Lock()
 	c.initialized = true
 	c.mu.Unlock()
-	if id != nil {
-		c.reply(id, initializeResult{Server: serverInfo{Name: "sbx", Version: c.srv.opt.Version}, ProtocolVersion: ProtocolVersion, Capabilities: caps}, nil)
-	}
+	r.reply(initializeResult{Server: serverInfo{Name: "sbx", Version: c.srv.opt.Version}, ProtocolVersion: ProtocolVersion, Capabilities: caps}, nil)
 	if approvals && client != nil {
 		// After the reply: the pending approvals sent again follow it.
 		client.attach(c)
 	}
+	return nil
 }
 
 // clientCapabilities reads initialize's capabilities.approvals (true
@@ -160,29 +161,27 @@ func (c *conn) grantKeyOf() profiles.GrantKey {
 }
 
 // applyGrant is grants/apply under the connection's grant key.
-func (c *conn) applyGrant(id, params json.RawMessage) {
+func (c *conn) applyGrant(_ context.Context, params json.RawMessage) (any, error) {
 	res, e := c.srv.applyGrant(params, c.grantKeyOf())
-	if id != nil {
-		c.reply(id, res, e)
+	if e != nil {
+		return nil, e
 	}
+	return res, nil
 }
 
 // shutdownMethod: the connection takes no more requests but exit, and the
 // server no more connections; calls in flight finish, and their pending
 // approvals settle cancelled (Server.Shutdown).
-func (c *conn) shutdownMethod(id, params json.RawMessage) {
+func (c *conn) shutdownMethod(_ context.Context, params json.RawMessage) (any, error) {
 	var p struct{}
 	if e := decodeParams(params, &p); e != nil {
-		c.reply(id, nil, e)
-		return
+		return nil, e
 	}
 	c.mu.Lock()
 	c.shutdown = true
 	c.mu.Unlock()
 	c.srv.Shutdown()
-	if id != nil {
-		c.reply(id, nil, nil)
-	}
+	return nil, nil
 }
 
 type openParams struct {
@@ -217,12 +216,13 @@ type openedRecord struct {
 // openSession is session/open: the session opened is bound to the
 // connection that opened it (its approvals are sent there), before the
 // result tells the client its id.
-func (c *conn) openSession(id, params json.RawMessage) {
+func (c *conn) openSession(_ context.Context, params json.RawMessage) (any, error) {
 	res, e := c.srv.openSession(params)
-	if e == nil {
-		c.bind(res.SessionID)
+	if e != nil {
+		return nil, e
 	}
-	c.replyIf(id, res, e)
+	c.bind(res.SessionID)
+	return res, nil
 }
 
 func (s *Server) openSession(params json.RawMessage) (*facts, *Error) {

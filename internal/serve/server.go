@@ -222,8 +222,12 @@ type conn struct {
 	bound map[string]bool
 }
 
-// reply sends the response to a request (id nil: the id could not be
-// read, as JSON-RPC answers a parse error).
+// reply writes the response to a request (id nil: the id could not be
+// read, as JSON-RPC answers a parse error). It is the one writer of
+// responses: a method's goes through its replier (dispatch.go), which
+// calls it once; the errors of the envelope (parse, invalid request,
+// method not found, admission) come from handle itself, before any
+// method runs.
 func (c *conn) reply(id json.RawMessage, result any, e *Error) {
 	if id == nil {
 		id = json.RawMessage("null")
@@ -280,8 +284,15 @@ func (c *conn) handle(line []byte) (done bool, err error) {
 		c.reply(nil, nil, newError(CodeInvalidRequest, KindInvalidRequest, "invalid request: id must be a string, a number or null"))
 		return false, nil
 	}
-	method := *m.Method
-	if method == "exit" {
+	name := *m.Method
+	meth, ok := methodIndex[name]
+	if !ok {
+		if m.ID != nil {
+			c.reply(m.ID, nil, newError(CodeMethodNotFound, KindMethodNotFound, "method not found: %s", name))
+		}
+		return false, nil
+	}
+	if meth.exit {
 		c.mu.Lock()
 		shut := c.shutdown
 		c.mu.Unlock()
@@ -290,14 +301,7 @@ func (c *conn) handle(line []byte) (done bool, err error) {
 		}
 		return true, nil
 	}
-	h, ok := methods[method]
-	if !ok {
-		if m.ID != nil {
-			c.reply(m.ID, nil, newError(CodeMethodNotFound, KindMethodNotFound, "method not found: %s", method))
-		}
-		return false, nil
-	}
-	if e := c.admit(method); e != nil {
+	if e := c.admit(meth.admit); e != nil {
 		if m.ID != nil {
 			c.reply(m.ID, nil, e)
 		}
@@ -310,7 +314,7 @@ func (c *conn) handle(line []byte) (done bool, err error) {
 	// Before the method runs: an exec's approval may be asked before its
 	// handler returns, and must find the connection bound.
 	c.bindNamed(params)
-	h(c, m.ID, params)
+	c.dispatch(meth, m.ID, params)
 	return false, nil
 }
 
@@ -355,14 +359,15 @@ func (c *conn) boundTo(sessionID string) bool {
 	return c.bound[sessionID]
 }
 
-// admit refuses methods before initialize and after shutdown.
-func (c *conn) admit(method string) *Error {
+// admit refuses methods before initialize and after shutdown, as the
+// method's row says (method.admit).
+func (c *conn) admit(when admission) *Error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
-	case method == "initialize" || method == "$/cancelRequest":
+	case when == admitAlways:
 		return nil
-	case c.shutdown || c.srv.ShuttingDown() && method != "shutdown":
+	case c.shutdown || c.srv.ShuttingDown() && when != admitUntilOwnShutdown:
 		return newError(CodeShuttingDown, KindShuttingDown, "the server is shutting down: only exit is accepted")
 	case !c.initialized:
 		return newError(CodeNotInitialized, KindNotInitialized, "initialize first")
