@@ -36,7 +36,7 @@ user namespace of its own, sees root as the overflow uid and refuses it too).
 Methods: initialize, session/open, session/set_preset, session/permissions,
 session/close, turn/begin, turn/end, grants/apply,
 exec (an sbx exec request plus session_id, turn_id and call_id),
-exec/cancel, $/cancelRequest, shutdown, exit.
+exec/cancel, $/cancelRequest, call/status, shutdown, exit.
 
 Every session has an append-only log in the state directory (--state-dir,
 default $XDG_STATE_HOME/sbx, else ~/.local/state/sbx): the session opened,
