@@ -47,7 +47,7 @@ type MountOp struct {
 func (p *Plan) MountOps() []MountOp {
 	var ops []MountOp
 	if p.ReadOnlyRoot {
-		ops = append(ops, MountOp{Kind: MountReadOnlyRoot, Roots: p.Policy.WriteRoots})
+		ops = append(ops, MountOp{Kind: MountReadOnlyRoot, Roots: p.WriteRoots})
 	}
 	for _, path := range p.ReadOnlyMounts {
 		ops = append(ops, MountOp{Kind: MountCarveOut, Path: path})

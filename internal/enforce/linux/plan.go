@@ -210,20 +210,17 @@ func userNSAllowed() (bool, string) {
 // Plan is a Policy compiled for this kernel: the exact rules, namespaces and
 // launch mode one call gets.
 type Plan struct {
-	Policy   policy.Policy
-	Launch   string
-	Landlock *LandlockPlan `json:",omitempty"`
-	Seccomp  []SeccompRule `json:"-"`
-	Sockets  SocketPolicy
-	// NewNetNS: a private network namespace with only loopback up.
-	NewNetNS bool
+	Policy policy.Policy
+	Launch string
+	// StageSpec is the part of the plan the launch applies inside the
+	// command's namespaces: a stage receives it alone (stagePayload).
+	StageSpec
+	Seccomp []SeccompRule `json:"-"`
+	Sockets SocketPolicy
 	// Proxy: network by domain (Policy.Domains). The launcher makes the
 	// proxy's listening sockets inside the call's network namespace and sbx
 	// serves them from its own (proxy.go).
 	Proxy bool `json:",omitempty"`
-	// NewPIDNS: the command runs in a new PID namespace whose init dies with
-	// sbx, taking every process of the call with it.
-	NewPIDNS bool
 	// NewUserNS: the namespaces are created inside a new user namespace
 	// (unprivileged caller); this needs the stage launch.
 	NewUserNS bool
@@ -231,50 +228,16 @@ type Plan struct {
 	// namespace the unprivileged sbx serve made at start-up, one for all
 	// its calls (System.ServerUserNS), by a thread launch.
 	ServerUserNS bool `json:",omitempty"`
-	// NewUTSNS and NewIPCNS: the command's hostname and System V IPC
-	// objects are its own.
-	NewUTSNS bool `json:",omitempty"`
-	NewIPCNS bool `json:",omitempty"`
-	// PrivateProc: /proc is a procfs of the call's PID namespace (host
-	// processes, sbx's own environment among them, are not there), with
-	// /proc/sys and the other machine-wide parts read-only (procReadOnly).
-	PrivateProc bool `json:",omitempty"`
-	// Capabilities are the capabilities the command keeps (--cap-add);
-	// every other one is dropped from every set, the bounding set
-	// included, and the securebits are locked (caps.go).
-	Capabilities []int `json:",omitempty"`
 	// Creds are the command's credentials the supervisor checks a write
 	// the policy allows with (rootaccess.go); nil: no check.
 	Creds        *Creds `json:"-"`
 	credsCanKeep bool
-	// Placeholders are carve-outs that do not exist yet (a missing .git in
-	// a writable root) that the kernel is to keep from being created: Start
-	// creates each as an empty directory, which is bind-mounted read-only
-	// like ReadOnlyMounts, so the command cannot create it (EROFS), remove
-	// it or mount over it (EBUSY, EPERM), and removes it after the call if
-	// it is still empty. Only where the supervisor cannot stand in for
-	// them, or the caller requires carve-out-create: the command sees a
-	// .git that is not there bare (Go's -buildvcs=auto then runs git,
-	// which fails "not a git repository", with no denial to say why).
-	Placeholders []string `json:",omitempty"`
 	// Watched are the missing carve-outs that get no placeholder, so that
 	// the command sees them as missing, as it does bare: the supervisor
 	// refuses creating one and reports it (best effort during the call),
 	// and Wait, once the command's tree is dead, removes whichever
 	// appeared anyway and reports it (sweep.go): none survives the call.
 	Watched []string `json:",omitempty"`
-	// ReadOnlyMounts are existing carve-outs bind-mounted read-only in a
-	// private mount namespace.
-	ReadOnlyMounts []string
-	// ReadOnlyRoot: every mount of the call's mount namespace is made
-	// read-only except the writable roots and the mounts below them, which
-	// keep their flags (bwrap's --ro-bind / / --bind W W; see readOnlyRoot).
-	// Device files are not covered: a read-only mount still opens them for
-	// writing.
-	ReadOnlyRoot bool `json:",omitempty"`
-	// MaskedMounts are existing paths the guard forbids reading, hidden under
-	// an empty read-only tmpfs (directories) or /dev/null (files).
-	MaskedMounts []string
 	// MaskedLinks are the files under MaskedMounts that have names no mask
 	// covers (hard links made earlier), which only the supervisor refuses,
 	// best effort (maskinode.go); maskedInodes indexes them by inode.
@@ -287,16 +250,8 @@ type Plan struct {
 	// enforces them (cgroup.go), LimitMechanism says which in the report.
 	Limits         report.Limits
 	Cgroup         *CgroupPlan `json:",omitempty"`
-	Rlimits        []Rlimit    `json:",omitempty"`
 	LimitMechanism string      `json:",omitempty"`
-	// Supervise says whether the seccomp supervisor runs (supervise.go).
-	Supervise   Supervise
-	Downgrades  []report.Downgrade
-	SeccompProg BPFProgram
-	// SeccompPlainProg is the filter without its user-notification rules,
-	// loaded instead when no listener can be had at launch (Supervise is
-	// SuperviseBestEffort).
-	SeccompPlainProg BPFProgram `json:",omitempty"`
+	Downgrades     []report.Downgrade
 	// unsupervised holds, by index into Downgrades, what a downgrade that
 	// counts on the supervisor says without it.
 	unsupervised map[int]report.Downgrade
@@ -305,6 +260,70 @@ type Plan struct {
 	unsupervisedOnly []report.Downgrade
 	// supervisorFeatures name those downgrades' features.
 	supervisorFeatures []report.Feature
+}
+
+// StageSpec is what of a Plan a launch applies in the command's own
+// process: its namespaces, mounts, capabilities, Landlock ruleset, seccomp
+// filter and rlimits. It is a struct of its own so that the stage gets all
+// of it and nothing else (stagePayload): decoding a whole Plan (the
+// policy, every downgrade's text) cost a stage ~0.7 ms before its first
+// step, mostly building JSON decoders for types it never uses. A field
+// added here reaches the stage with no other change (TestStageSpecRoundTrip
+// fails on one that does not survive the payload's JSON).
+type StageSpec struct {
+	// NewNetNS: a private network namespace with only loopback up.
+	NewNetNS bool `json:",omitempty"`
+	// NewPIDNS: the command runs in a new PID namespace whose init dies with
+	// sbx, taking every process of the call with it.
+	NewPIDNS bool `json:",omitempty"`
+	// NewUTSNS and NewIPCNS: the command's hostname and System V IPC
+	// objects are its own.
+	NewUTSNS bool `json:",omitempty"`
+	NewIPCNS bool `json:",omitempty"`
+	// PrivateProc: /proc is a procfs of the call's PID namespace (host
+	// processes, sbx's own environment among them, are not there), with
+	// /proc/sys and the other machine-wide parts read-only (procReadOnly).
+	PrivateProc bool `json:",omitempty"`
+	// Capabilities are the capabilities the command keeps (--cap-add);
+	// every other one is dropped from every set, the bounding set
+	// included, and the securebits are locked (caps.go).
+	Capabilities []int `json:",omitempty"`
+	// Placeholders are carve-outs that do not exist yet (a missing .git in
+	// a writable root) that the kernel is to keep from being created: Start
+	// creates each as an empty directory, which is bind-mounted read-only
+	// like ReadOnlyMounts, so the command cannot create it (EROFS), remove
+	// it or mount over it (EBUSY, EPERM), and removes it after the call if
+	// it is still empty. Only where the supervisor cannot stand in for
+	// them, or the caller requires carve-out-create: the command sees a
+	// .git that is not there bare (Go's -buildvcs=auto then runs git,
+	// which fails "not a git repository", with no denial to say why).
+	Placeholders []string `json:",omitempty"`
+	// ReadOnlyMounts are existing carve-outs bind-mounted read-only in a
+	// private mount namespace.
+	ReadOnlyMounts []string `json:",omitempty"`
+	// ReadOnlyRoot: every mount of the call's mount namespace is made
+	// read-only except the writable roots and the mounts below them, which
+	// keep their flags (bwrap's --ro-bind / / --bind W W; see readOnlyRoot).
+	// Device files are not covered: a read-only mount still opens them for
+	// writing.
+	ReadOnlyRoot bool `json:",omitempty"`
+	// WriteRoots are the policy's writable roots (Policy.WriteRoots), the
+	// mounts ReadOnlyRoot leaves writable.
+	WriteRoots []string `json:",omitempty"`
+	// MaskedMounts are existing paths the guard forbids reading, hidden under
+	// an empty read-only tmpfs (directories) or /dev/null (files).
+	MaskedMounts []string      `json:",omitempty"`
+	Landlock     *LandlockPlan `json:",omitempty"`
+	// Supervise says whether the seccomp supervisor runs (supervise.go).
+	Supervise   Supervise
+	SeccompProg BPFProgram
+	// SeccompPlainProg is the filter without its user-notification rules,
+	// loaded instead when no listener can be had at launch (Supervise is
+	// SuperviseBestEffort).
+	SeccompPlainProg BPFProgram `json:",omitempty"`
+	// Rlimits stand in for the cgroup controllers a stage cannot write
+	// (setLimits, cgroup.go); the stage's limit shim sets them (rlimit.go).
+	Rlimits []Rlimit `json:",omitempty"`
 }
 
 // requireSupervisorFor makes the supervisor required (the launch fails
@@ -409,6 +428,7 @@ func Compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
 // carve-outs' protection.
 func compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
 	p := &Plan{Policy: pol, Launch: LaunchThread, ServerUserNS: sys.ServerUserNS}
+	p.WriteRoots = pol.WriteRoots
 	if pol.Unrestricted {
 		p.Launch = LaunchDirect
 		return p, nil
