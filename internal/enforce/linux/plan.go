@@ -142,6 +142,19 @@ type StageSpec struct {
 	Rlimits []Rlimit `json:",omitempty"`
 }
 
+// Supervise is whether the seccomp supervisor runs for a plan.
+type Supervise int
+
+const (
+	// SuperviseOff: no supervisor; denials are not reported.
+	SuperviseOff Supervise = iota
+	// SuperviseBestEffort: run it; if the listener cannot be had at launch,
+	// run without and report a "denial-reports" downgrade.
+	SuperviseBestEffort
+	// SuperviseRequired: run it, or fail the launch (--require denial-reports).
+	SuperviseRequired
+)
+
 // Options are what a call adds to its policy's plan.
 type Options struct {
 	// Limits are the call's resource limits (setLimits decides what

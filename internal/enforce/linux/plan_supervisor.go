@@ -61,19 +61,6 @@ func (p *Plan) UnsupervisedDowngrades() []report.Downgrade {
 	return append(out, p.unsupervisedOnly...)
 }
 
-// Supervise is whether the seccomp supervisor runs for a plan.
-type Supervise int
-
-const (
-	// SuperviseOff: no supervisor; denials are not reported.
-	SuperviseOff Supervise = iota
-	// SuperviseBestEffort: run it; if the listener cannot be had at launch,
-	// run without and report a "denial-reports" downgrade.
-	SuperviseBestEffort
-	// SuperviseRequired: run it, or fail the launch (--require denial-reports).
-	SuperviseRequired
-)
-
 // withoutSupervisor drops the seccomp supervisor from the plan, for a caller
 // that does not want denial reports (and their cost per supervised call):
 // the filter without notification rules, and the downgrades as they read
