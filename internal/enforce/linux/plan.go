@@ -533,8 +533,8 @@ func (p *Plan) Enforcement() report.Enforcement {
 
 // needsMountNS reports whether the plan changes mounts, which needs a
 // private mount namespace.
-func (p *Plan) needsMountNS() bool {
-	return len(p.MountOps()) > 0
+func (s *StageSpec) needsMountNS() bool {
+	return len(s.MountOps()) > 0
 }
 
 // pathOpens reports whether path can be opened as Landlock's rules open

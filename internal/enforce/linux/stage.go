@@ -31,7 +31,14 @@ type stagePayload struct {
 	ProxySocket int `json:",omitempty"`
 }
 
-// plan is the Plan the stage's steps take: the spec, nothing else.
+// plan is the Plan restrictThread takes in the stage: the spec, nothing
+// else. The stage's other steps (enterNamespaces, privateMounts,
+// setupMounts, dropCapabilities, setRlimits) take the StageSpec itself, so
+// that a field outside it does not compile there.
+// IMPORTANT: restrictThread and the supervisor's loadFilter still take a
+// Plan; a field of Plan outside StageSpec that they come to read is zero
+// here, and the stage would apply less than a thread launch, with nothing
+// to say so: what a launch step reads belongs in StageSpec.
 func (s *StageSpec) plan() *Plan {
 	return &Plan{StageSpec: *s}
 }
