@@ -12,8 +12,11 @@
 //
 // The pipeline, file by file:
 //
-//   - plan.go: Probe, Compile → Plan (its String is what `sbx explain`
-//     prints); landlock.go, seccomp.go and bpf.go the kernel rules it holds,
+//   - plan.go: Compile → Plan, for what Probe (probe.go) found; its
+//     namespaces in plan_namespaces.go, the downgrades that hang on the
+//     supervisor in plan_supervisor.go, StageSpec the part a launch applies
+//     in the command's process, and String (plan_string.go) what `sbx
+//     explain` prints; landlock.go, seccomp.go and bpf.go the kernel rules it holds,
 //     cgroup.go and rlimit.go its limits, denyglob.go, maskinode.go and
 //     placeholder.go (the missing carve-outs: watched, or a placeholder)
 //     what the mounts cannot do alone.

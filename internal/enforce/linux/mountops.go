@@ -38,27 +38,27 @@ type MountOp struct {
 	Roots []string
 }
 
-// MountOps are p's mount steps in the order they run: the read-only root
+// MountOps are s's mount steps in the order they run: the read-only root
 // first (it covers whatever exists), then the carve-outs read-only, the
 // procfs, the placeholders read-only, and the masks last, so that nothing
 // mounted later uncovers a masked path. The placeholders come as late as
 // they can: a thread launch makes them while its thread makes the mounts
 // before (see startPlaceholders).
-func (p *Plan) MountOps() []MountOp {
+func (s *StageSpec) MountOps() []MountOp {
 	var ops []MountOp
-	if p.ReadOnlyRoot {
-		ops = append(ops, MountOp{Kind: MountReadOnlyRoot, Roots: p.Policy.WriteRoots})
+	if s.ReadOnlyRoot {
+		ops = append(ops, MountOp{Kind: MountReadOnlyRoot, Roots: s.WriteRoots})
 	}
-	for _, path := range p.ReadOnlyMounts {
+	for _, path := range s.ReadOnlyMounts {
 		ops = append(ops, MountOp{Kind: MountCarveOut, Path: path})
 	}
-	if p.PrivateProc {
+	if s.PrivateProc {
 		ops = append(ops, MountOp{Kind: MountProc, Path: "/proc"})
 	}
-	for _, path := range p.Placeholders {
+	for _, path := range s.Placeholders {
 		ops = append(ops, MountOp{Kind: MountPlaceholder, Path: path})
 	}
-	for _, path := range p.MaskedMounts {
+	for _, path := range s.MaskedMounts {
 		ops = append(ops, MountOp{Kind: MountMask, Path: path})
 	}
 	return ops

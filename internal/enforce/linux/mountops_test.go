@@ -5,16 +5,14 @@ package linux
 import (
 	"slices"
 	"testing"
-
-	"github.com/sbx-sandbox/sbx/internal/policy"
 )
 
 // TestMountOps: the steps come in the order the stage must run them (the
 // read-only root first, the masks last) and print as the plan's lines.
 func TestMountOps(t *testing.T) {
-	p := &Plan{Policy: policy.Policy{WriteRoots: []string{"/w", "/tmp"}}, ReadOnlyRoot: true,
+	p := &Plan{StageSpec: StageSpec{WriteRoots: []string{"/w", "/tmp"}, ReadOnlyRoot: true,
 		ReadOnlyMounts: []string{"/w/.git"}, Placeholders: []string{"/w/.codex"}, PrivateProc: true,
-		MaskedMounts: []string{"/w/.env"}}
+		MaskedMounts: []string{"/w/.env"}}}
 	var got []string
 	for _, op := range p.MountOps() {
 		got = append(got, op.String())

@@ -13,21 +13,21 @@ import (
 // not in yet (done: those a prestarted thread unshared). Network, mount
 // and (for its children) PID namespaces can be unshared by one thread of a
 // multi-threaded process (a user namespace cannot: that uses the stage).
-func enterNamespaces(p *Plan, done int) error {
+func enterNamespaces(s *StageSpec, done int) error {
 	var flags int
-	if p.NewPIDNS {
+	if s.NewPIDNS {
 		flags |= unix.CLONE_NEWPID
 	}
-	if p.NewNetNS {
+	if s.NewNetNS {
 		flags |= unix.CLONE_NEWNET
 	}
-	if p.needsMountNS() {
+	if s.needsMountNS() {
 		flags |= unix.CLONE_NEWNS
 	}
-	if p.NewUTSNS {
+	if s.NewUTSNS {
 		flags |= unix.CLONE_NEWUTS
 	}
-	if p.NewIPCNS {
+	if s.NewIPCNS {
 		flags |= unix.CLONE_NEWIPC
 	}
 	flags &^= done
@@ -42,8 +42,8 @@ func enterNamespaces(p *Plan, done int) error {
 
 // privateMounts keeps the mounts of a new mount namespace from
 // propagating back to the host: the first step in it, before any mount.
-func privateMounts(p *Plan) error {
-	if !p.needsMountNS() {
+func privateMounts(s *StageSpec) error {
+	if !s.needsMountNS() {
 		return nil
 	}
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_SLAVE, ""); err != nil {
@@ -69,8 +69,8 @@ type mountHooks struct {
 // setupMounts makes the call's mounts, the plan's MountOps in their order
 // (privateMounts has run). It runs in the thread or stage that is already
 // inside the call's mount namespace.
-func setupMounts(p *Plan, h mountHooks) error {
-	for _, op := range p.MountOps() {
+func setupMounts(s *StageSpec, h mountHooks) error {
+	for _, op := range s.MountOps() {
 		if err := runMountOp(op, h); err != nil {
 			return err
 		}

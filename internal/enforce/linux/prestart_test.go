@@ -395,7 +395,7 @@ func TestStagePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Rlimits = []Rlimit{{Resource: unix.RLIMIT_NPROC, Name: "nproc", Value: 7}}
-	b, err := json.Marshal(stagePayload{Plan: newStagePlan(p)})
+	b, err := json.Marshal(stagePayload{Plan: &p.StageSpec})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -406,7 +406,7 @@ func TestStagePlan(t *testing.T) {
 	got := pl.Plan.plan()
 	if got.NewPIDNS != p.NewPIDNS || got.NewNetNS != p.NewNetNS || got.needsMountNS() != p.needsMountNS() ||
 		!slices.Equal(got.ReadOnlyMounts, p.ReadOnlyMounts) || !slices.Equal(got.MaskedMounts, p.MaskedMounts) ||
-		!slices.Equal(got.Policy.WriteRoots, p.Policy.WriteRoots) || got.Supervise != p.Supervise ||
+		!slices.Equal(got.WriteRoots, p.Policy.WriteRoots) || got.Supervise != p.Supervise ||
 		!reflect.DeepEqual(got.Landlock, p.Landlock) || !slices.Equal(got.SeccompProg, p.SeccompProg) ||
 		!slices.Equal(got.SeccompPlainProg, p.SeccompPlainProg) || !slices.Equal(got.Rlimits, p.Rlimits) {
 		t.Errorf("stage plan changed on the way:\n got %+v\nwant %+v", got, p)

@@ -6,8 +6,6 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/sbx-sandbox/sbx/internal/policy"
 )
 
 // stagePayload is what the parent sends the stage on fd 3.
@@ -15,11 +13,12 @@ type stagePayload struct {
 	// StatusFD is the stage's fd for the command's wait status when the
 	// stage is PID 1 of a new PID namespace (0: exec the command instead).
 	StatusFD int
-	Plan     *stagePlan
-	Path     string
-	Argv     []string
-	Dir      string
-	Env      []string
+	// Plan is all of the plan the stage applies (see StageSpec).
+	Plan *StageSpec
+	Path string
+	Argv []string
+	Dir  string
+	Env  []string
 	// ListenerSocket is the fd of the unix socket the stage sends its
 	// seccomp listener on (SCM_RIGHTS), 0 when the plan is unsupervised.
 	ListenerSocket int `json:",omitempty"`
@@ -32,44 +31,16 @@ type stagePayload struct {
 	ProxySocket int `json:",omitempty"`
 }
 
-// stagePlan is the part of a Plan the stage applies, all the payload
-// carries: decoding a whole Plan (the policy, every downgrade's text) cost
-// a stage ~0.7 ms before its first step, mostly building JSON decoders for
-// types it never uses.
-type stagePlan struct {
-	NewPIDNS       bool          `json:",omitempty"`
-	NewNetNS       bool          `json:",omitempty"`
-	NewUTSNS       bool          `json:",omitempty"`
-	NewIPCNS       bool          `json:",omitempty"`
-	PrivateProc    bool          `json:",omitempty"`
-	Capabilities   []int         `json:",omitempty"`
-	Placeholders   []string      `json:",omitempty"`
-	ReadOnlyRoot   bool          `json:",omitempty"`
-	ReadOnlyMounts []string      `json:",omitempty"`
-	MaskedMounts   []string      `json:",omitempty"`
-	WriteRoots     []string      `json:",omitempty"`
-	Landlock       *LandlockPlan `json:",omitempty"`
-	Supervise      Supervise
-	SeccompProg    BPFProgram
-	SeccompPlain   BPFProgram `json:",omitempty"`
-	Rlimits        []Rlimit   `json:",omitempty"`
-}
-
-func newStagePlan(p *Plan) *stagePlan {
-	return &stagePlan{NewPIDNS: p.NewPIDNS, NewNetNS: p.NewNetNS, NewUTSNS: p.NewUTSNS, NewIPCNS: p.NewIPCNS,
-		PrivateProc: p.PrivateProc, Capabilities: p.Capabilities, Placeholders: p.Placeholders, ReadOnlyRoot: p.ReadOnlyRoot,
-		ReadOnlyMounts: p.ReadOnlyMounts, MaskedMounts: p.MaskedMounts, WriteRoots: p.Policy.WriteRoots,
-		Landlock: p.Landlock, Supervise: p.Supervise, SeccompProg: p.SeccompProg, SeccompPlain: p.SeccompPlainProg,
-		Rlimits: p.Rlimits}
-}
-
-// plan is the Plan the stage's steps take: sp's fields, nothing else.
-func (sp *stagePlan) plan() *Plan {
-	return &Plan{NewPIDNS: sp.NewPIDNS, NewNetNS: sp.NewNetNS, NewUTSNS: sp.NewUTSNS, NewIPCNS: sp.NewIPCNS,
-		PrivateProc: sp.PrivateProc, Capabilities: sp.Capabilities, Placeholders: sp.Placeholders, ReadOnlyRoot: sp.ReadOnlyRoot,
-		ReadOnlyMounts: sp.ReadOnlyMounts, MaskedMounts: sp.MaskedMounts, Policy: policy.Policy{WriteRoots: sp.WriteRoots},
-		Landlock: sp.Landlock, Supervise: sp.Supervise, SeccompProg: sp.SeccompProg, SeccompPlainProg: sp.SeccompPlain,
-		Rlimits: sp.Rlimits}
+// plan is the Plan restrictThread takes in the stage: the spec, nothing
+// else. The stage's other steps (enterNamespaces, privateMounts,
+// setupMounts, dropCapabilities, setRlimits) take the StageSpec itself, so
+// that a field outside it does not compile there.
+// IMPORTANT: restrictThread and the supervisor's loadFilter still take a
+// Plan; a field of Plan outside StageSpec that they come to read is zero
+// here, and the stage would apply less than a thread launch, with nothing
+// to say so: what a launch step reads belongs in StageSpec.
+func (s *StageSpec) plan() *Plan {
+	return &Plan{StageSpec: *s}
 }
 
 // The stage's fds past stdio (see stagePayload).

@@ -51,13 +51,13 @@ func StageMain() int {
 		fmt.Fprintf(os.Stderr, "sbx stage: read plan: %v\n", err)
 		return 125
 	}
-	plan := pl.Plan.plan()
+	spec := pl.Plan
 	// The PID and network namespaces came with the stage's clone; a mount
 	// namespace it makes itself, so that a stage can be spawned before
 	// the plan says whether one is needed (see Prestart).
-	err = enterNamespaces(plan, stageCloneFlags)
+	err = enterNamespaces(spec, stageCloneFlags)
 	if err == nil {
-		err = privateMounts(plan)
+		err = privateMounts(spec)
 		if errors.Is(err, unix.EPERM) && pl.StatusFD > 0 {
 			// The namespaces were made, but no mount can be: a sandbox
 			// around sbx refuses mount (sbx in sbx on a kernel without
@@ -67,11 +67,11 @@ func StageMain() int {
 			return 125
 		}
 	}
-	if err == nil && plan.NewNetNS {
+	if err == nil && spec.NewNetNS {
 		err = loopbackUp()
 	}
 	if err == nil {
-		err = setupMounts(plan, mountHooks{proc: mountProcHere})
+		err = setupMounts(spec, mountHooks{proc: mountProcHere})
 	}
 	if err == nil && pl.ProxySocket > 0 {
 		var addr string
@@ -80,11 +80,11 @@ func StageMain() int {
 		}
 	}
 	if err == nil {
-		err = dropCapabilities(plan.Capabilities, false)
+		err = dropCapabilities(spec.Capabilities, false)
 	}
 	if err == nil {
 		var lis listener
-		lis, err = restrictThread(plan)
+		lis, err = restrictThread(spec.plan())
 		if err == nil && pl.ListenerSocket > 0 {
 			// Before exec, so the parent is supervising by the time the
 			// command makes its first supervised call (which would wait for
@@ -110,7 +110,7 @@ func StageMain() int {
 	if pl.StatusFD > 0 {
 		return stageInit(pl)
 	}
-	if err := setRlimits(plan.Rlimits); err != nil {
+	if err := setRlimits(spec.Rlimits); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
 		return 125
 	}

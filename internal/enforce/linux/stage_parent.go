@@ -113,7 +113,7 @@ func spawnStage(ns stageNamespaces, stdio [3]*os.File, cg *callCgroup) (*stagePr
 // run sends the stage its plan and returns the running call.
 func (st *stageProc) run(p *Plan, spec enforce.Command, sup *supervisor) (*Process, error) {
 	defer st.close()
-	pl := stagePayload{Plan: newStagePlan(p), Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Terminal: spec.Terminal}
+	pl := stagePayload{Plan: &p.StageSpec, Path: spec.Path, Argv: spec.Argv, Dir: spec.Dir, Env: spec.Env, Terminal: spec.Terminal}
 	if sup != nil {
 		pl.ListenerSocket = stageListenerFD
 	}

@@ -84,9 +84,9 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 				startc <- st
 				return
 			}
-			err := enterNamespaces(p, pre.flags)
+			err := enterNamespaces(&p.StageSpec, pre.flags)
 			if err == nil && pre.flags&unix.CLONE_NEWNS == 0 {
-				err = privateMounts(p)
+				err = privateMounts(&p.StageSpec)
 			}
 			st.initPid, st.lifeline = pre.initPid, pre.lifeline
 			answers := pre.answers
@@ -100,7 +100,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 			}
 			steptrace.Mark("namespaces, init (made ahead when prestarted)")
 			if err == nil {
-				err = setupMounts(p, mountHooks{
+				err = setupMounts(&p.StageSpec, mountHooks{
 					proc:         func() error { return mountProcByInit(st.lifeline, answers) },
 					placeholders: placeholders,
 					procMounted:  pre.proc,

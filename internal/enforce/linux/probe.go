@@ -1,0 +1,197 @@
+//go:build linux
+
+package linux
+
+import (
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// This file is what Probe learns of the running kernel and user (System).
+
+// System is what the running kernel and user offer; Probe fills it.
+type System struct {
+	LandlockABI int
+	// Privileged: sbx may create namespaces and mount without a user namespace.
+	Privileged bool
+	// UserNS: unprivileged user namespaces can be created.
+	UserNS bool
+	// UserNSReason says why UserNS is false.
+	UserNSReason string
+	// UserNotif: seccomp user notification (Linux 5.0), for the supervisor.
+	UserNotif bool
+	// UserNotifReason says why UserNotif is false.
+	UserNotifReason string
+	// InitUserNS: sbx runs in the machine's initial user namespace (not
+	// in a container's).
+	InitUserNS bool
+	// ProcFullyVisible: no mount hides part of the host's /proc (see
+	// procFullyVisible), so a user namespace may mount a new procfs.
+	ProcFullyVisible bool
+	// ServerUserNS: sbx is the unprivileged sbx serve inside the user
+	// namespace it made at start-up (EnterServerUserNS). Privileged is
+	// then true, but only there: no capability can be kept for a command
+	// (--cap-add), and the plans say the call runs in a user namespace.
+	ServerUserNS bool
+	// Creds are the command's credentials for file permissions (sbx's
+	// own); nil skips the writable-root-access check (rootaccess.go).
+	Creds *Creds
+}
+
+// Probe inspects the running kernel and user. It makes no namespaces: the
+// user-namespace answer comes from sysctls, and a launch that still fails to
+// create one falls back and reports it.
+//
+// What it reads from files (sysctls, seccomp's actions, the uid map, the
+// mounts below /proc) is kept for probeTTL: a server probes once per call,
+// and those reads were ~0.1 ms of each; they change rarely, and a launch
+// that meets a change (a user namespace refused) falls back and reports
+// it all the same. The capability and Landlock answers are asked each time.
+func Probe() System {
+	probed.Lock()
+	if time.Since(probed.at) > probeTTL {
+		probed.sys = probeFiles()
+		probed.at = time.Now()
+	}
+	s := probed.sys
+	probed.Unlock()
+	s.LandlockABI, s.Privileged = LandlockABI(), hasCapSysAdmin()
+	s.ServerUserNS = inServerUserNS
+	if !s.ServerUserNS {
+		// Inside the unprivileged server's namespace uid 0 is the
+		// caller's own uid: its command has the caller's permissions.
+		s.Creds = probeCreds()
+	}
+	return s
+}
+
+// probeTTL is how long Probe keeps what it read from files.
+const probeTTL = time.Second
+
+var probed struct {
+	sync.Mutex
+	at  time.Time
+	sys System
+}
+
+// probeFiles is the part of Probe read from files.
+func probeFiles() System {
+	var s System
+	s.UserNS, s.UserNSReason = userNSAllowed()
+	s.UserNotif, s.UserNotifReason = userNotifAvailable()
+	s.InitUserNS = inInitUserNS()
+	s.ProcFullyVisible = procFullyVisible()
+	return s
+}
+
+// TryUserNS makes a user namespace the way a stage launch does (the uid
+// and gid maps written by sbx) around the init program, which exits at
+// once: the only conclusive test, since a container's seccomp profile, an
+// LSM, or an outer sandbox can each forbid what the sysctls allow. It costs
+// a fork, so only explain and doctor ask it; a call finds out at its
+// launch (ErrUserNS) and falls back.
+func TryUserNS() error {
+	path, err := initExecutable()
+	if err != nil {
+		return err
+	}
+	null, err := os.Open(os.DevNull)
+	if err != nil {
+		return err
+	}
+	defer null.Close()
+	uid, gid := os.Getuid(), os.Getgid()
+	pid, err := syscall.ForkExec(path, []string{"sbx-userns-probe"}, &syscall.ProcAttr{Dir: "/", Env: []string{},
+		Files: []uintptr{null.Fd(), null.Fd(), null.Fd()},
+		Sys: &syscall.SysProcAttr{Cloneflags: stageCloneFlags,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}}})
+	if err != nil {
+		return fmt.Errorf("creating a user namespace failed: %w", err)
+	}
+	wait(pid)
+	return nil
+}
+
+// WithoutUserNS is sys as it is when creating a user namespace failed
+// (err, from TryUserNS or a launch): the plan then falls back to Landlock
+// and seccomp without namespaces, and says so in every downgrade.
+func (sys System) WithoutUserNS(err error) System {
+	sys.UserNS = false
+	sys.UserNSReason = err.Error()
+	return sys
+}
+
+// inInitUserNS reports whether the calling process is in the initial user
+// namespace, whose uid map is the identity over every uid. Read once per
+// process (Prestart and Probe both ask): a Go process is multithreaded, so
+// the kernel refuses it unshare(CLONE_NEWUSER), and sbx makes user
+// namespaces only for the children it clones.
+var inInitUserNS = sync.OnceValue(func() bool {
+	b, err := os.ReadFile("/proc/self/uid_map")
+	return err == nil && strings.Join(strings.Fields(string(b)), " ") == "0 0 4294967295"
+})
+
+// procFullyVisible reports whether nothing is mounted below /proc but on
+// the empty directories procfs keeps for such mounts (binfmt_misc): the
+// condition (mount_too_revealing in the kernel) for a user namespace to
+// mount a new procfs.
+func procFullyVisible() bool {
+	mounts, err := mountPoints(threadMountinfo)
+	if err != nil {
+		return false
+	}
+	for _, m := range mounts {
+		if strings.HasPrefix(m.path, "/proc/") && m.path != "/proc/sys/fs/binfmt_misc" {
+			return false
+		}
+	}
+	return true
+}
+
+// userNotifAvailable reads the seccomp actions the kernel offers. When the
+// list cannot be read, it says yes: loading the filter then finds out, and
+// a failure there is reported the same way.
+func userNotifAvailable() (bool, string) {
+	b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	if err != nil {
+		return true, ""
+	}
+	if slices.Contains(strings.Fields(string(b)), "user_notif") {
+		return true, ""
+	}
+	return false, "the kernel has no seccomp user notification (Linux 5.0)"
+}
+
+func hasCapSysAdmin() bool {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return false
+	}
+	return data[0].Effective&(1<<unix.CAP_SYS_ADMIN) != 0
+}
+
+func userNSAllowed() (bool, string) {
+	for _, c := range []struct{ file, bad string }{
+		{"/proc/sys/user/max_user_namespaces", "0"},
+		{"/proc/sys/kernel/unprivileged_userns_clone", "0"},
+		{"/proc/sys/kernel/apparmor_restrict_unprivileged_userns", "1"},
+	} {
+		b, err := os.ReadFile(c.file)
+		if err != nil {
+			continue
+		}
+		if strings.TrimSpace(string(b)) == c.bad {
+			return false, fmt.Sprintf("%s is %s", c.file, c.bad)
+		}
+	}
+	return true, ""
+}
