@@ -60,6 +60,12 @@ func ResolveExisting(p string) string {
 }
 
 // Within reports whether p is base or below it. Both must be clean and absolute.
+//
+// IMPORTANT: it compares names, not files (DESIGN.md invariant 5). A hard
+// link of a file under base, made elsewhere before the call, is not within
+// base here; and a path resolved (ResolvePath) before the launch names what
+// the file system held then. Only the kernel's rules, compiled from the
+// same resolved lists, hold against a link or a swap made later.
 func Within(p, base string) bool {
 	if base == "/" {
 		return strings.HasPrefix(p, "/")
