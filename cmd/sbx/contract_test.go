@@ -13,8 +13,8 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/escalate"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // TestErrorKindsMatchSchema: the kind vocabulary is defined once in Go and
@@ -48,7 +48,7 @@ func TestErrorFor(t *testing.T) {
 		fallback string
 		want     errorObject
 	}{
-		{"field", &profiles.FieldError{Field: "cwd", Err: errors.New("required")}, errInvalidRequest,
+		{"field", &strictjson.FieldError{Field: "cwd", Err: errors.New("required")}, errInvalidRequest,
 			errorObject{Kind: errInvalidRequest, Message: "cwd: required", Field: "cwd"}},
 		{"plain bad input", errors.New("malformed JSON"), errInvalidRequest,
 			errorObject{Kind: errInvalidRequest, Message: "malformed JSON"}},
@@ -62,7 +62,7 @@ func TestErrorFor(t *testing.T) {
 			errorObject{Kind: errExecFailed, Message: "command not found: nope", Errno: "ENOENT"}},
 		{"internal", internalError{errors.New("pipe: EMFILE")}, errInvalidRequest,
 			errorObject{Kind: errInternal, Message: "pipe: EMFILE"}},
-		{"internal wins over a field inside", internalError{&profiles.FieldError{Field: "x", Err: errors.New("y")}}, errInvalidRequest,
+		{"internal wins over a field inside", internalError{&strictjson.FieldError{Field: "x", Err: errors.New("y")}}, errInvalidRequest,
 			errorObject{Kind: errInternal, Message: "x: y"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/jsonfuzz"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // FuzzExecRequest: a request sbx exec decodes is exact JSON: no duplicate
@@ -29,8 +29,8 @@ func FuzzExecRequest(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req execRequest
-		if profiles.DecodeStrict(data, &req) == nil {
-			jsonfuzz.Accepted(t, data, &req, profiles.DecodeStrict)
+		if strictjson.Decode(data, &req) == nil {
+			jsonfuzz.Accepted(t, data, &req, strictjson.Decode)
 		}
 	})
 }

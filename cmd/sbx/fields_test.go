@@ -16,6 +16,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
@@ -232,7 +233,7 @@ func checkSameRefusal(t *testing.T, f call.Field, cerr, jerr error) {
 	if cerr == nil || jerr == nil {
 		t.Fatalf("flag %v, JSON %v: want both refused or neither", cerr, jerr)
 	}
-	var cfe, jfe *profiles.FieldError
+	var cfe, jfe *strictjson.FieldError
 	if !errors.As(cerr, &cfe) || !errors.As(jerr, &jfe) {
 		// A refusal of no field (an approval denied): the same text.
 		if cerr.Error() != jerr.Error() {
@@ -349,7 +350,7 @@ func TestRowFlagsBound(t *testing.T) {
 			continue
 		}
 		n++
-		if _, ok := rf.pathValues()[f.Key]; ok != (f.Kind == profiles.KindPath) {
+		if _, ok := rf.pathValues()[f.Key]; ok != (f.Kind == strictjson.KindPath) {
 			t.Errorf("row %s: kind %q, but pathValues has it: %v", f.Key, f.Kind, ok)
 		}
 		fl := fs.Lookup(f.Flag)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/fsop"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/run"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
@@ -112,7 +112,7 @@ func fsCmd(args []string, stdio Stdio) int {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, name := range []string{"shell", "c", "login"} {
 		if set[name] {
-			return refuse(&profiles.FieldError{Field: flagName(name), Err: errors.New("sbx fs runs no command")})
+			return refuse(&strictjson.FieldError{Field: flagName(name), Err: errors.New("sbx fs runs no command")})
 		}
 	}
 	req, err := rf.request(nil, set)

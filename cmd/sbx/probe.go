@@ -17,11 +17,12 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/enforce/host"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/policy/denial"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/run"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 func init() {
@@ -143,7 +144,7 @@ func runProbes(fs *flag.FlagSet, rf *runFlags) (probeReport, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	for _, name := range []string{"shell", "c", "login"} {
 		if set[name] {
-			return probeReport{}, &profiles.FieldError{Field: flagName(name), Err: errors.New("sbx probe runs its own probes, no command")}
+			return probeReport{}, &strictjson.FieldError{Field: flagName(name), Err: errors.New("sbx probe runs its own probes, no command")}
 		}
 	}
 	// The flags are checked before the listeners exist (the unix socket is
@@ -319,7 +320,7 @@ func (e probeExpectations) allowed(o probeOutcome) bool {
 		if full || !e.unixConfined {
 			return true
 		}
-		return profiles.CoveredBy(resolved(o.Target), e.pol.WriteRoots)
+		return fspath.CoveredBy(resolved(o.Target), e.pol.WriteRoots)
 	case "signal":
 		return !e.enf.PIDNamespace && !scoped("signal")
 	}

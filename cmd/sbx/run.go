@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/shells"
 	"github.com/sbx-sandbox/sbx/internal/steptrace"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 func init() {
@@ -80,7 +80,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	}
 	if set["kill-grace"] {
 		if rf.killGrace <= 0 || rf.killGrace > maxKillGrace {
-			return r, &profiles.FieldError{Field: "--kill-grace", Err: fmt.Errorf("must be more than 0 and at most %s", maxKillGrace)}
+			return r, &strictjson.FieldError{Field: "--kill-grace", Err: fmt.Errorf("must be more than 0 and at most %s", maxKillGrace)}
 		}
 		r.KillGrace = rf.killGrace
 	}
@@ -90,18 +90,18 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		}
 	}
 	if set["c"] && rf.shell == "" {
-		return r, &profiles.FieldError{Field: "-c", Err: errors.New("only valid with --shell")}
+		return r, &strictjson.FieldError{Field: "-c", Err: errors.New("only valid with --shell")}
 	}
 	if set["login"] && rf.shell == "" {
-		return r, &profiles.FieldError{Field: "--login", Err: errors.New("only valid with --shell")}
+		return r, &strictjson.FieldError{Field: "--login", Err: errors.New("only valid with --shell")}
 	}
 	if rf.shell != "" {
 		kind, err := shells.ParseKind(rf.shell)
 		if err != nil {
-			return r, &profiles.FieldError{Field: "--shell", Err: err}
+			return r, &strictjson.FieldError{Field: "--shell", Err: err}
 		}
 		if !set["c"] {
-			return r, &profiles.FieldError{Field: "-c", Err: errors.New("--shell needs -c SCRIPT")}
+			return r, &strictjson.FieldError{Field: "-c", Err: errors.New("--shell needs -c SCRIPT")}
 		}
 		r.Shell = &shells.Spec{Kind: kind, Script: rf.script, Login: rf.login}
 	}
@@ -112,7 +112,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	for _, kv := range rf.setenv {
 		k, v, ok := strings.Cut(kv, "=")
 		if !ok {
-			return r, &profiles.FieldError{Field: "--setenv", Err: fmt.Errorf("%q is not NAME=VALUE", kv)}
+			return r, &strictjson.FieldError{Field: "--setenv", Err: fmt.Errorf("%q is not NAME=VALUE", kv)}
 		}
 		if r.EnvPolicy.Set == nil {
 			r.EnvPolicy.Set = map[string]string{}
@@ -124,39 +124,39 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	e.Justification, e.GuardPath = rf.justification, rf.guard
 	if rf.preset != "" {
 		if set["mode"] || set["approval-policy"] {
-			return r, &profiles.FieldError{Field: "--preset", Err: errors.New("contradicts --mode/--approval-policy: give one or the other")}
+			return r, &strictjson.FieldError{Field: "--preset", Err: errors.New("contradicts --mode/--approval-policy: give one or the other")}
 		}
 		p, err := profiles.Builtin().Select(rf.preset)
 		if err != nil {
-			return r, &profiles.FieldError{Field: "--preset", Err: err}
+			return r, &strictjson.FieldError{Field: "--preset", Err: err}
 		}
 		r.Mode, e.ApprovalPolicy = p.SandboxMode, p.ApprovalPolicy
 	}
 	if rf.approvalPolicy != "" {
 		ap, err := profiles.ParseApprovalPolicy(rf.approvalPolicy)
 		if err != nil {
-			return r, &profiles.FieldError{Field: "--approval-policy", Err: err}
+			return r, &strictjson.FieldError{Field: "--approval-policy", Err: err}
 		}
 		e.ApprovalPolicy = ap
 	}
 	if rf.sandboxPermissions != "" {
 		sp, err := profiles.ParseSandboxPermissions(rf.sandboxPermissions)
 		if err != nil {
-			return r, &profiles.FieldError{Field: "--sandbox-permissions", Err: err}
+			return r, &strictjson.FieldError{Field: "--sandbox-permissions", Err: err}
 		}
 		e.SandboxPermissions = sp
 	}
 	if rf.escalateTo != "" {
 		if set["sandbox-permissions"] && e.SandboxPermissions != profiles.RequireEscalated {
-			return r, &profiles.FieldError{Field: "--escalate", Err: errors.New("contradicts --sandbox-permissions " + rf.sandboxPermissions)}
+			return r, &strictjson.FieldError{Field: "--escalate", Err: errors.New("contradicts --sandbox-permissions " + rf.sandboxPermissions)}
 		}
 		target, err := profiles.ParseMode(rf.escalateTo)
 		if err != nil {
-			return r, &profiles.FieldError{Field: "--escalate", Err: err}
+			return r, &strictjson.FieldError{Field: "--escalate", Err: err}
 		}
 		e.SandboxPermissions, e.Target = profiles.RequireEscalated, target
 	} else if e.SandboxPermissions == profiles.RequireEscalated {
-		return r, &profiles.FieldError{Field: "--escalate", Err: errors.New("required with --sandbox-permissions require_escalated: the target mode is missing")}
+		return r, &strictjson.FieldError{Field: "--escalate", Err: errors.New("required with --sandbox-permissions require_escalated: the target mode is missing")}
 	}
 	// Under use_default the flags are the person's (or program's) own
 	// configuration and need no approval.
@@ -180,17 +180,17 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 // refused, as other flags without effect are.
 func (rf *runFlags) loadGrants(e *call.Escalation, set map[string]bool) error {
 	if set["strict-review"] && !set["grants"] {
-		return &profiles.FieldError{Field: "--strict-review", Err: errors.New("only valid with --grants: without grants every escalation goes to the approver already")}
+		return &strictjson.FieldError{Field: "--strict-review", Err: errors.New("only valid with --grants: without grants every escalation goes to the approver already")}
 	}
 	if !set["grants"] {
 		return nil
 	}
 	data, err := os.ReadFile(rf.grants)
 	if err != nil {
-		return &profiles.FieldError{Field: "--grants", Err: err}
+		return &strictjson.FieldError{Field: "--grants", Err: err}
 	}
-	if err := profiles.DecodeStrict(data, &e.Grants); err != nil {
-		return &profiles.FieldError{Field: "--grants", Err: err}
+	if err := strictjson.Decode(data, &e.Grants); err != nil {
+		return &strictjson.FieldError{Field: "--grants", Err: err}
 	}
 	e.Grants.TurnStrict = e.Grants.TurnStrict || rf.strictReview
 	return nil
@@ -223,118 +223,18 @@ func checkEnvAllow(p profiles.EnvPolicy) error {
 	case profiles.EnvAllowList:
 	case profiles.EnvClean:
 		if len(p.Allow) > 0 {
-			return &profiles.FieldError{Field: "--env-allow", Err: errors.New("no effect with --env-mode clean; use --env-mode allow-list, or --setenv NAME=VALUE")}
+			return &strictjson.FieldError{Field: "--env-allow", Err: errors.New("no effect with --env-mode clean; use --env-mode allow-list, or --setenv NAME=VALUE")}
 		}
 	case profiles.EnvInherit:
 		for _, name := range p.Allow {
 			if !strings.ContainsAny(name, "*?[") && !profiles.SecretLooking(name) {
-				return &profiles.FieldError{Field: "--env-allow", Err: fmt.Errorf("%s is inherited anyway (--env-mode inherit strips only secret-looking names: %s); use --env-mode allow-list to keep only the names given", name, strings.Join(profiles.SecretPatterns, " "))}
+				return &strictjson.FieldError{Field: "--env-allow", Err: fmt.Errorf("%s is inherited anyway (--env-mode inherit strips only secret-looking names: %s); use --env-mode allow-list to keep only the names given", name, strings.Join(profiles.SecretPatterns, " "))}
 			}
 		}
 	default:
-		return &profiles.FieldError{Field: "--env-mode", Err: fmt.Errorf("unknown mode %q (want inherit, clean, allow-list)", p.Mode)}
+		return &strictjson.FieldError{Field: "--env-mode", Err: fmt.Errorf("unknown mode %q (want inherit, clean, allow-list)", p.Mode)}
 	}
 	return nil
-}
-
-// flagSet is a subcommand's flags with its help text.
-type flagSet struct {
-	*flag.FlagSet
-	usage string
-	stdio Stdio
-	// repeated is the single-valued flag given a second time, if any.
-	repeated string
-}
-
-func newFlagSet(name, usage string, stdio Stdio) *flagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	// The flag package would print the whole usage after an error; parse
-	// reports errors in one line instead.
-	fs.SetOutput(io.Discard)
-	fs.Usage = func() {}
-	return &flagSet{FlagSet: fs, usage: usage, stdio: stdio}
-}
-
-// parse parses args: -h prints the help (exit 0), a bad flag prints one
-// line naming it (exit 125); ok is true when the subcommand should go on.
-// A flag that takes one value given twice is an error: the flag package
-// would keep the last, and "--mode read-only ... --mode danger-full-access"
-// from two layers of a wrapper would silently run unsandboxed. Only flags
-// whose Value is marked repeatable (listFlag) may be given again.
-func (fs *flagSet) parse(args []string) (code int, ok bool) {
-	restore := fs.once()
-	err := fs.Parse(args)
-	restore()
-	switch {
-	case err == nil:
-		return 0, true
-	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(fs.stdio.Err, fs.usage)
-		fs.SetOutput(fs.stdio.Err)
-		fs.PrintDefaults()
-		return 0, false
-	case fs.repeated != "":
-		fmt.Fprintf(fs.stdio.Err, "sbx %s: %s given twice: it takes one value (see sbx %s --help)\n", fs.Name(), flagName(fs.repeated), fs.Name())
-		return ExitRefused, false
-	default:
-		fmt.Fprintf(fs.stdio.Err, "sbx %s: %v (see sbx %s --help)\n", fs.Name(), err, fs.Name())
-		return ExitRefused, false
-	}
-}
-
-// once wraps every single-valued flag so that a second Set fails, for the
-// duration of a Parse; restore puts the flags' own Values back, which the
-// help text (PrintDefaults looks at their types) and the retry hint
-// (isBoolFlag) read.
-func (fs *flagSet) once() (restore func()) {
-	orig := map[*flag.Flag]flag.Value{}
-	fs.VisitAll(func(f *flag.Flag) {
-		if _, ok := f.Value.(interface{ repeatable() }); ok {
-			return
-		}
-		orig[f] = f.Value
-		v := &onceValue{Value: f.Value, name: f.Name, fs: fs}
-		if isBoolFlag(f) {
-			f.Value = onceBool{v}
-		} else {
-			f.Value = v
-		}
-	})
-	return func() {
-		for f, v := range orig {
-			f.Value = v
-		}
-	}
-}
-
-// onceValue is a flag.Value that may be set once.
-type onceValue struct {
-	flag.Value
-	name string
-	seen bool
-	fs   *flagSet
-}
-
-func (v *onceValue) Set(s string) error {
-	if v.seen {
-		v.fs.repeated = v.name
-		return errors.New("given twice")
-	}
-	v.seen = true
-	return v.Value.Set(s)
-}
-
-// onceBool keeps a bool flag a bool flag (--network, not --network=true).
-type onceBool struct{ *onceValue }
-
-func (onceBool) IsBoolFlag() bool { return true }
-
-// flagName is how the help and the errors spell a flag: -c, --mode.
-func flagName(name string) string {
-	if len(name) == 1 {
-		return "-" + name
-	}
-	return "--" + name
 }
 
 func runCmd(args []string, stdio Stdio) int {
@@ -375,7 +275,7 @@ func runCmd(args []string, stdio Stdio) int {
 		return ExitRefused
 	}
 	if set["report"] && *report == "" {
-		fmt.Fprintf(stdio.Err, "sbx run: %v\n", &profiles.FieldError{Field: "--report", Err: profiles.ErrEmptyPath})
+		fmt.Fprintf(stdio.Err, "sbx run: %v\n", &strictjson.FieldError{Field: "--report", Err: strictjson.ErrEmptyPath})
 		return ExitRefused
 	}
 	out, err := openReport(*report)
@@ -445,13 +345,13 @@ func runCmd(args []string, stdio Stdio) int {
 // returns the pty's size.
 func runTerminalFlags(usePTY bool, sizeFlag, stdinMode string, set map[string]bool) (ptySize, error) {
 	if stdinMode != "pass" && stdinMode != "close" {
-		return ptySize{}, &profiles.FieldError{Field: "--stdin", Err: fmt.Errorf("%q is not pass or close", stdinMode)}
+		return ptySize{}, &strictjson.FieldError{Field: "--stdin", Err: fmt.Errorf("%q is not pass or close", stdinMode)}
 	}
 	if !set["pty-size"] {
 		return defaultPTYSize, nil
 	}
 	if !usePTY {
-		return ptySize{}, &profiles.FieldError{Field: "--pty-size", Err: errors.New("only valid with --pty")}
+		return ptySize{}, &strictjson.FieldError{Field: "--pty-size", Err: errors.New("only valid with --pty")}
 	}
 	return parsePTYSize(sizeFlag)
 }
@@ -491,7 +391,7 @@ func openReport(path string) (*reportFile, error) {
 		f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	}
 	if err != nil {
-		return nil, &profiles.FieldError{Field: "--report", Err: fmt.Errorf("cannot write %s: %w", path, errors.Unwrap(err))}
+		return nil, &strictjson.FieldError{Field: "--report", Err: fmt.Errorf("cannot write %s: %w", path, errors.Unwrap(err))}
 	}
 	r.f = f
 	return r, nil
@@ -589,18 +489,18 @@ func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
 	}{{"--allow-domain", rf.allowDomain}, {"--deny-domain", rf.denyDomain}} {
 		for _, v := range f.list {
 			if _, err := profiles.ParseDomainPattern(v); err != nil {
-				return nil, &profiles.FieldError{Field: f.name, Err: fmt.Errorf("%q: %w", v, err)}
+				return nil, &strictjson.FieldError{Field: f.name, Err: fmt.Errorf("%q: %w", v, err)}
 			}
 		}
 	}
 	for _, v := range rf.resolve {
 		if _, err := netproxy.ParseResolve(v); err != nil {
-			return nil, &profiles.FieldError{Field: "--resolve", Err: err}
+			return nil, &strictjson.FieldError{Field: "--resolve", Err: err}
 		}
 	}
 	if set["deny-domain"] && len(rf.allowDomain) == 0 && !rf.network {
 		// With no network the proxy does not run.
-		return nil, &profiles.FieldError{Field: "--deny-domain", Err: errors.New("only valid with --allow-domain or --network (the proxy applies it)")}
+		return nil, &strictjson.FieldError{Field: "--deny-domain", Err: errors.New("only valid with --allow-domain or --network (the proxy applies it)")}
 	}
 	if len(rf.allowDomain) == 0 && len(rf.denyDomain) == 0 && !rf.allowPrivate {
 		return nil, nil

@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // listFlag is a repeatable string flag; every other flag may be given once
@@ -247,7 +248,7 @@ func (rf *runFlags) rowFlags() map[string]func(fs *flag.FlagSet, name string) {
 }
 
 // checkPaths holds the flags of the table's path rows (call.Fields, kind
-// profiles.KindPath) and --grants, a file of the CLI's own, to the rule of
+// strictjson.KindPath) and --grants, a file of the CLI's own, to the rule of
 // their kind: `--cwd ""` would otherwise run in sbx's own directory and make
 // it writable. (A NUL cannot reach a flag: argv is C strings.)
 func (rf *runFlags) checkPaths(set map[string]bool) error {
@@ -256,18 +257,18 @@ func (rf *runFlags) checkPaths(set map[string]bool) error {
 	// repeated flag does (--protect[1]).
 	check := func(name string, vs []string, list bool) error {
 		for i, v := range vs {
-			if err := profiles.CheckString(profiles.KindPath, v); err != nil {
+			if err := strictjson.CheckString(strictjson.KindPath, v); err != nil {
 				field := "--" + name
 				if list {
 					field = fmt.Sprintf("%s[%d]", field, i)
 				}
-				return &profiles.FieldError{Field: field, Err: err}
+				return &strictjson.FieldError{Field: field, Err: err}
 			}
 		}
 		return nil
 	}
 	for _, f := range call.Fields {
-		if f.Kind != profiles.KindPath || f.Flag == "" || !set[f.Flag] {
+		if f.Kind != strictjson.KindPath || f.Flag == "" || !set[f.Flag] {
 			continue
 		}
 		if err := check(f.Flag, values[f.Key], f.List); err != nil {

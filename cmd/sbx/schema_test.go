@@ -22,6 +22,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/shells"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // The JSON Schemas in docs/schema pin the wire contract of `sbx exec` and
@@ -723,7 +724,7 @@ func TestSchemaFullGoValues(t *testing.T) {
 	res := execResult{CallReport: rep, Stdout: "a", Stderr: "b", StdoutTruncated: true, StderrTruncated: true, Error: "start: x",
 		ErrorDetail: &errorObject{Kind: errExecFailed, Message: "start: x", Errno: "ENOENT"}}
 	refusals := []refusal{
-		newRefusal(&profiles.FieldError{Field: "cwd", Err: errors.New("required")}),
+		newRefusal(&strictjson.FieldError{Field: "cwd", Err: errors.New("required")}),
 		newRefusal(fmt.Errorf("approval denied: %w", escalate.ErrRejected)),
 		newRefusal(&report.UnsupportedFeatureError{Feature: "netns", Reason: "x"}),
 		newRefusal(internalError{errors.New("pipe: too many open files")}),
@@ -806,7 +807,7 @@ func TestSchemaExecStream(t *testing.T) {
 
 // requiredNames lists the JSON fields of struct type t that are always
 // printed (no omitempty), embedded structs flattened; and, for request
-// types, the fields DecodeStrict requires (`strict:"required"`).
+// types, the fields strictjson.Decode requires (`strict:"required"`).
 func requiredNames(t reflect.Type, input bool) []string {
 	var out []string
 	for i := 0; i < t.NumField(); i++ {

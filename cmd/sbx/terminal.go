@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce/host"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/run"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
@@ -33,11 +33,11 @@ func parsePTYSize(v string) (ptySize, error) {
 	rows, err1 := strconv.Atoi(r)
 	cols, err2 := strconv.Atoi(c)
 	if !ok || err1 != nil || err2 != nil {
-		return ptySize{}, &profiles.FieldError{Field: "--pty-size", Err: fmt.Errorf("%q is not ROWSxCOLS", v)}
+		return ptySize{}, &strictjson.FieldError{Field: "--pty-size", Err: fmt.Errorf("%q is not ROWSxCOLS", v)}
 	}
 	s := ptySize{Rows: rows, Cols: cols}
 	if err := s.check(""); err != nil {
-		return ptySize{}, &profiles.FieldError{Field: "--pty-size", Err: err}
+		return ptySize{}, &strictjson.FieldError{Field: "--pty-size", Err: err}
 	}
 	return s, nil
 }

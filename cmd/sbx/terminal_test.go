@@ -4,7 +4,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 func TestParsePTYSize(t *testing.T) {
@@ -24,7 +24,7 @@ func TestParsePTYSize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got, err := parsePTYSize(tt.in)
-		var fe *profiles.FieldError
+		var fe *strictjson.FieldError
 		switch {
 		case tt.wantErr && (!errors.As(err, &fe) || fe.Field != "--pty-size"):
 			t.Errorf("parsePTYSize(%q) = %v, want an error naming --pty-size", tt.in, err)

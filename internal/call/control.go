@@ -6,8 +6,9 @@ import (
 	"slices"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // ControlPaths are the paths of an sbx server that no call it launches
@@ -65,8 +66,8 @@ func withControl(guard escalate.Guard, final policy.Policy, c ControlPaths) esca
 // would start in an empty read-only directory, not the one asked for.
 func controlCwd(cwd string, guard, deployed escalate.Guard) error {
 	for _, m := range guard.DenyRead {
-		if !slices.Contains(deployed.DenyRead, m) && profiles.Within(cwd, m) {
-			return &profiles.FieldError{Field: "cwd", Err: fmt.Errorf("%s is inside %s, sbx serve's state directory, which every call of the server has masked (control plane)", cwd, m)}
+		if !slices.Contains(deployed.DenyRead, m) && fspath.Within(cwd, m) {
+			return &strictjson.FieldError{Field: "cwd", Err: fmt.Errorf("%s is inside %s, sbx serve's state directory, which every call of the server has masked (control plane)", cwd, m)}
 		}
 	}
 	return nil

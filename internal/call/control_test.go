@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // TestControlPaths: a server's control paths (Escalation.Control) inside
@@ -77,7 +78,7 @@ func TestControlPaths(t *testing.T) {
 	r := f.request()
 	r.Cwd, r.Mode, r.Escalation.Control = inside, profiles.WorkspaceWrite, control
 	_, err := Prepare(context.Background(), r)
-	var fe *profiles.FieldError
+	var fe *strictjson.FieldError
 	if !errors.As(err, &fe) || fe.Field != "cwd" || !strings.Contains(err.Error(), "sbx serve's state directory") {
 		t.Errorf("cwd inside the state directory: %v; want a cwd error naming it", err)
 	}

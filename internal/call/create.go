@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 	"github.com/sbx-sandbox/sbx/internal/tools"
 )
 
@@ -25,7 +27,7 @@ func creatable(env []string, ps ...profiles.Profile) []string {
 	var out []string
 	for _, p := range ps {
 		for _, w := range p.WritePaths() {
-			if profiles.Exists(w) {
+			if fspath.Exists(w) {
 				continue
 			}
 			if roots == nil {
@@ -51,11 +53,11 @@ func creatable(env []string, ps ...profiles.Profile) []string {
 func createDirs(want []string) ([]string, error) {
 	var made []string
 	for _, w := range want {
-		if profiles.Exists(w) {
+		if fspath.Exists(w) {
 			continue
 		}
 		base := w
-		for !profiles.Exists(base) && base != "/" {
+		for !fspath.Exists(base) && base != "/" {
 			base = filepath.Dir(base)
 		}
 		rel, err := filepath.Rel(base, w)
@@ -95,7 +97,7 @@ func ToolProfile(names, env []string, cwd string) (profiles.Profile, error) {
 			for _, t := range tools.Table {
 				known = append(known, t.Name)
 			}
-			return profiles.Profile{}, &profiles.FieldError{Field: fmt.Sprintf("tools[%d]", i), Err: fmt.Errorf("unknown tool %q (known: %s)", n, strings.Join(known, ", "))}
+			return profiles.Profile{}, &strictjson.FieldError{Field: fmt.Sprintf("tools[%d]", i), Err: fmt.Errorf("unknown tool %q (known: %s)", n, strings.Join(known, ", "))}
 		}
 		for _, r := range roots.Dirs {
 			if r.Tool == t.Name {
@@ -110,7 +112,7 @@ func ToolProfile(names, env []string, cwd string) (profiles.Profile, error) {
 	}
 	p, err := profiles.New(n, nil, write).Normalize(cwd)
 	if err != nil {
-		return profiles.Profile{}, &profiles.FieldError{Field: "tools", Err: err}
+		return profiles.Profile{}, &strictjson.FieldError{Field: "tools", Err: err}
 	}
 	return p, nil
 }

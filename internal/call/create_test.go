@@ -9,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // TestCreateToolDirOnApproval: a grant may name a tool's cache directory
@@ -34,8 +36,8 @@ func TestCreateToolDirOnApproval(t *testing.T) {
 		return r
 	}
 	_, err := Prepare(context.Background(), request(gc, profiles.WithAdditionalPermissions, escalate.Rejected))
-	if !errors.Is(err, escalate.ErrDenied) || profiles.Exists(gc) {
-		t.Fatalf("rejected: err %v, %s exists %v; want a denial and nothing made", err, gc, profiles.Exists(gc))
+	if !errors.Is(err, escalate.ErrDenied) || fspath.Exists(gc) {
+		t.Fatalf("rejected: err %v, %s exists %v; want a denial and nothing made", err, gc, fspath.Exists(gc))
 	}
 	for _, sp := range []profiles.SandboxPermissions{profiles.WithAdditionalPermissions, profiles.UseDefault} {
 		p, err := Prepare(context.Background(), request(gc, sp, escalate.AllowedOnce))
@@ -46,12 +48,12 @@ func TestCreateToolDirOnApproval(t *testing.T) {
 		if sp == profiles.UseDefault {
 			want = nil // made by the first
 		}
-		if !profiles.Exists(gc) || !slices.Equal(p.Permissions.Created, want) || !slices.Contains(p.Policy().WriteRoots, gc) {
+		if !fspath.Exists(gc) || !slices.Equal(p.Permissions.Created, want) || !slices.Contains(p.Policy().WriteRoots, gc) {
 			t.Errorf("%s: created %q, write roots %q; want %s made and writable", sp, p.Permissions.Created, p.Policy().WriteRoots, gc)
 		}
 	}
 	other := filepath.Join(f.out, "elsewhere")
-	if _, err := Prepare(context.Background(), request(other, profiles.WithAdditionalPermissions, escalate.AllowedOnce)); err == nil || !strings.Contains(err.Error(), "does not exist") || profiles.Exists(other) {
+	if _, err := Prepare(context.Background(), request(other, profiles.WithAdditionalPermissions, escalate.AllowedOnce)); err == nil || !strings.Contains(err.Error(), "does not exist") || fspath.Exists(other) {
 		t.Errorf("a missing path outside the tool table: %v; want it refused, not made", err)
 	}
 }
@@ -73,7 +75,7 @@ func TestToolProfile(t *testing.T) {
 	if p, err := ToolProfile([]string{"git"}, env, home); err != nil || !p.IsEmpty() {
 		t.Errorf("git: %+v %v; want nothing (git writes only in its repository)", p, err)
 	}
-	var fe *profiles.FieldError
+	var fe *strictjson.FieldError
 	if _, err := ToolProfile([]string{"go", "nope"}, env, home); !errors.As(err, &fe) || fe.Field != "tools[1]" {
 		t.Errorf("unknown tool: %v; want a tools[1] error", err)
 	}

@@ -20,7 +20,7 @@
 //		Env: os.Environ(),
 //		Escalation: call.Escalation{ApprovalPolicy: profiles.ApprovalNever},
 //	})
-//	if err != nil { /* refused: a *profiles.FieldError names the field; escalate.ErrDenied; call.ErrNotFound */ }
+//	if err != nil { /* refused: a *strictjson.FieldError names the field; escalate.ErrDenied; call.ErrNotFound */ }
 //	rep, err := run.Run(ctx, p, run.IO{Stdout: os.Stdout, Stderr: os.Stderr}) // package run; or host.Run(ctx, p.Call)
 //	if len(rep.Denials) > 0 {
 //		// nil for a command that exited 0, unless the request asked (RetryOnSuccess)
@@ -41,7 +41,7 @@
 //
 // Guarantees:
 //   - Nothing has been run or created when Prepare returns an error, and
-//     every refusal of bad input is a *profiles.FieldError naming the field.
+//     every refusal of bad input is a *strictjson.FieldError naming the field.
 //   - Nothing is asked that would then be refused: the ladder and pairing
 //     are checked, and the policy the call would run with is built and
 //     guarded, before any approver is asked; a with_additional_permissions

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // TestResolveRefusedBeforeAsking: a pin where no proxy would run is
@@ -20,7 +21,7 @@ func TestResolveRefusedBeforeAsking(t *testing.T) {
 	r.Additional, r.Resolve = write(f.out), []string{"a.test:443:127.0.0.1"}
 	r.Escalation.SandboxPermissions, r.Escalation.Justification, r.Escalation.Approver = profiles.WithAdditionalPermissions, "j", a
 	_, err := Prepare(context.Background(), r)
-	var fe *profiles.FieldError
+	var fe *strictjson.FieldError
 	if !errors.As(err, &fe) || fe.Field != "resolve" || len(a.asked) != 0 {
 		t.Fatalf("%v, asked %d; want refused naming resolve, nobody asked", err, len(a.asked))
 	}
@@ -40,7 +41,7 @@ func TestPrivateAddressesAsGiven(t *testing.T) {
 		r.Network, r.Preauthorized = network, true
 		r.Additional = profiles.Profile{Network: &profiles.Network{DeniedDomains: []string{"b.test"}, AllowPrivateAddresses: true}}
 		_, err := Prepare(context.Background(), r)
-		var fe *profiles.FieldError
+		var fe *strictjson.FieldError
 		if !errors.As(err, &fe) || fe.Field != "additional_permissions.network.allow_private_addresses" {
 			t.Errorf("network %v: %v; want refused naming allow_private_addresses", network, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // Field is one field of a request, declared once: its name on each front
@@ -22,8 +23,8 @@ type Field struct {
 	// Flag is the `sbx run` flag without its dashes ("" for a field only
 	// JSON has, or the command, which follows "--").
 	Flag string
-	// Kind is the rule of the field's strings (profiles.CheckString).
-	Kind profiles.StringKind
+	// Kind is the rule of the field's strings (strictjson.CheckString).
+	Kind strictjson.StringKind
 	// List says the field is a list (a repeatable flag): an error names
 	// its element, writable_roots[1] or --writable-root[1].
 	List bool
@@ -67,24 +68,24 @@ func list(v []string) func(*Request) []string { return func(*Request) []string {
 // Fields is the request table. A field added to Request is added here,
 // and TestFieldTable sets each row by flag and by JSON.
 var Fields = []Field{
-	{Key: "command", List: true, Kind: profiles.KindToken,
+	{Key: "command", List: true, Kind: strictjson.KindToken,
 		strings: func(r *Request) []string { return r.Command }, given: func(r *Request) bool { return len(r.Command) > 0 }},
-	{Key: "cwd", Flag: "cwd", Kind: profiles.KindPath,
+	{Key: "cwd", Flag: "cwd", Kind: strictjson.KindPath,
 		strings: func(r *Request) []string { return optional(r.Cwd) }, given: func(r *Request) bool { return r.Cwd != "" }},
 	{Key: "sandbox_mode", Flag: "mode", given: func(r *Request) bool { return r.Mode != profiles.ReadOnly }},
-	{Key: "writable_roots", List: true, Flag: "writable-root", Kind: profiles.KindPath, Effect: WorkspaceWriteOnly,
+	{Key: "writable_roots", List: true, Flag: "writable-root", Kind: strictjson.KindPath, Effect: WorkspaceWriteOnly,
 		strings: func(r *Request) []string { return r.WritableRoots }, given: func(r *Request) bool { return len(r.WritableRoots) > 0 }},
 	{Key: "exclude_tmp", Switch: true, Flag: "exclude-tmp", Effect: WorkspaceWriteOnly, given: func(r *Request) bool { return r.ExcludeTmp }},
 	{Key: "exclude_tmpdir", Switch: true, Flag: "exclude-tmpdir", Effect: WorkspaceWriteOnly, given: func(r *Request) bool { return r.ExcludeTmpdir }},
-	{Key: "read_only", List: true, Flag: "read-only", Kind: profiles.KindPath, Effect: CarveOut,
+	{Key: "read_only", List: true, Flag: "read-only", Kind: strictjson.KindPath, Effect: CarveOut,
 		strings: func(r *Request) []string { return r.CarveOuts }, given: func(r *Request) bool { return len(r.CarveOuts) > 0 }},
-	{Key: "protect", List: true, Flag: "protect", Kind: profiles.KindPath, Effect: CarveOut,
+	{Key: "protect", List: true, Flag: "protect", Kind: strictjson.KindPath, Effect: CarveOut,
 		strings: func(r *Request) []string { return r.Protect }, given: func(r *Request) bool { return len(r.Protect) > 0 }},
 	{Key: "no_default_protect", Switch: true, Flag: "no-default-protect", Effect: CarveOut, given: func(r *Request) bool { return r.NoDefaultProtect }},
 	{Key: "network_access", Switch: true, Flag: "network", Effect: Confined, Request: true, given: func(r *Request) bool { return r.Network }},
-	{Key: "additional_permissions.file_system.read", List: true, Flag: "allow-read", Kind: profiles.KindPath, Effect: Confined, Request: true,
+	{Key: "additional_permissions.file_system.read", List: true, Flag: "allow-read", Kind: strictjson.KindPath, Effect: Confined, Request: true,
 		strings: func(r *Request) []string { return fsPaths(r, false) }, given: func(r *Request) bool { return len(fsPaths(r, false)) > 0 }},
-	{Key: "additional_permissions.file_system.write", List: true, Flag: "allow-write", Kind: profiles.KindPath, Effect: Confined, Request: true,
+	{Key: "additional_permissions.file_system.write", List: true, Flag: "allow-write", Kind: strictjson.KindPath, Effect: Confined, Request: true,
 		strings: func(r *Request) []string { return fsPaths(r, true) }, given: func(r *Request) bool { return len(fsPaths(r, true)) > 0 }},
 	{Key: "additional_permissions.network.allowed_domains", List: true, Flag: "allow-domain", Effect: Confined, Request: true,
 		strings: func(r *Request) []string { return r.Additional.AllowedDomains() }, given: func(r *Request) bool { return len(r.Additional.AllowedDomains()) > 0 }},
@@ -110,7 +111,7 @@ var Fields = []Field{
 		given: func(r *Request) bool { return r.Escalation.SandboxPermissions == profiles.RequireEscalated }},
 	{Key: "justification", Flag: "justification", strings: func(r *Request) []string { return optional(r.Escalation.Justification) },
 		given: func(r *Request) bool { return r.Escalation.Justification != "" }},
-	{Key: "guard", Flag: "guard", Kind: profiles.KindPath, strings: func(r *Request) []string { return optional(r.Escalation.GuardPath) },
+	{Key: "guard", Flag: "guard", Kind: strictjson.KindPath, strings: func(r *Request) []string { return optional(r.Escalation.GuardPath) },
 		given: func(r *Request) bool { return r.Escalation.GuardPath != "" }},
 	{Key: "approval_policy", Flag: "approval-policy", given: func(r *Request) bool { return r.Escalation.ApprovalPolicy != profiles.ApprovalNever }},
 	{Key: "timeout_ms", Flag: "timeout", given: func(r *Request) bool { return r.Timeout != 0 }},
@@ -229,14 +230,14 @@ func Render(err error, front Front) error {
 	if err == nil || front == JSON {
 		return err
 	}
-	var fe *profiles.FieldError
+	var fe *strictjson.FieldError
 	if !errors.As(err, &fe) || err != error(fe) {
 		return err
 	}
 	// additional_permissions: file_system.write[0]: ... is one field.
 	path, inner := fe.Field, fe.Err
 	for {
-		var next *profiles.FieldError
+		var next *strictjson.FieldError
 		if !errors.As(inner, &next) || inner != error(next) {
 			break
 		}
@@ -246,7 +247,7 @@ func Render(err error, front Front) error {
 	f, ok := FieldByKey(key)
 	if !ok {
 		if m, isMention := inner.(mention); isMention {
-			return &profiles.FieldError{Field: path, Err: errors.New(m.render(front))}
+			return &strictjson.FieldError{Field: path, Err: errors.New(m.render(front))}
 		}
 		return err
 	}
@@ -258,11 +259,11 @@ func Render(err error, front Front) error {
 		// The element of a repeated flag: --allow-write[1] is the second.
 		name += "[" + index
 	}
-	return &profiles.FieldError{Field: name, Err: inner}
+	return &strictjson.FieldError{Field: name, Err: inner}
 }
 
 // checkStrings holds every string of r that becomes a path, an argv element
-// or an id to the rule of its kind (profiles.CheckString), whichever front
+// or an id to the rule of its kind (strictjson.CheckString), whichever front
 // end made r: the JSON decoder and the CLI refuse them first, naming the
 // field in their own words; this is for embedders, and for a field a front
 // end forgot. Cwd "" is the current directory here (a front end refuses an
@@ -274,12 +275,12 @@ func (r Request) checkStrings() error {
 		}
 		values := f.strings(&r)
 		for i, v := range values {
-			if err := profiles.CheckString(f.Kind, v); err != nil {
+			if err := strictjson.CheckString(f.Kind, v); err != nil {
 				field := f.Key
 				if f.List {
 					field += "[" + strconv.Itoa(i) + "]"
 				}
-				return &profiles.FieldError{Field: field, Err: err}
+				return &strictjson.FieldError{Field: field, Err: err}
 			}
 		}
 	}
@@ -302,11 +303,11 @@ func (r *Request) checkEffect() error {
 		}
 		switch {
 		case f.Effect == WorkspaceWriteOnly && !wsWrite:
-			return &profiles.FieldError{Field: f.Key, Err: mention{fmt.Sprintf("only valid with {sandbox_mode} workspace-write (this call is %s)", r.Mode)}}
+			return &strictjson.FieldError{Field: f.Key, Err: mention{fmt.Sprintf("only valid with {sandbox_mode} workspace-write (this call is %s)", r.Mode)}}
 		case r.Mode == profiles.DangerFullAccess:
-			return &profiles.FieldError{Field: f.Key, Err: errors.New("no effect in danger-full-access, which already reads, writes and connects everywhere")}
+			return &strictjson.FieldError{Field: f.Key, Err: errors.New("no effect in danger-full-access, which already reads, writes and connects everywhere")}
 		case f.Effect == CarveOut && !wsWrite && len(fsPaths(r, true)) == 0:
-			return &profiles.FieldError{Field: f.Key, Err: mention{fmt.Sprintf("a carve-out of writable roots: %s has none (use {sandbox_mode} workspace-write or {additional_permissions.file_system.write})", r.Mode)}}
+			return &strictjson.FieldError{Field: f.Key, Err: mention{fmt.Sprintf("a carve-out of writable roots: %s has none (use {sandbox_mode} workspace-write or {additional_permissions.file_system.write})", r.Mode)}}
 		}
 	}
 	return r.checkDomains()
@@ -322,13 +323,13 @@ func (r *Request) checkDomains() error {
 	private := r.Additional.Network != nil && r.Additional.Network.AllowPrivateAddresses
 	switch {
 	case r.Network && hosts:
-		return &profiles.FieldError{Field: "additional_permissions.network.allowed_domains",
+		return &strictjson.FieldError{Field: "additional_permissions.network.allowed_domains",
 			Err: mention{"contradicts {network_access}, which reaches every address: give one or the other"}}
 	case private && !hosts && r.Network:
-		return &profiles.FieldError{Field: "additional_permissions.network.allow_private_addresses",
+		return &strictjson.FieldError{Field: "additional_permissions.network.allow_private_addresses",
 			Err: mention{"no effect with {network_access}, which reaches private addresses already"}}
 	case private && !hosts:
-		return &profiles.FieldError{Field: "additional_permissions.network.allow_private_addresses",
+		return &strictjson.FieldError{Field: "additional_permissions.network.allow_private_addresses",
 			Err: mention{"only valid with {additional_permissions.network.allowed_domains} (the proxy applies it)"}}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/escalate"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // TestEffectInPrepare: a field that means nothing in the call's mode is
@@ -43,7 +44,7 @@ func TestEffectInPrepare(t *testing.T) {
 		r := f.request()
 		tt.edit(&r)
 		_, err := Prepare(context.Background(), r)
-		var fe *profiles.FieldError
+		var fe *strictjson.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("%s: %v; want refused naming %s", tt.name, err, tt.field)
 		}
@@ -163,7 +164,7 @@ func TestResolveNeedsProxy(t *testing.T) {
 	r := f.request()
 	r.Resolve = []string{"a.test:443:127.0.0.1"}
 	_, err := Prepare(context.Background(), r)
-	var fe *profiles.FieldError
+	var fe *strictjson.FieldError
 	if !errors.As(err, &fe) || fe.Field != "resolve" {
 		t.Fatalf("resolve without a proxy: %v; want refused naming resolve", err)
 	}

@@ -9,8 +9,10 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // Permissions is the provenance of each permission of a call: which came
@@ -117,7 +119,7 @@ func decide(ctx context.Context, base policy.Request, explicit profiles.Profile,
 	if len(base.Resolve) > 0 && applied.Policy.Domains == nil {
 		// Only the proxy applies a pin, and none would run for this call
 		// (grants and the guard count): refused before anyone is asked.
-		return policy.Policy{}, rep, guard, &profiles.FieldError{Field: "resolve", Err: mention{"no effect: no proxy runs for this call (it needs {additional_permissions.network.allowed_domains}, or {additional_permissions.network.denied_domains} beside the whole network)"}}
+		return policy.Policy{}, rep, guard, &strictjson.FieldError{Field: "resolve", Err: mention{"no effect: no proxy runs for this call (it needs {additional_permissions.network.allowed_domains}, or {additional_permissions.network.denied_domains} beside the whole network)"}}
 	}
 	// The question says which missing tool directories an approval makes.
 	call.Create = toCreate(base.Create, finalReq, applied)
@@ -185,8 +187,8 @@ func checkRequest(c escalate.Call, final policy.Policy, applied escalate.Applied
 	}
 	for i, w := range c.Additional.WritePaths() {
 		for _, ro := range final.CarveOuts {
-			if profiles.Within(w, ro) {
-				return &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i),
+			if fspath.Within(w, ro) {
+				return &strictjson.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i),
 					Err: fmt.Errorf("%s is inside the read-only carve-out %s, which no request can widen", w, ro)}
 			}
 		}
@@ -206,7 +208,7 @@ func checkRequest(c escalate.Call, final policy.Policy, applied escalate.Applied
 	survives := asked.NetworkEnabled() && full ||
 		asked.NetworkMode() == profiles.NetworkDomains && (full || p.Domains != nil)
 	for _, w := range asked.WritePaths() {
-		if p.Unrestricted || profiles.WritableUnder(w, p.WriteRoots, p.CarveOuts) {
+		if p.Unrestricted || fspath.WritableUnder(w, p.WriteRoots, p.CarveOuts) {
 			survives = true
 		}
 	}
@@ -217,7 +219,7 @@ func checkRequest(c escalate.Call, final policy.Policy, applied escalate.Applied
 	for _, r := range applied.Removed {
 		reasons = append(reasons, strings.TrimSpace(r.What+" "+r.Path)+": "+r.Reason)
 	}
-	return &profiles.FieldError{Field: "additional_permissions", Err: fmt.Errorf("%w: the guard would remove all of it (%s)", errGuardStrips, strings.Join(reasons, "; "))}
+	return &strictjson.FieldError{Field: "additional_permissions", Err: fmt.Errorf("%w: the guard would remove all of it (%s)", errGuardStrips, strings.Join(reasons, "; "))}
 }
 
 // errGuardStrips is a request the deployment guard takes away whole.

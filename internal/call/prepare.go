@@ -20,6 +20,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/shells"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // ErrNotFound marks a command that could not be resolved (exit 127).
@@ -72,18 +73,18 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	r.Escalation.Command = shownCommand(r)
 	if r.Shell != nil {
 		if len(r.Command) > 0 {
-			return nil, &profiles.FieldError{Field: "shell", Err: errors.New("give a command or a shell script, not both")}
+			return nil, &strictjson.FieldError{Field: "shell", Err: errors.New("give a command or a shell script, not both")}
 		}
 		argv, err := shells.Command(*r.Shell, func(name string) (string, error) {
 			return lookPath(name, "/", lookupEnv(r.Env, "PATH"))
 		})
 		if err != nil {
-			return nil, &profiles.FieldError{Field: "shell", Err: err}
+			return nil, &strictjson.FieldError{Field: "shell", Err: err}
 		}
 		r.Command, r.Shell = argv, nil
 	}
 	if len(r.Command) == 0 || r.Command[0] == "" {
-		return nil, &profiles.FieldError{Field: "command", Err: errors.New("empty command")}
+		return nil, &strictjson.FieldError{Field: "command", Err: errors.New("empty command")}
 	}
 	if err := r.checkStrings(); err != nil {
 		return nil, err
@@ -105,11 +106,11 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 		return nil, err
 	}
 	if err := r.Limits.Validate(); err != nil {
-		return nil, &profiles.FieldError{Field: "limits", Err: err}
+		return nil, &strictjson.FieldError{Field: "limits", Err: err}
 	}
 	cwd, err := ResolveCwd(r.Cwd)
 	if err != nil {
-		return nil, &profiles.FieldError{Field: "cwd", Err: err}
+		return nil, &strictjson.FieldError{Field: "cwd", Err: err}
 	}
 	r.Cwd = cwd
 	env, envRep, err := r.EnvPolicy.Apply(r.Env)
@@ -118,7 +119,7 @@ func Prepare(ctx context.Context, r Request) (*Prepared, error) {
 	}
 	explicit, err := r.Additional.Normalize(cwd)
 	if err != nil {
-		return nil, &profiles.FieldError{Field: "additional_permissions", Err: err}
+		return nil, &strictjson.FieldError{Field: "additional_permissions", Err: err}
 	}
 	r.Additional = explicit
 	preauth, explicit, err := preauthorized(r, explicit)
@@ -201,11 +202,11 @@ func preauthorized(r Request, explicit profiles.Profile) (preauth, request profi
 	}
 	switch {
 	case r.Escalation.SandboxPermissions == profiles.UseDefault && !explicit.IsEmpty() && !r.Preauthorized:
-		return preauth, explicit, &profiles.FieldError{Field: "additional_permissions", Err: fmt.Errorf(`%w (sandbox_permissions is use_default; mark them "preauthorized": true if they are the caller's own, not a model's)`, escalate.ErrStrayProfile)}
+		return preauth, explicit, &strictjson.FieldError{Field: "additional_permissions", Err: fmt.Errorf(`%w (sandbox_permissions is use_default; mark them "preauthorized": true if they are the caller's own, not a model's)`, escalate.ErrStrayProfile)}
 	case r.Escalation.SandboxPermissions == profiles.UseDefault:
 		return profiles.Merge(preauth, explicit), profiles.Profile{}, nil
 	case r.Preauthorized && !explicit.IsEmpty():
-		return preauth, explicit, &profiles.FieldError{Field: "preauthorized", Err: fmt.Errorf("only with sandbox_permissions use_default (sandbox_permissions is %s: its additional_permissions are a request)", r.Escalation.SandboxPermissions)}
+		return preauth, explicit, &strictjson.FieldError{Field: "preauthorized", Err: fmt.Errorf("only with sandbox_permissions use_default (sandbox_permissions is %s: its additional_permissions are a request)", r.Escalation.SandboxPermissions)}
 	}
 	return preauth, explicit, nil
 }
@@ -324,13 +325,13 @@ func capabilities(names []string, field string) ([]string, error) {
 	}
 	caps, err := enforce.CanonicalCapabilities(names)
 	if err != nil {
-		return nil, &profiles.FieldError{Field: field, Err: err}
+		return nil, &strictjson.FieldError{Field: field, Err: err}
 	}
 	switch {
 	case runtime.GOOS != "linux":
-		return nil, &profiles.FieldError{Field: field, Err: errors.New("capabilities are Linux's")}
+		return nil, &strictjson.FieldError{Field: field, Err: errors.New("capabilities are Linux's")}
 	case os.Geteuid() != 0:
-		return nil, &profiles.FieldError{Field: field, Err: errors.New("keeping a capability needs sbx run as root")}
+		return nil, &strictjson.FieldError{Field: field, Err: errors.New("keeping a capability needs sbx run as root")}
 	}
 	return caps, nil
 }
@@ -349,7 +350,7 @@ func parseRequire(names []string) ([]report.Feature, error) {
 	for _, s := range names {
 		f, ok := report.ParseFeature(s)
 		if !ok {
-			return nil, &profiles.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", s, strings.Join(report.FeatureNames(), ", "))}
+			return nil, &strictjson.FieldError{Field: "require", Err: fmt.Errorf("unknown feature %q (known: %s)", s, strings.Join(report.FeatureNames(), ", "))}
 		}
 		out = append(out, f)
 	}

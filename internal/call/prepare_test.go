@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/shells"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // asker is an approver that records what it is shown and answers outcome.
@@ -277,7 +278,7 @@ func TestPrepare(t *testing.T) {
 				t.Errorf("error %q, want it to match %q", err, tt.wantIs)
 			}
 			if tt.wantField != "" {
-				var fe *profiles.FieldError
+				var fe *strictjson.FieldError
 				if !errors.As(err, &fe) || fe.Field != tt.wantField {
 					t.Errorf("error %q names no field %s", err, tt.wantField)
 				}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 func TestPrestartHint(t *testing.T) {
@@ -41,15 +42,15 @@ func TestCheckStrings(t *testing.T) {
 		edit  func(*Request)
 		want  error
 	}{
-		{"command[1]", func(r *Request) { r.Command = []string{"touch", "a\x00b"} }, profiles.ErrNUL},
-		{"cwd", func(r *Request) { r.Cwd = "/w\x00/../OUT" }, profiles.ErrNUL},
-		{"writable_roots[1]", func(r *Request) { r.WritableRoots = []string{"/w", ""} }, profiles.ErrEmptyPath},
-		{"call_id", func(r *Request) { r.Escalation.CallID = "c\x00" }, profiles.ErrNUL},
+		{"command[1]", func(r *Request) { r.Command = []string{"touch", "a\x00b"} }, strictjson.ErrNUL},
+		{"cwd", func(r *Request) { r.Cwd = "/w\x00/../OUT" }, strictjson.ErrNUL},
+		{"writable_roots[1]", func(r *Request) { r.WritableRoots = []string{"/w", ""} }, strictjson.ErrEmptyPath},
+		{"call_id", func(r *Request) { r.Escalation.CallID = "c\x00" }, strictjson.ErrNUL},
 	} {
 		r := ok
 		tt.edit(&r)
 		err := r.checkStrings()
-		var fe *profiles.FieldError
+		var fe *strictjson.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field || !errors.Is(err, tt.want) {
 			t.Errorf("%s: err %v, want %v", tt.field, err, tt.want)
 		}

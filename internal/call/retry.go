@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -166,7 +167,7 @@ func argvChanges(r escalate.Retry, orig profiles.Profile, haveCaps []string) []c
 	var newWrite []string
 	if r.AdditionalPermissions != nil {
 		for _, w := range r.AdditionalPermissions.WritePaths() {
-			if !profiles.CoveredBy(w, orig.WritePaths()) {
+			if !fspath.CoveredBy(w, orig.WritePaths()) {
 				newWrite = append(newWrite, w)
 			}
 		}

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // DefaultApproverTimeout bounds a CommandApprover without a Timeout. A person
@@ -78,7 +78,7 @@ func (a CommandApprover) Approve(ctx context.Context, req ApprovalRequest) (Outc
 
 func parseAnswer(out []byte) (Outcome, error) {
 	var ans commandAnswer
-	if err := profiles.DecodeStrict(out, &ans); err != nil {
+	if err := strictjson.Decode(out, &ans); err != nil {
 		return "", fmt.Errorf("%w: %v", ErrMalformedAnswer, err)
 	}
 	if ans.Outcome == nil {

@@ -9,8 +9,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // DefaultGuardPath is where the deployment guard lives when no --guard is
@@ -28,7 +30,7 @@ var defaultGuardPath = DefaultGuardPath
 //	 "deny_domains": ["*.pastebin.com", "169.254.169.254"]}
 //
 // A deny_read path is never written either. An entry with "*", "?" or "["
-// is a pattern (profiles.Glob; a relative one is matched below the call's
+// is a pattern (fspath.Glob; a relative one is matched below the call's
 // cwd and each writable root): see DenyReadGlobs. deny_domains are domain
 // patterns (profiles.ParseDomainPattern) refused even when a call is
 // granted them: they join a network-by-domain policy's denied list, and a
@@ -47,7 +49,7 @@ type Guard struct {
 	DenyNetwork bool     `json:"deny_network,omitempty"`
 	DenyDomains []string `json:"deny_domains,omitempty"`
 	// DenyReadGlobs and DenyWriteGlobs are the entries of deny_read and
-	// deny_write with a wildcard (profiles.Glob: "**/.env", "/home/*/.ssh"),
+	// deny_write with a wildcard (fspath.Glob: "**/.env", "/home/*/.ssh"),
 	// canonical; ParseGuard moves them out of the path lists. A relative
 	// pattern is matched below the call's cwd and each writable root. Apply
 	// does not see them: the call expands them (policy.ExpandDenies) into
@@ -82,7 +84,7 @@ func LoadGuard(path string) (Guard, error) {
 // ParseGuard decodes and validates a guard file's contents.
 func ParseGuard(data []byte) (Guard, error) {
 	var g Guard
-	if err := profiles.DecodeStrict(data, &g); err != nil {
+	if err := strictjson.Decode(data, &g); err != nil {
 		return Guard{}, err
 	}
 	var err error
@@ -108,15 +110,15 @@ func ParseGuard(data []byte) (Guard, error) {
 func guardPaths(entries []string, field string) (paths, globs []string, err error) {
 	var plain []string
 	for i, p := range entries {
-		if !profiles.IsGlob(p) {
+		if !fspath.IsGlob(p) {
 			plain = append(plain, p)
 			continue
 		}
-		g, err := profiles.ParseGlob(p)
+		g, err := fspath.ParseGlob(p)
 		if err != nil {
-			return nil, nil, &profiles.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
+			return nil, nil, &strictjson.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
 		}
-		globs = append(globs, profiles.ResolveGlobPrefix(g).String())
+		globs = append(globs, fspath.ResolveGlobPrefix(g).String())
 	}
 	if paths, err = resolveGuardPaths(plain, entries, field); err != nil {
 		return nil, nil, err
@@ -132,11 +134,11 @@ func resolveGuardPaths(paths, all []string, field string) ([]string, error) {
 	for _, p := range paths {
 		i := slices.Index(all, p)
 		if !filepath.IsAbs(p) {
-			return nil, &profiles.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: fmt.Errorf("%q is not an absolute path", p)}
+			return nil, &strictjson.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: fmt.Errorf("%q is not an absolute path", p)}
 		}
-		r, err := profiles.ResolvePath(p, "/")
+		r, err := fspath.ResolvePath(p, "/")
 		if err != nil {
-			return nil, &profiles.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
+			return nil, &strictjson.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
 		}
 		out = append(out, r)
 	}
@@ -206,7 +208,7 @@ func (g Guard) Apply(p policy.Policy) Applied {
 	out.ReadRoots = a.dropInside(out.ReadRoots, g.DenyRead, "read_root")
 	out.CarveOuts = keepOverlapping(out.CarveOuts, out.WriteRoots)
 	for _, d := range denied {
-		if profiles.WritableUnder(d, out.WriteRoots, out.CarveOuts) {
+		if fspath.WritableUnder(d, out.WriteRoots, out.CarveOuts) {
 			out.CarveOuts = append(out.CarveOuts, d)
 			a.remove("carve_out", d, "denied by the guard: read-only inside a write root")
 		}
@@ -263,7 +265,7 @@ func (a *Applied) dropInside(paths, denied []string, what string) []string {
 
 func coveringPath(p string, bases []string) string {
 	for _, b := range bases {
-		if profiles.Within(p, b) {
+		if fspath.Within(p, b) {
 			return b
 		}
 	}
@@ -286,7 +288,7 @@ func keepOverlapping(carveOuts, roots []string) []string {
 
 func overlapsAny(p string, roots []string) bool {
 	for _, r := range roots {
-		if profiles.Within(p, r) || profiles.Within(r, p) {
+		if fspath.Within(p, r) || fspath.Within(r, p) {
 			return true
 		}
 	}
@@ -299,7 +301,7 @@ func foldPaths(paths []string) []string {
 	sort.Strings(s)
 	var out []string
 	for _, p := range s {
-		if !profiles.CoveredBy(p, out) {
+		if !fspath.CoveredBy(p, out) {
 			out = append(out, p)
 		}
 	}

@@ -11,8 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 func TestLoadGuardRefusals(t *testing.T) {
@@ -172,7 +174,7 @@ func TestGuardBeatsApprovedEscalation(t *testing.T) {
 	deny := filepath.Join(cwd, "secret")
 	got := Guard{DenyWrite: []string{deny}, DenyRead: []string{"/sbx-test/keys"}, DenyNetwork: true}.Apply(pol)
 	p := got.Policy
-	if p.Unrestricted || p.Network != policy.NetworkIsolated || !profiles.CoveredBy(deny, p.CarveOuts) || !slices.Contains(got.MaskRead, "/sbx-test/keys") {
+	if p.Unrestricted || p.Network != policy.NetworkIsolated || !fspath.CoveredBy(deny, p.CarveOuts) || !slices.Contains(got.MaskRead, "/sbx-test/keys") {
 		t.Fatalf("guard lost to the escalation: %+v", got)
 	}
 }
@@ -219,7 +221,7 @@ func TestGuardApplyIsMonotoneAndIdempotent(t *testing.T) {
 			if writable(out, x) && !writable(in, x) {
 				t.Fatalf("case %d: %s became writable\nin  %+v\nout %+v", i, x, in, out)
 			}
-			if writable(out, x) && (profiles.CoveredBy(x, g.DenyWrite) || profiles.CoveredBy(x, g.DenyRead)) {
+			if writable(out, x) && (fspath.CoveredBy(x, g.DenyWrite) || fspath.CoveredBy(x, g.DenyRead)) {
 				t.Fatalf("case %d: denied %s still writable\nguard %+v\nout %+v", i, x, g, out)
 			}
 		}
@@ -231,12 +233,12 @@ func TestGuardApplyIsMonotoneAndIdempotent(t *testing.T) {
 }
 
 func writable(p policy.Policy, x string) bool {
-	return profiles.CoveredBy(x, p.WriteRoots) && !profiles.CoveredBy(x, p.CarveOuts)
+	return fspath.CoveredBy(x, p.WriteRoots) && !fspath.CoveredBy(x, p.CarveOuts)
 }
 
 func TestGuardErrorIsNotADenial(t *testing.T) {
 	_, err := ParseGuard([]byte(`{"deny_write":["x"]}`))
-	var fe *profiles.FieldError
+	var fe *strictjson.FieldError
 	if !errors.As(err, &fe) || errors.Is(err, ErrDenied) {
 		t.Fatalf("err = %v", err)
 	}
@@ -264,7 +266,7 @@ func TestParseGuardGlobs(t *testing.T) {
 		{`{"deny_write": ["*", "relative"]}`, "deny_write[1]"},
 	} {
 		_, err := ParseGuard([]byte(tt.in))
-		var fe *profiles.FieldError
+		var fe *strictjson.FieldError
 		if !errors.As(err, &fe) || fe.Field != tt.field {
 			t.Errorf("ParseGuard(%s) = %v, want a FieldError for %s", tt.in, err, tt.field)
 		}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -224,7 +225,7 @@ func SmallestRetry(in RetryInput) (r Retry, ok bool) {
 			continue
 		}
 		target := retryTarget(d)
-		if profiles.CoveredBy(target, in.Policy.WriteRoots) {
+		if fspath.CoveredBy(target, in.Policy.WriteRoots) {
 			escalate = append(escalate, fmt.Sprintf("%s %s was refused although %s is writable (%s)", d.Operation, d.Path, target, d.Reason))
 			continue
 		}
@@ -306,7 +307,7 @@ func carveOutAt(d report.Denial, carveOuts []string) string {
 	}
 	if d.Operation == "rename" {
 		for _, c := range carveOuts {
-			if profiles.Within(c, d.Path) {
+			if fspath.Within(c, d.Path) {
 				return c
 			}
 		}
@@ -328,7 +329,7 @@ func (g Guard) forbidding(p string) string {
 
 func covering(p string, bases []string) string {
 	for _, b := range bases {
-		if profiles.Within(p, b) {
+		if fspath.Within(p, b) {
 			return b
 		}
 	}
@@ -338,7 +339,7 @@ func covering(p string, bases []string) string {
 // nearestExisting returns p or its nearest existing ancestor: a granted
 // path must exist (policy.Build refuses one that does not).
 func nearestExisting(p string) string {
-	for !profiles.Exists(p) && p != "/" {
+	for !fspath.Exists(p) && p != "/" {
 		p = filepath.Dir(p)
 	}
 	return p

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -140,7 +141,7 @@ func commandTools(argv []string) []string {
 // tooWide reports whether granting p would grant the whole home directory
 // or more.
 func tooWide(p, home string) bool {
-	return p == "/" || (home != "" && profiles.Within(home, p))
+	return p == "/" || (home != "" && fspath.Within(home, p))
 }
 
 // Compiled on first use, not at package init: every sbx process (each
@@ -169,12 +170,12 @@ func gitNarrowable(d report.Denial, c string) bool {
 		return false
 	}
 	for _, k := range policy.GitKeptReadOnly {
-		if profiles.Within(d.Path, filepath.Join(c, k.Name)) {
+		if fspath.Within(d.Path, filepath.Join(c, k.Name)) {
 			return false
 		}
 	}
 	for _, k := range policy.GitKeptIfPresent {
-		if profiles.Within(d.Path, filepath.Join(c, k.Name)) {
+		if fspath.Within(d.Path, filepath.Join(c, k.Name)) {
 			return false
 		}
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/jsonfuzz"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // FuzzParseGuard: what a guard file may say is exact JSON: an accepted guard
@@ -25,14 +25,14 @@ func FuzzParseGuard(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, perr := ParseGuard(data) // resolves paths: errors are fine
 		var g Guard
-		err := profiles.DecodeStrict(data, &g)
+		err := strictjson.Decode(data, &g)
 		if err != nil {
 			if perr == nil {
 				t.Fatalf("ParseGuard accepted %q, which does not decode: %v", data, err)
 			}
 			return
 		}
-		jsonfuzz.Accepted(t, data, &g, profiles.DecodeStrict)
+		jsonfuzz.Accepted(t, data, &g, strictjson.Decode)
 	})
 }
 
@@ -58,10 +58,10 @@ func FuzzParseAnswer(f *testing.F) {
 			return
 		}
 		var ans commandAnswer
-		if err := profiles.DecodeStrict(data, &ans); err != nil {
+		if err := strictjson.Decode(data, &ans); err != nil {
 			t.Fatalf("parseAnswer accepted %q, which does not decode: %v", data, err)
 		}
-		jsonfuzz.Accepted(t, data, &ans, profiles.DecodeStrict)
+		jsonfuzz.Accepted(t, data, &ans, strictjson.Decode)
 		if o == AllowedOnce && jsonfuzz.Lost(data, []byte(`{"outcome":"allowed-once"}`)) != "" {
 			t.Fatalf("%q approved, but it says more than the outcome", data)
 		}

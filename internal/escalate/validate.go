@@ -7,8 +7,10 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // SandboxPermissions is the per-call escalation field; it lives in profiles so
@@ -23,7 +25,7 @@ const (
 	RequireEscalated          = profiles.RequireEscalated
 )
 
-// The refusals of Validate. Each comes wrapped in a *profiles.FieldError that
+// The refusals of Validate. Each comes wrapped in a *strictjson.FieldError that
 // names the field, so errors.Is finds the sentinel and the text reads
 // "justification: ...". None of them is a denial: the call was malformed.
 var (
@@ -118,16 +120,16 @@ type Call struct {
 func Validate(c Call) error {
 	sp := c.SandboxPermissions
 	if _, err := sp.MarshalText(); err != nil {
-		return &profiles.FieldError{Field: "sandbox_permissions", Err: err}
+		return &strictjson.FieldError{Field: "sandbox_permissions", Err: err}
 	}
 	if _, err := c.Standing.Mode.MarshalText(); err != nil {
-		return &profiles.FieldError{Field: "sandbox_mode", Err: err}
+		return &strictjson.FieldError{Field: "sandbox_mode", Err: err}
 	}
 	if err := checkPairing(sp, c.Justification); err != nil {
 		return err
 	}
 	if sp != WithAdditionalPermissions && !c.Additional.IsEmpty() {
-		return &profiles.FieldError{Field: "additional_permissions", Err: fmt.Errorf("%w (sandbox_permissions is %s)", ErrStrayProfile, sp)}
+		return &strictjson.FieldError{Field: "additional_permissions", Err: fmt.Errorf("%w (sandbox_permissions is %s)", ErrStrayProfile, sp)}
 	}
 	switch sp {
 	case RequireEscalated:
@@ -139,7 +141,7 @@ func Validate(c Call) error {
 		return checkAdds(c.Standing, c.Additional)
 	case UseDefault:
 		if len(c.CapAdd) > 0 {
-			return &profiles.FieldError{Field: "cap_add", Err: ErrStrayCapAdd}
+			return &strictjson.FieldError{Field: "cap_add", Err: ErrStrayCapAdd}
 		}
 	}
 	return nil
@@ -148,24 +150,24 @@ func Validate(c Call) error {
 func checkPairing(sp SandboxPermissions, justification string) error {
 	switch {
 	case !sp.AsksForMore() && strings.TrimSpace(justification) != "":
-		return &profiles.FieldError{Field: "justification", Err: fmt.Errorf("%w: justification given without sandbox_permissions", ErrUnpaired)}
+		return &strictjson.FieldError{Field: "justification", Err: fmt.Errorf("%w: justification given without sandbox_permissions", ErrUnpaired)}
 	case sp.AsksForMore() && justification == "":
-		return &profiles.FieldError{Field: "justification", Err: fmt.Errorf("%w: sandbox_permissions %s needs a justification", ErrUnpaired, sp)}
+		return &strictjson.FieldError{Field: "justification", Err: fmt.Errorf("%w: sandbox_permissions %s needs a justification", ErrUnpaired, sp)}
 	case sp.AsksForMore() && strings.TrimSpace(justification) == "":
-		return &profiles.FieldError{Field: "justification", Err: ErrEmptyJustification}
+		return &strictjson.FieldError{Field: "justification", Err: ErrEmptyJustification}
 	}
 	return nil
 }
 
 func checkLadder(standing, target profiles.Mode) error {
 	if _, err := target.MarshalText(); err != nil {
-		return &profiles.FieldError{Field: "target_mode", Err: err}
+		return &strictjson.FieldError{Field: "target_mode", Err: err}
 	}
 	switch {
 	case target == standing:
-		return &profiles.FieldError{Field: "target_mode", Err: fmt.Errorf("%w (both are %s)", ErrSameLevel, target)}
+		return &strictjson.FieldError{Field: "target_mode", Err: fmt.Errorf("%w (both are %s)", ErrSameLevel, target)}
 	case !target.WiderThan(standing):
-		return &profiles.FieldError{Field: "target_mode", Err: fmt.Errorf("%w (%s is narrower than %s)", ErrNarrowing, target, standing)}
+		return &strictjson.FieldError{Field: "target_mode", Err: fmt.Errorf("%w (%s is narrower than %s)", ErrNarrowing, target, standing)}
 	}
 	return nil
 }
@@ -178,15 +180,15 @@ func checkAdds(s Standing, p profiles.Profile) error {
 	for _, f := range fields {
 		for i, path := range f.paths {
 			if !filepath.IsAbs(path) {
-				return &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.%s[%d]", f.name, i), Err: ErrNotNormalised}
+				return &strictjson.FieldError{Field: fmt.Sprintf("additional_permissions.%s[%d]", f.name, i), Err: ErrNotNormalised}
 			}
 		}
 	}
 	if p.IsEmpty() {
-		return &profiles.FieldError{Field: "additional_permissions", Err: fmt.Errorf("%w: the profile is empty", ErrAddsNothing)}
+		return &strictjson.FieldError{Field: "additional_permissions", Err: fmt.Errorf("%w: the profile is empty", ErrAddsNothing)}
 	}
 	if Missing(s, profiles.Profile{}, p).IsEmpty() {
-		return &profiles.FieldError{Field: "additional_permissions", Err: ErrAddsNothing}
+		return &strictjson.FieldError{Field: "additional_permissions", Err: ErrAddsNothing}
 	}
 	return nil
 }
@@ -201,7 +203,7 @@ func Missing(s Standing, granted, p profiles.Profile) profiles.Profile {
 	network := missingNetwork(s, granted, p)
 	var write []string
 	for _, w := range p.WritePaths() {
-		if !profiles.WritableUnder(w, s.WriteRoots, s.CarveOuts) && !profiles.CoveredBy(w, granted.WritePaths()) {
+		if !fspath.WritableUnder(w, s.WriteRoots, s.CarveOuts) && !fspath.CoveredBy(w, granted.WritePaths()) {
 			write = append(write, w)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 const repo = "/sbx-test/repo"
@@ -110,7 +111,7 @@ func TestValidateAdditional(t *testing.T) {
 
 func TestValidateErrorsNameTheField(t *testing.T) {
 	err := Validate(Call{SandboxPermissions: RequireEscalated, Target: profiles.WorkspaceWrite, Justification: ""})
-	var fe *profiles.FieldError
+	var fe *strictjson.FieldError
 	if !errors.As(err, &fe) || fe.Field != "justification" {
 		t.Fatalf("err = %v, want a FieldError on justification", err)
 	}

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"unicode/utf8"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // Kind is an operation of `sbx fs`; the strings are the wire names.
@@ -126,14 +126,14 @@ func (o Op) Validate() error {
 		if c.value == "" {
 			continue // required or not taken: checked above
 		}
-		if err := profiles.CheckString(profiles.KindPath, c.value); err != nil {
+		if err := strictjson.CheckString(strictjson.KindPath, c.value); err != nil {
 			return &ArgError{Field: c.field, Err: err}
 		}
 		// The change crosses to sbx's fs stage as JSON, which would turn
 		// invalid UTF-8 into U+FFFD: `sbx fs write m53$'\xff'` made
 		// m53\uFFFD. Refused, not changed (DESIGN.md invariant 9).
 		if !utf8.ValidString(c.value) {
-			return &ArgError{Field: c.field, Err: profiles.ErrInvalidUTF8}
+			return &ArgError{Field: c.field, Err: strictjson.ErrInvalidUTF8}
 		}
 	}
 	if o.Parents && o.Kind != Mkdir {

@@ -42,9 +42,9 @@
 //     Replay detects a torn or corrupt last record, drops it and reports it;
 //     damage before the end is reported and replay of that session stops
 //     there. No damaged record is ever returned.
-//   - Payloads are decoded strictly (profiles.DecodeStrict: exact keys, no
+//   - Payloads are decoded strictly (strictjson.Decode: exact keys, no
 //     duplicates). Append checks each payload it encodes by the same rules
-//     (profiles.CheckStrict, without decoding it back), so it never writes
+//     (strictjson.Check, without decoding it back), so it never writes
 //     what replay would refuse. Seq numbers each session's records without
 //     a gap.
 //   - The session's rules are checked at replay and at Append alike: an

@@ -6,14 +6,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // decodeAsReplay is what encodeRecord checked before it skipped the decode:
 // the payload decoded strictly, as replay decodes it.
 func decodeAsReplay(payload []byte) (Record, error) {
 	var back Record
-	err := profiles.DecodeStrict(payload, &back)
+	err := strictjson.Decode(payload, &back)
 	return back, err
 }
 

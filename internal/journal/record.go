@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // Record is one entry of a session's log: what happened (Type), to which
@@ -101,12 +101,12 @@ const logSuffix = ".log"
 
 // encodeRecord is rec's payload and back, the record replay decodes from
 // it. What is written is what replay reads back: payload passes the strict
-// rules replay decodes by (profiles.CheckStrict: a duplicate key in Data
+// rules replay decodes by (strictjson.Check: a duplicate key in Data
 // would stop replay of the session), and back is rec as the payload holds
 // it (Data compacted, Time at its encoded precision and zone) without a
 // decode. The payload is json.Marshal(rec)'s bytes, written field by field
 // so that Data is compacted once; TestEncodeRecordAsReplay holds both to
-// encoding/json and DecodeStrict.
+// encoding/json and strictjson.Decode.
 func encodeRecord(rec Record) (payload []byte, back Record, err error) {
 	// json.Marshal would write U+FFFD for invalid UTF-8: strings are exact,
 	// and a record must not be logged as other than it was given.
@@ -142,7 +142,7 @@ func encodeRecord(rec Record) (payload []byte, back Record, err error) {
 		payload = append(append(payload, `,"data":`...), back.Data...)
 	}
 	payload = append(strconv.AppendUint(append(payload, `,"seq":`...), rec.Seq, 10), '}')
-	if err := profiles.CheckStrict(payload, &back); err != nil {
+	if err := strictjson.Check(payload, &back); err != nil {
 		return nil, Record{}, err
 	}
 	// time.Time's JSON is RFC 3339 with nanoseconds; its decode is

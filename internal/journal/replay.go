@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // Session is one session as its log tells it: the records replay accepted,
@@ -175,7 +175,7 @@ func replayData(file, id string, data []byte) fileReplay {
 	}
 	for _, f := range frames {
 		var rec Record
-		if err := profiles.DecodeStrict(f.payload, &rec); err != nil {
+		if err := strictjson.Decode(f.payload, &rec); err != nil {
 			r.stopped = true
 			problem(f.off, 0, ProblemInvalid, EffectStopped, fmt.Sprintf("record: %v; %d bytes from here not read", err, int64(len(data))-f.off))
 			return r

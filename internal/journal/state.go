@@ -5,7 +5,7 @@ import (
 	"fmt"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // state is what the records of one session have established so far, as
@@ -74,7 +74,7 @@ func (s *state) check(rec Record) (recordKeys, *ruleError) {
 		if d[0] != '{' {
 			return k, rejectf("%s: data: not a JSON object", rec.Type)
 		}
-		if _, err := profiles.DecodeLenient(d, &k); err != nil {
+		if _, err := strictjson.DecodeLenient(d, &k); err != nil {
 			return k, rejectf("%s: data: %v", rec.Type, err)
 		}
 	}

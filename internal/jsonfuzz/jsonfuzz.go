@@ -1,11 +1,11 @@
 // Package jsonfuzz holds the invariants the fuzz tests of sbx's strict JSON
-// decoders (profiles.DecodeStrict and its callers) assert on every input a
+// decoders (strictjson.Decode and its callers) assert on every input a
 // decoder accepted. It is an oracle written apart from the decoder, for
 // tests only.
 //
 //	var v execRequest
-//	if profiles.DecodeStrict(data, &v) == nil {
-//		jsonfuzz.Accepted(t, data, &v, func(b []byte, into any) error { return profiles.DecodeStrict(b, into) })
+//	if strictjson.Decode(data, &v) == nil {
+//		jsonfuzz.Accepted(t, data, &v, func(b []byte, into any) error { return strictjson.Decode(b, into) })
 //	}
 //
 // Guarantees: Accepted fails the test when the accepted input has a key

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 )
 
 // DenyAccess is what a deny pattern forbids.
@@ -22,7 +22,7 @@ const (
 
 // DenyGlob is one deny pattern anchored at an absolute root.
 type DenyGlob struct {
-	// Pattern is absolute (profiles.Glob syntax).
+	// Pattern is absolute (fspath.Glob syntax).
 	Pattern string `json:"pattern"`
 	// Given is the pattern as the guard or profile spelt it ("**/.env"),
 	// for denial reasons.
@@ -31,7 +31,7 @@ type DenyGlob struct {
 }
 
 // Glob parses Pattern (valid by construction).
-func (d DenyGlob) Glob() profiles.Glob { return profiles.MustGlob(d.Pattern) }
+func (d DenyGlob) Glob() fspath.Glob { return fspath.MustGlob(d.Pattern) }
 
 // Reason is the text of a denial by d.
 func (d DenyGlob) Reason() string {
@@ -79,7 +79,7 @@ func ExpandDenies(pol Policy, cwd string, read, write []string, limit int) DenyE
 	}
 	var out DenyExpansion
 	anchor := func(given string, a DenyAccess) {
-		g, err := profiles.ParseGlob(given)
+		g, err := fspath.ParseGlob(given)
 		if err != nil {
 			return // canonical input: cannot happen
 		}
@@ -128,7 +128,7 @@ var errBudget = errors.New("budget")
 
 // walkGlob returns the existing paths that match g, resolved, and why not
 // all could be found ("" when they were).
-func walkGlob(g profiles.Glob, budget *int, limit int) (found []string, why string) {
+func walkGlob(g fspath.Glob, budget *int, limit int) (found []string, why string) {
 	start := g.Prefix()
 	err := filepath.WalkDir(start, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -145,7 +145,7 @@ func walkGlob(g profiles.Glob, budget *int, limit int) (found []string, why stri
 		}
 		*budget--
 		if g.Match(p) {
-			found = append(found, profiles.ResolveExisting(p))
+			found = append(found, fspath.ResolveExisting(p))
 			if e.IsDir() {
 				return fs.SkipDir // masked or read-only whole
 			}
@@ -178,7 +178,7 @@ func MatchDenyGlobs(globs []DenyGlob, path string, reads bool) (DenyGlob, bool) 
 // asks for every path (the supervisor).
 type DenyMatcher struct {
 	globs  []DenyGlob
-	parsed []profiles.Glob
+	parsed []fspath.Glob
 }
 
 // NewDenyMatcher parses globs (valid by construction).

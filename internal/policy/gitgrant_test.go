@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
@@ -25,7 +26,7 @@ func TestGitGrant(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if slices.Contains(pol.CarveOuts, git) || !profiles.CoveredBy(git, pol.WriteRoots) {
+	if slices.Contains(pol.CarveOuts, git) || !fspath.CoveredBy(git, pol.WriteRoots) {
 		t.Errorf("carve-outs %q, write roots %q: want %s writable", pol.CarveOuts, pol.WriteRoots, git)
 	}
 	for _, name := range []string{"hooks", "config", "info", "modules", "worktrees", "config.worktree"} {

@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/enum"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // Network says what the sandboxed process may reach.
@@ -186,7 +188,7 @@ func ProtectedNames(extra []string, noDefault bool, field string) ([]string, err
 	}
 	for i, n := range extra {
 		if n == "" || n == "." || n == ".." || strings.ContainsAny(n, "/\x00") {
-			return nil, &profiles.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: fmt.Errorf("%q is not a name: one path component, not . or .., without / or NUL", n)}
+			return nil, &strictjson.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: fmt.Errorf("%q is not a name: one path component, not . or .., without / or NUL", n)}
 		}
 		if !slices.Contains(out, n) {
 			out = append(out, n)
@@ -205,10 +207,10 @@ var DefaultDevices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/rando
 // listed in Skipped.
 func Build(req Request) (Policy, error) {
 	if !filepath.IsAbs(req.Cwd) {
-		return Policy{}, &profiles.FieldError{Field: "cwd", Err: fmt.Errorf("%q is not an absolute path", req.Cwd)}
+		return Policy{}, &strictjson.FieldError{Field: "cwd", Err: fmt.Errorf("%q is not an absolute path", req.Cwd)}
 	}
 	if err := requireDir(req.Cwd); err != nil {
-		return Policy{}, &profiles.FieldError{Field: "cwd", Err: err}
+		return Policy{}, &strictjson.FieldError{Field: "cwd", Err: err}
 	}
 	pol := Policy{
 		Mode:         req.Mode,
@@ -243,16 +245,16 @@ func Build(req Request) (Policy, error) {
 		pol.WriteRoots = []string{"/"}
 		return pol, nil
 	case profiles.WorkspaceWrite:
-		cwd, _ := profiles.ResolvePath(req.Cwd, "/")
+		cwd, _ := fspath.ResolvePath(req.Cwd, "/")
 		write = append(write, cwd)
 		repos = append(repos, cwd)
 		for i, r := range req.WritableRoots {
-			abs, err := profiles.ResolvePath(r, req.Cwd)
+			abs, err := fspath.ResolvePath(r, req.Cwd)
 			if err == nil {
 				err = requireDir(abs)
 			}
 			if err != nil {
-				return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("writable_roots[%d]", i), Err: err}
+				return Policy{}, &strictjson.FieldError{Field: fmt.Sprintf("writable_roots[%d]", i), Err: err}
 			}
 			write = append(write, abs)
 			repos = append(repos, abs)
@@ -265,21 +267,21 @@ func Build(req Request) (Policy, error) {
 		}
 	case profiles.ReadOnly:
 		if len(req.WritableRoots) > 0 {
-			return Policy{}, &profiles.FieldError{Field: "writable_roots", Err: errors.New("only valid with sandbox mode workspace-write")}
+			return Policy{}, &strictjson.FieldError{Field: "writable_roots", Err: errors.New("only valid with sandbox mode workspace-write")}
 		}
 	default:
-		return Policy{}, &profiles.FieldError{Field: "sandbox_mode", Err: fmt.Errorf("invalid mode %d", req.Mode)}
+		return Policy{}, &strictjson.FieldError{Field: "sandbox_mode", Err: fmt.Errorf("invalid mode %d", req.Mode)}
 	}
 	for i, w := range req.Additional.WritePaths() {
 		if !filepath.IsAbs(w) {
-			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i), Err: errors.New("not normalised: relative path")}
+			return Policy{}, &strictjson.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i), Err: errors.New("not normalised: relative path")}
 		}
-		if !profiles.Exists(w) && slices.Contains(req.Create, w) {
+		if !fspath.Exists(w) && slices.Contains(req.Create, w) {
 			write = append(write, w)
 			continue
 		}
-		if !profiles.Exists(w) {
-			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i), Err: fmt.Errorf("%s does not exist (grant its parent directory to allow creating it)", w)}
+		if !fspath.Exists(w) {
+			return Policy{}, &strictjson.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.write[%d]", i), Err: fmt.Errorf("%s does not exist (grant its parent directory to allow creating it)", w)}
 		}
 		write = append(write, w)
 		if fi, err := os.Stat(w); err == nil && fi.IsDir() {
@@ -287,8 +289,8 @@ func Build(req Request) (Policy, error) {
 		}
 	}
 	for i, r := range req.Additional.ReadPaths() {
-		if !profiles.Exists(r) {
-			return Policy{}, &profiles.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.read[%d]", i), Err: fmt.Errorf("%s does not exist", r)}
+		if !fspath.Exists(r) {
+			return Policy{}, &strictjson.FieldError{Field: fmt.Sprintf("additional_permissions.file_system.read[%d]", i), Err: fmt.Errorf("%s does not exist", r)}
 		}
 	}
 	norm := profiles.New(nil, nil, write)
@@ -303,7 +305,7 @@ func Build(req Request) (Policy, error) {
 }
 
 func appendImplicit(pol *Policy, write []string, path string) []string {
-	abs, err := profiles.ResolvePath(path, "/")
+	abs, err := fspath.ResolvePath(path, "/")
 	if err == nil {
 		err = requireDir(abs)
 	}
@@ -336,7 +338,7 @@ func requireDir(p string) error {
 func carveOuts(repos, writeRoots, names, extra []string) []string {
 	var out []string
 	add := func(p string) {
-		if profiles.CoveredBy(p, writeRoots) && !slices.Contains(out, p) {
+		if fspath.CoveredBy(p, writeRoots) && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}
@@ -387,7 +389,7 @@ func readGitdirFile(path string) string {
 	if !ok {
 		return ""
 	}
-	r, err := profiles.ResolvePath(strings.TrimSpace(target), filepath.Dir(path))
+	r, err := fspath.ResolvePath(strings.TrimSpace(target), filepath.Dir(path))
 	if err != nil {
 		return ""
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // TestProtectedNames: every writable root keeps .git, .codex and .agents
@@ -60,7 +61,7 @@ func TestProtectedNames(t *testing.T) {
 	}
 	for _, bad := range []string{"", ".", "..", "a/b", "/abs", "x\x00y"} {
 		_, err := Build(Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, Protect: []string{".ok", bad}})
-		var fe *profiles.FieldError
+		var fe *strictjson.FieldError
 		if !errors.As(err, &fe) || fe.Field != "protect[1]" {
 			t.Errorf("protect %q: error %v, want a FieldError naming protect[1]", bad, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // Granular is Codex's GranularApprovalConfig, the body of the approval
@@ -143,11 +145,11 @@ func (a *ApprovalPolicy) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '{' {
 		var w granularWire
-		if err := DecodeStrict(b, &w); err != nil {
+		if err := strictjson.Decode(b, &w); err != nil {
 			var te *json.UnmarshalTypeError
 			if errors.As(json.Unmarshal(b, &w), &te) && te.Field != "" {
 				// Named as a field, so that the caller's path reaches it.
-				return &FieldError{Field: te.Field, Err: fmt.Errorf("expected %s, got JSON %s", jsonKind(te.Type), te.Value)}
+				return &strictjson.FieldError{Field: te.Field, Err: fmt.Errorf("expected %s, got JSON %s", strictjson.JSONKind(te.Type), te.Value)}
 			}
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // TestGranularPolicy: Codex's externally tagged granular policy is read
@@ -28,7 +30,7 @@ func TestGranularPolicy(t *testing.T) {
 	for _, tt := range good {
 		t.Run(tt.name, func(t *testing.T) {
 			var r req
-			if err := DecodeStrict([]byte(`{"approval_policy": {"granular": `+tt.in+`}}`), &r); err != nil {
+			if err := strictjson.Decode([]byte(`{"approval_policy": {"granular": `+tt.in+`}}`), &r); err != nil {
 				t.Fatal(err)
 			}
 			g, ok := r.P.Granular()
@@ -46,7 +48,7 @@ func TestGranularPolicy(t *testing.T) {
 				t.Fatalf("echo %s, %v", out, err)
 			}
 			var again ApprovalPolicy
-			if err := DecodeStrict(out, &again); err != nil || again != *r.P {
+			if err := strictjson.Decode(out, &again); err != nil || again != *r.P {
 				t.Errorf("echo %s decodes to %v, %v", out, again, err)
 			}
 			cli, err := ParseApprovalPolicy(r.P.String())
@@ -75,7 +77,7 @@ func TestGranularPolicy(t *testing.T) {
 	for _, tt := range bad {
 		t.Run(tt.name, func(t *testing.T) {
 			var r req
-			err := DecodeStrict([]byte(`{"approval_policy": `+tt.in+`}`), &r)
+			err := strictjson.Decode([]byte(`{"approval_policy": `+tt.in+`}`), &r)
 			if err == nil || !strings.HasPrefix(err.Error(), tt.field+":") {
 				t.Errorf("err = %v, want one naming %s", err, tt.field)
 			}

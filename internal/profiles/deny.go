@@ -3,7 +3,9 @@ package profiles
 import (
 	"fmt"
 	"slices"
-	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/fspath"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // DenyReadPatterns returns file_system.deny_read: patterns (Glob) of paths
@@ -46,45 +48,17 @@ func normalizeDenies(p Profile) (read, write []string, err error) {
 
 // canonicalGlobs validates patterns and returns their canonical
 // spellings, absolute ones with their literal prefix resolved. Errors are
-// *FieldError naming field[i].
+// *strictjson.FieldError naming field[i].
 func canonicalGlobs(patterns []string, field string) ([]string, error) {
 	var out []string
 	for i, s := range patterns {
-		g, err := ParseGlob(s)
+		g, err := fspath.ParseGlob(s)
 		if err != nil {
-			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
+			return nil, &strictjson.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
 		}
-		out = append(out, ResolveGlobPrefix(g).String())
+		out = append(out, fspath.ResolveGlobPrefix(g).String())
 	}
 	return out, nil
-}
-
-// ResolveGlobPrefix resolves the symlinks of an absolute pattern's literal
-// prefix (Glob.Prefix); a relative one is returned as it is.
-func ResolveGlobPrefix(g Glob) Glob {
-	if !g.IsAbs() {
-		return g
-	}
-	prefix := g.Prefix()
-	r := ResolveExisting(prefix)
-	if r == prefix {
-		return g
-	}
-	rest := strings.TrimPrefix(strings.TrimPrefix(g.String(), prefix), "/")
-	if out, err := ParseGlob(strings.TrimSuffix(r, "/") + "/" + rest); err == nil {
-		return out.escapedPrefix(len(strings.Split(strings.Trim(r, "/"), "/")))
-	}
-	return g
-}
-
-// escapedPrefix escapes the wildcard characters of the first n components,
-// which came from a resolved literal path.
-func (g Glob) escapedPrefix(n int) Glob {
-	out := Glob{abs: g.abs, comps: slices.Clone(g.comps)}
-	for i := 0; i < n && i < len(out.comps); i++ {
-		out.comps[i] = escapeGlob(out.comps[i])
-	}
-	return out
 }
 
 // withDeniesOf returns p with the union of the deny patterns of from.

@@ -6,7 +6,7 @@
 //	p, err = p.Normalize("/work/repo") // write: [/work/repo/build]
 //
 // Guarantees: decoding rejects unknown fields, case variants of fields and
-// duplicate keys at any depth, and names them (DecodeStrict); a normalised
+// duplicate keys at any depth, and names them (strictjson.Decode); a normalised
 // profile holds only absolute, cleaned, de-duplicated paths, with paths covered
 // by another of the same access folded in. The package is pure Go and builds
 // on every OS.

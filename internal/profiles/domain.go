@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // DomainPattern is one entry of network.allowed_domains or
@@ -40,7 +42,7 @@ type DomainPattern struct {
 var DefaultPorts = []int{80, 443}
 
 // ParseDomainPattern parses and canonicalises one pattern. The error says
-// what is wrong without the field name; callers wrap it in a FieldError.
+// what is wrong without the field name; callers wrap it in a strictjson.FieldError.
 func ParseDomainPattern(s string) (DomainPattern, error) {
 	if s == "" {
 		return DomainPattern{}, errors.New("empty pattern")
@@ -227,7 +229,7 @@ func ParseDomainPatterns(list []string, field string) ([]DomainPattern, error) {
 	for i, s := range list {
 		p, err := ParseDomainPattern(s)
 		if err != nil {
-			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
+			return nil, &strictjson.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
 		}
 		out = append(out, p)
 	}

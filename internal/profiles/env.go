@@ -2,12 +2,14 @@ package profiles
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
+
+	"github.com/sbx-sandbox/sbx/internal/fspath"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // EnvMode says which of sbx's own environment a command inherits.
@@ -88,7 +90,7 @@ func (p EnvPolicy) Apply(base []string) ([]string, EnvReport, error) {
 	}
 	rep := EnvReport{Mode: mode, Stripped: []string{}, Set: []string{}}
 	if mode != EnvInherit && mode != EnvClean && mode != EnvAllowList {
-		return nil, rep, &FieldError{Field: "env_policy.mode", Err: fmt.Errorf("unknown mode %q (want inherit, clean, allow-list)", mode)}
+		return nil, rep, &strictjson.FieldError{Field: "env_policy.mode", Err: fmt.Errorf("unknown mode %q (want inherit, clean, allow-list)", mode)}
 	}
 	var out []string
 	for _, kv := range base {
@@ -119,7 +121,7 @@ func (p EnvPolicy) Apply(base []string) ([]string, EnvReport, error) {
 	names := make([]string, 0, len(p.Set))
 	for k := range p.Set {
 		if k == "" || strings.ContainsAny(k, "=\x00") {
-			return nil, rep, &FieldError{Field: "env", Err: fmt.Errorf("invalid variable name %q", k)}
+			return nil, rep, &strictjson.FieldError{Field: "env", Err: fmt.Errorf("invalid variable name %q", k)}
 		}
 		names = append(names, k)
 	}
@@ -212,40 +214,9 @@ func urlHasPassword(v string) bool {
 func matchAny(name string, patterns []string) bool {
 	upper := strings.ToUpper(name)
 	for _, pat := range patterns {
-		if matchName(strings.ToUpper(pat), upper) {
+		if fspath.MatchName(strings.ToUpper(pat), upper) {
 			return true
 		}
 	}
 	return false
-}
-
-// matchName is path.Match for a variable name, with a fast path for
-// patterns whose only wildcard is '*' (all the built-in ones): path.Match
-// retries every split of a '*', which made the secret check the costliest
-// step of a call's set-up (~130 µs for 35 variables).
-func matchName(pat, name string) bool {
-	if strings.ContainsAny(pat, `?[\`) || strings.Contains(name, "/") {
-		ok, _ := path.Match(pat, name)
-		return ok
-	}
-	first, rest, star := strings.Cut(pat, "*")
-	if !star {
-		return pat == name
-	}
-	if !strings.HasPrefix(name, first) {
-		return false
-	}
-	name = name[len(first):]
-	for {
-		mid, more, star := strings.Cut(rest, "*")
-		if !star {
-			// mid is the last literal: it must end the name.
-			return strings.HasSuffix(name, mid)
-		}
-		i := strings.Index(name, mid)
-		if i < 0 {
-			return false
-		}
-		name, rest = name[i+len(mid):], more
-	}
 }

@@ -1,7 +1,6 @@
 package profiles
 
 import (
-	"path"
 	"reflect"
 	"slices"
 	"testing"
@@ -54,34 +53,6 @@ func TestEnvPolicyRefusals(t *testing.T) {
 	if _, _, err := (EnvPolicy{Set: map[string]string{"A=B": "x"}}).Apply(nil); err == nil {
 		t.Error("name with = accepted")
 	}
-}
-
-// matchName must agree with path.Match, which it replaces for speed.
-func TestMatchName(t *testing.T) {
-	pats := []string{"*TOKEN*", "TOKEN", "*KEY", "KEY*", "A*B*C", "*", "**", "A**B", "*A*A*", "", "X?Y", "[AB]*", `A\*`}
-	names := []string{"", "TOKEN", "GH_TOKEN", "TOKENS", "KEY", "SSH_KEY", "KEYRING", "ABC", "AXBXC", "AC", "ABBC", "AA", "AXA", "A", "XZY", "BOB", "A*"}
-	for _, p := range pats {
-		for _, n := range names {
-			want, _ := path.Match(p, n)
-			if got := matchName(p, n); got != want {
-				t.Errorf("matchName(%q, %q) = %v, path.Match says %v", p, n, got, want)
-			}
-		}
-	}
-}
-
-func FuzzMatchName(f *testing.F) {
-	f.Add("*TOKEN*", "GH_TOKEN")
-	f.Add("A*B*", "AB")
-	f.Fuzz(func(t *testing.T, p, n string) {
-		want, err := path.Match(p, n)
-		if err != nil {
-			return
-		}
-		if got := matchName(p, n); got != want {
-			t.Errorf("matchName(%q, %q) = %v, path.Match says %v", p, n, got, want)
-		}
-	})
 }
 
 // TestSecretVariable: the names and URL values of a survey of real

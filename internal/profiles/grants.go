@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // ErrUnknownCall is returned by GrantStore.Respond for a response whose call
@@ -84,18 +86,18 @@ type turnKey struct{ env, turn string }
 func (s *GrantStore) Request(req PendingRequest) error {
 	switch {
 	case req.CallID == "":
-		return &FieldError{Field: "call_id", Err: errors.New("must not be empty")}
+		return &strictjson.FieldError{Field: "call_id", Err: errors.New("must not be empty")}
 	case req.EnvironmentID == "":
-		return &FieldError{Field: "environment_id", Err: errors.New("must not be empty")}
+		return &strictjson.FieldError{Field: "environment_id", Err: errors.New("must not be empty")}
 	case req.TurnID == "":
-		return &FieldError{Field: "turn_id", Err: errors.New("must not be empty")}
+		return &strictjson.FieldError{Field: "turn_id", Err: errors.New("must not be empty")}
 	case req.Requested.IsEmpty():
-		return &FieldError{Field: "requested", Err: errors.New("requests nothing")}
+		return &strictjson.FieldError{Field: "requested", Err: errors.New("requests nothing")}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, dup := s.pending[req.CallID]; dup {
-		return &FieldError{Field: "call_id", Err: fmt.Errorf("%q is already pending", req.CallID)}
+		return &strictjson.FieldError{Field: "call_id", Err: fmt.Errorf("%q is already pending", req.CallID)}
 	}
 	if s.pending == nil {
 		s.pending = map[string]PendingRequest{}
@@ -112,7 +114,7 @@ func (s *GrantStore) Request(req PendingRequest) error {
 // zero Grant and an error matching ErrUnknownCall.
 func (s *GrantStore) Respond(resp Response) (Grant, error) {
 	if _, err := resp.Scope.MarshalText(); err != nil {
-		return Grant{}, &FieldError{Field: "scope", Err: err}
+		return Grant{}, &strictjson.FieldError{Field: "scope", Err: err}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -249,9 +251,9 @@ func (g Grants) Effective(explicit Profile, sp SandboxPermissions) EffectivePerm
 }
 
 func prefixField(prefix string, err error) error {
-	var fe *FieldError
+	var fe *strictjson.FieldError
 	if errors.As(err, &fe) {
-		return &FieldError{Field: prefix + "." + fe.Field, Err: fe.Err}
+		return &strictjson.FieldError{Field: prefix + "." + fe.Field, Err: fe.Err}
 	}
-	return &FieldError{Field: prefix, Err: err}
+	return &strictjson.FieldError{Field: prefix, Err: err}
 }

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"reflect"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 func TestGrantStoreRequestRefusals(t *testing.T) {
@@ -23,7 +25,7 @@ func TestGrantStoreRequestRefusals(t *testing.T) {
 			var s GrantStore
 			req := ok
 			tt.edit(&req)
-			var fe *FieldError
+			var fe *strictjson.FieldError
 			if err := s.Request(req); !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Fatalf("err = %v, want FieldError %q", err, tt.field)
 			}
@@ -200,7 +202,7 @@ func TestGrantsNormalize(t *testing.T) {
 		t.Fatalf("got %+v, %v", g, err)
 	}
 	_, err = Grants{Session: Profile{FileSystem: &FileSystem{Read: []string{""}}}}.Normalize(r)
-	var fe *FieldError
+	var fe *strictjson.FieldError
 	if !errors.As(err, &fe) || fe.Field != "grants.session.file_system.read[0]" {
 		t.Fatalf("err = %v", err)
 	}

@@ -1,5 +1,7 @@
 package profiles
 
+import "github.com/sbx-sandbox/sbx/internal/fspath"
+
 // Merge returns the union of ps, normalised with Build: every read and write
 // path, with covered and duplicate paths folded, and the network:
 //
@@ -114,12 +116,12 @@ func Intersect(requested, granted Profile) Profile {
 	reqRead := append(append([]string(nil), requested.ReadPaths()...), reqWrite...)
 	var read, write []string
 	for _, w := range granted.WritePaths() {
-		if CoveredBy(w, reqWrite) {
+		if fspath.CoveredBy(w, reqWrite) {
 			write = append(write, w)
 		}
 	}
 	for _, rd := range granted.ReadPaths() {
-		if CoveredBy(rd, reqRead) {
+		if fspath.CoveredBy(rd, reqRead) {
 			read = append(read, rd)
 		}
 	}
@@ -139,12 +141,12 @@ func (q Profile) Covers(p Profile) bool {
 	qWrite := q.WritePaths()
 	qRead := append(append([]string(nil), q.ReadPaths()...), qWrite...)
 	for _, w := range p.WritePaths() {
-		if !CoveredBy(w, qWrite) {
+		if !fspath.CoveredBy(w, qWrite) {
 			return false
 		}
 	}
 	for _, r := range p.ReadPaths() {
-		if !CoveredBy(r, qRead) {
+		if !fspath.CoveredBy(r, qRead) {
 			return false
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/sbx-sandbox/sbx/internal/enum"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // NormalizeRequest is the input of NormalizeResponse: a request_permissions
@@ -60,7 +61,7 @@ type GivenPath struct {
 type normalizeWire struct {
 	Cwd       string  `json:"cwd"`
 	Requested Profile `json:"requested"`
-	// Granted is decoded leniently, on its own (DecodeLenient): the
+	// Granted is decoded leniently, on its own (strictjson.DecodeLenient): the
 	// strict decode of the envelope checks only its keys for duplicates.
 	Granted          json.RawMessage `json:"granted"`
 	Scope            *string         `json:"scope"`
@@ -104,7 +105,7 @@ func (k *GrantKey) UnmarshalText(b []byte) error { return grantKeyNames.Unmarsha
 // DecodeNormalizeRequest decodes the input of `sbx normalize-grant`. The
 // envelope and requested are strict: unknown fields are errors that name the
 // field, and so is a scope other than "turn" or "session". granted is the
-// client's answer and is lenient (DecodeLenient): a field sbx does not know
+// client's answer and is lenient (strictjson.DecodeLenient): a field sbx does not know
 // is skipped and listed in Ignored, as Codex ignores one; duplicate keys and
 // case variants of known fields are still refused.
 func DecodeNormalizeRequest(data []byte) (NormalizeRequest, error) {
@@ -118,12 +119,12 @@ func DecodeNormalizeRequestAs(data []byte, key GrantKey) (NormalizeRequest, erro
 	var w normalizeWire
 	switch key {
 	case GrantKeyGranted:
-		if err := DecodeStrict(data, &w); err != nil {
+		if err := strictjson.Decode(data, &w); err != nil {
 			return NormalizeRequest{}, err
 		}
 	case GrantKeyPermissions:
 		var c normalizeWireCodex
-		if err := DecodeStrict(data, &c); err != nil {
+		if err := strictjson.Decode(data, &c); err != nil {
 			return NormalizeRequest{}, err
 		}
 		w = normalizeWire(c)
@@ -133,7 +134,7 @@ func DecodeNormalizeRequestAs(data []byte, key GrantKey) (NormalizeRequest, erro
 	name := key.String()
 	req := NormalizeRequest{Cwd: w.Cwd, Requested: w.Requested, StrictAutoReview: w.StrictAutoReview}
 	if raw := bytes.TrimSpace(w.Granted); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
-		ignored, err := DecodeLenient(raw, &req.Granted)
+		ignored, err := strictjson.DecodeLenient(raw, &req.Granted)
 		if err != nil {
 			return NormalizeRequest{}, prefixField(name, err)
 		}
@@ -144,7 +145,7 @@ func DecodeNormalizeRequestAs(data []byte, key GrantKey) (NormalizeRequest, erro
 	if w.Scope != nil {
 		s, err := ParseScope(*w.Scope)
 		if err != nil {
-			return NormalizeRequest{}, &FieldError{Field: "scope", Err: err}
+			return NormalizeRequest{}, &strictjson.FieldError{Field: "scope", Err: err}
 		}
 		req.Scope = s
 	}
@@ -162,23 +163,23 @@ func DecodeNormalizeRequestAs(data []byte, key GrantKey) (NormalizeRequest, erro
 //   - otherwise the grant is Intersect(requested, granted), scope and strict
 //     kept. An empty result is a valid answer, not an error.
 //
-// Errors are *FieldError naming the field: "cwd", "requested.…", "granted.…".
+// Errors are *strictjson.FieldError naming the field: "cwd", "requested.…", "granted.…".
 func NormalizeResponse(req NormalizeRequest) (NormalizeResult, error) {
 	if req.Cwd == "" {
-		return NormalizeResult{}, &FieldError{Field: "cwd", Err: errors.New("required")}
+		return NormalizeResult{}, &strictjson.FieldError{Field: "cwd", Err: errors.New("required")}
 	}
 	if !filepath.IsAbs(req.Cwd) {
-		return NormalizeResult{}, &FieldError{Field: "cwd", Err: errors.New("not an absolute path")}
+		return NormalizeResult{}, &strictjson.FieldError{Field: "cwd", Err: errors.New("not an absolute path")}
 	}
 	if _, err := req.Scope.MarshalText(); err != nil {
-		return NormalizeResult{}, &FieldError{Field: "scope", Err: err}
+		return NormalizeResult{}, &strictjson.FieldError{Field: "scope", Err: err}
 	}
 	requested, err := req.Requested.Normalize(req.Cwd)
 	if err != nil {
 		return NormalizeResult{}, prefixField("requested", err)
 	}
 	if requested.IsEmpty() {
-		return NormalizeResult{}, &FieldError{Field: "requested", Err: errors.New("requests nothing")}
+		return NormalizeResult{}, &strictjson.FieldError{Field: "requested", Err: errors.New("requests nothing")}
 	}
 	// The granted entries are resolved one by one and not folded: each is
 	// kept or dropped whole by Intersect, and one wider entry must not

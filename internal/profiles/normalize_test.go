@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 func TestDecodeNormalizeRequestRefusals(t *testing.T) {
@@ -61,7 +63,7 @@ func TestNormalizeResponseRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := NormalizeResponse(tt.req)
-			var fe *FieldError
+			var fe *strictjson.FieldError
 			if !errors.As(err, &fe) || fe.Field != tt.field {
 				t.Fatalf("err = %v, want a FieldError for %q", err, tt.field)
 			}

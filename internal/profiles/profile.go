@@ -3,10 +3,11 @@ package profiles
 import (
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
-	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/fspath"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // Profile is a permission profile: permissions added on top of a sandbox
@@ -17,7 +18,7 @@ type Profile struct {
 }
 
 // Network is the network part of a profile. On the wire "enabled" is
-// required (DecodeStrict refuses {"network": {}}), as the schemas say: an
+// required (strictjson.Decode refuses {"network": {}}), as the schemas say: an
 // empty object asking for nothing is more likely a mistake than a choice.
 //
 // With allowed_domains empty, enabled means every address (today's
@@ -72,7 +73,7 @@ type FileSystem struct {
 // DecodeProfile decodes a profile from strict JSON.
 func DecodeProfile(data []byte) (Profile, error) {
 	var p Profile
-	if err := DecodeStrict(data, &p); err != nil {
+	if err := strictjson.Decode(data, &p); err != nil {
 		return Profile{}, err
 	}
 	return p, nil
@@ -204,10 +205,10 @@ func validateNetwork(n *Network) error {
 		return err
 	}
 	if !n.Enabled && len(n.AllowedDomains) > 0 {
-		return &FieldError{Field: "network.allowed_domains", Err: errors.New("needs network.enabled: true")}
+		return &strictjson.FieldError{Field: "network.allowed_domains", Err: errors.New("needs network.enabled: true")}
 	}
 	if !n.Enabled && n.AllowPrivateAddresses {
-		return &FieldError{Field: "network.allow_private_addresses", Err: errors.New("needs network.enabled: true")}
+		return &strictjson.FieldError{Field: "network.allow_private_addresses", Err: errors.New("needs network.enabled: true")}
 	}
 	return nil
 }
@@ -238,92 +239,13 @@ func foldNetwork(n *Network) *Network {
 func resolveAll(paths []string, cwd, field string) ([]string, error) {
 	out := make([]string, 0, len(paths))
 	for i, raw := range paths {
-		r, err := ResolvePath(raw, cwd)
+		r, err := fspath.ResolvePath(raw, cwd)
 		if err != nil {
-			return nil, &FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
+			return nil, &strictjson.FieldError{Field: fmt.Sprintf("%s[%d]", field, i), Err: err}
 		}
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// ResolvePath makes raw absolute against cwd, cleans it and resolves the
-// symlinks of its longest existing prefix.
-func ResolvePath(raw, cwd string) (string, error) {
-	if raw == "" {
-		return "", errors.New("empty path")
-	}
-	if strings.ContainsRune(raw, 0) {
-		return "", errors.New("path contains a NUL byte")
-	}
-	p := raw
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(cwd, p)
-	}
-	return ResolveExisting(filepath.Clean(p)), nil
-}
-
-// ResolveExisting resolves symlinks in the longest prefix of p that exists
-// and appends the rest unchanged.
-//
-// The prefix is found by bisection: if a prefix does not resolve, no longer
-// one does, and each EvalSymlinks costs a walk of the whole prefix, so trying
-// every prefix from the longest down was quadratic in the number of
-// components (a 20,000-component path in a guard file took 2.4 s, and the
-// fuzzer found inputs that took longer).
-func ResolveExisting(p string) string {
-	if r, err := filepath.EvalSymlinks(p); err == nil {
-		return r
-	}
-	clean := filepath.Clean(p)
-	root := "."
-	if filepath.IsAbs(clean) {
-		root = "/"
-	}
-	comps := strings.Split(strings.TrimPrefix(clean, "/"), "/")
-	prefix := func(k int) string { return filepath.Join(append([]string{root}, comps[:k]...)...) }
-	// Invariant: prefix(hi) does not resolve; prefix(lo) does, or lo is 0.
-	lo, hi := 0, len(comps)
-	for hi-lo > 1 {
-		mid := lo + (hi-lo)/2
-		if _, err := filepath.EvalSymlinks(prefix(mid)); err == nil {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
-	r, err := filepath.EvalSymlinks(prefix(lo))
-	if err != nil {
-		return p
-	}
-	return filepath.Join(append([]string{r}, comps[lo:]...)...)
-}
-
-// Within reports whether p is base or below it. Both must be clean and absolute.
-func Within(p, base string) bool {
-	if base == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == base || strings.HasPrefix(p, base+"/")
-}
-
-// CoveredBy reports whether p is within any of bases.
-func CoveredBy(p string, bases []string) bool {
-	for _, b := range bases {
-		if Within(p, b) {
-			return true
-		}
-	}
-	return false
-}
-
-// WritableUnder reports whether p is inside one of writeRoots and none of
-// carveOuts (the read-only paths inside them): whether a standing policy
-// with those roots lets p be written. Every layer that asks it (the guard,
-// the ladder's Missing, a grant's survival) asks here, so they agree with
-// the rules compiled from the same lists.
-func WritableUnder(p string, writeRoots, carveOuts []string) bool {
-	return CoveredBy(p, writeRoots) && !CoveredBy(p, carveOuts)
 }
 
 // fold sorts, de-duplicates and drops paths covered by another in the list.
@@ -335,7 +257,7 @@ func fold(paths []string) []string {
 	sort.Strings(s)
 	var out []string
 	for _, p := range s {
-		if CoveredBy(p, out) {
+		if fspath.CoveredBy(p, out) {
 			continue
 		}
 		out = append(out, p)
@@ -346,15 +268,9 @@ func fold(paths []string) []string {
 func subtractCovered(paths, by []string) []string {
 	var out []string
 	for _, p := range paths {
-		if !CoveredBy(p, by) {
+		if !fspath.CoveredBy(p, by) {
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-// Exists reports whether path names an existing object (following symlinks).
-func Exists(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
 }

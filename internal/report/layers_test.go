@@ -14,7 +14,10 @@ import (
 // the pipeline imports no mechanism (issue 14): report imports no sbx
 // package; profiles, policy, policy/denial and escalate none of enforce,
 // netproxy, serve or the CLI; and the wire contract (wire) does not
-// reach up to the run stage, which runs calls for it (issue 28 §2).
+// reach up to the run stage, which runs calls for it (issue 28 §2). The
+// strict decoder and the path algebra are leaves like report (issue 32 §2):
+// a backend that imports them for a FieldError or a Within must not pull
+// the permission model, or anything else of sbx, in with them.
 func TestLayers(t *testing.T) {
 	const module = "github.com/sbx-sandbox/sbx/"
 	mechanism := []string{"internal/enforce", "internal/netproxy", "internal/serve", "internal/wire", "internal/run", "internal/call", "cmd", "sandbox", "internal/fsop", "internal/shells"}
@@ -23,6 +26,8 @@ func TestLayers(t *testing.T) {
 		forbidden []string
 	}{
 		{".", []string{""}}, // every sbx package
+		{"../strictjson", []string{""}},
+		{"../fspath", []string{""}},
 		{"../profiles", mechanism},
 		{"../policy", mechanism},
 		{"../policy/denial", mechanism},

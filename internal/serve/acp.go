@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // The two options the ACP answerer offers, and the only ones it reads.
@@ -289,7 +289,7 @@ func (a *ACPAnswerer) read(lr *lineReader) {
 // methods); a notification is skipped.
 func (a *ACPAnswerer) message(line []byte) {
 	var m message
-	err := profiles.DecodeStrict(line, &m)
+	err := strictjson.Decode(line, &m)
 	if err == nil && m.JSONRPC != "2.0" {
 		err = fmt.Errorf("jsonrpc %q: want \"2.0\"", m.JSONRPC)
 	}
@@ -341,13 +341,13 @@ func readACPResponse(m message) acpReply {
 	}
 	if m.Error != nil {
 		var e rpcError
-		if err := profiles.DecodeStrict(m.Error, &e); err != nil || e.Code == nil || e.Message == nil {
+		if err := strictjson.Decode(m.Error, &e); err != nil || e.Code == nil || e.Message == nil {
 			return acpReply{escalate.Unavailable, fmt.Errorf("acp: a malformed error response: %s", m.Error)}
 		}
 		return acpReply{outcome: escalate.Rejected}
 	}
 	var r acpPermissionResponse
-	if err := profiles.DecodeStrict(m.Result, &r); err != nil {
+	if err := strictjson.Decode(m.Result, &r); err != nil {
 		return acpReply{escalate.Unavailable, fmt.Errorf("acp: result: %w", err)}
 	}
 	if r.Outcome == nil || r.Outcome.Outcome == nil {

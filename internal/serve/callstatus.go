@@ -5,7 +5,7 @@ import (
 	"errors"
 
 	"github.com/sbx-sandbox/sbx/internal/journal"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // call/status {session_id, call_id}: what became of a call of the
@@ -72,12 +72,12 @@ func (s *Server) callStatus(params json.RawMessage) (any, *Error) {
 		switch rec.Type {
 		case RecCallStarted:
 			var r callStartedRecord
-			if profiles.DecodeStrict(rec.Data, &r) == nil && r.CallID == p.CallID {
+			if strictjson.Decode(rec.Data, &r) == nil && r.CallID == p.CallID {
 				res.Status = "started"
 			}
 		case RecCallFinished:
 			var r callFinishedRecord
-			if profiles.DecodeStrict(rec.Data, &r) == nil && r.CallID == p.CallID {
+			if strictjson.Decode(rec.Data, &r) == nil && r.CallID == p.CallID {
 				res.Status, res.Outcome, res.ExitCode, res.Error = "finished", r.Outcome, r.ExitCode, r.Error
 				if r.Outcome == "lost" {
 					res.Status = "lost"

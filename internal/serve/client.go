@@ -9,7 +9,7 @@ import (
 	"sync"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // The kinds of an approval/response_refused notification: why a client's
@@ -333,7 +333,7 @@ func (ask *clientAsk) read(m message) (escalate.Outcome, string, string) {
 	}
 	if m.Error != nil {
 		var e rpcError
-		if err := profiles.DecodeStrict(m.Error, &e); err != nil {
+		if err := strictjson.Decode(m.Error, &e); err != nil {
 			return "", RefusedMalformed, "error: " + err.Error()
 		}
 		if e.Code == nil || e.Message == nil {
@@ -342,7 +342,7 @@ func (ask *clientAsk) read(m message) (escalate.Outcome, string, string) {
 		return escalate.Rejected, "", ""
 	}
 	var ans approvalAnswer
-	if err := profiles.DecodeStrict(m.Result, &ans); err != nil {
+	if err := strictjson.Decode(m.Result, &ans); err != nil {
 		return "", RefusedMalformed, "result: " + err.Error()
 	}
 	for _, f := range []struct {

@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
@@ -106,7 +106,7 @@ func asError(err error) *Error {
 	if errors.As(err, &e) {
 		return e
 	}
-	var fe *profiles.FieldError
+	var fe *strictjson.FieldError
 	if errors.As(err, &fe) {
 		return &Error{Code: CodeInvalidParams, Message: err.Error(), Data: ErrorData{Kind: KindInvalidParams, Field: fe.Field}}
 	}

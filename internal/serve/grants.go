@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 type grantParams struct {
@@ -97,7 +98,7 @@ func (s *Server) applyGrant(params json.RawMessage, key profiles.GrantKey) (any,
 			return s.storeGrant(sess, env, res)
 		}
 	}
-	var fe *profiles.FieldError
+	var fe *strictjson.FieldError
 	if errors.As(err, &fe) && fe.Field != "requested" && !strings.HasPrefix(fe.Field, "requested.") {
 		return nil, paramError("response."+fe.Field, fe.Err)
 	}

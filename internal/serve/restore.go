@@ -6,6 +6,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/journal"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // RestoreProblem is a session Restore did not rebuild, and why.
@@ -103,7 +104,7 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 			return errors.New("a second session/opened")
 		}
 		var r openedRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		*sessp = &session{id: r.SessionID, cwd: r.Cwd, environmentID: r.EnvironmentID, mode: r.SandboxMode, policy: r.ApprovalPolicy,
@@ -111,13 +112,13 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 			acpSessionID: r.ACPSessionID, grants: map[string]*envGrants{}}
 	case RecPresetIntent:
 		var r intentRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		sess.lastPreset, sess.explicitMode = r.Key, true
 	case RecKnobChanged:
 		var r knobRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		switch r.Knob {
@@ -138,7 +139,7 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 		}
 	case RecTurnBegun:
 		var r turnRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		if sess.turn != nil {
@@ -147,7 +148,7 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 		sess.turn = &turn{id: r.TurnID}
 	case RecTurnEnded:
 		var r turnRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		if sess.turn == nil || sess.turn.id != r.TurnID {
@@ -156,7 +157,7 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 		sess.endTurnLocked()
 	case RecGrantApplied:
 		var r grantRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		if r.Withheld == "" && r.Scope == profiles.ScopeTurn && (sess.turn == nil || sess.turn.id != r.TurnID) {
@@ -165,7 +166,7 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 		sess.applyGrantLocked(r)
 	case RecApprovalAsked:
 		var r askedRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		if st.pending[r.ApprovalID] || st.decided[r.ApprovalID] {
@@ -174,7 +175,7 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 		st.pending[r.ApprovalID] = true
 	case RecApprovalDecided:
 		var r decidedRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		switch {
@@ -187,13 +188,13 @@ func (st *replayState) apply(sessp **session, rec journal.Record) error {
 		st.decided[r.ApprovalID] = true
 	case RecCallStarted:
 		var r callStartedRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		st.calls[r.CallID] = true
 	case RecCallFinished:
 		var r callFinishedRecord
-		if err := profiles.DecodeStrict(rec.Data, &r); err != nil {
+		if err := strictjson.Decode(rec.Data, &r); err != nil {
 			return err
 		}
 		delete(st.calls, r.CallID)

@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/escalate"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // ProtocolVersion is the version of the protocol (docs/serve.md). It
@@ -257,7 +258,7 @@ func (c *conn) notify(method string, params any) error {
 // connection is to end (exit).
 func (c *conn) handle(line []byte) (done bool, err error) {
 	var m message
-	if err := profiles.DecodeStrict(line, &m); err != nil {
+	if err := strictjson.Decode(line, &m); err != nil {
 		var probe any
 		if json.Unmarshal(line, &probe) != nil {
 			c.reply(nil, nil, newError(CodeParse, KindParse, "parse error: %v", err))
@@ -412,8 +413,8 @@ func goodID(id json.RawMessage) bool {
 // decodeParams decodes params strictly into v; errors are invalid_params
 // naming the field.
 func decodeParams(params json.RawMessage, v any) *Error {
-	if err := profiles.DecodeStrict(params, v); err != nil {
-		var fe *profiles.FieldError
+	if err := strictjson.Decode(params, v); err != nil {
+		var fe *strictjson.FieldError
 		if errors.As(err, &fe) {
 			return paramError(fe.Field, fe.Err)
 		}

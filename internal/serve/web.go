@@ -22,6 +22,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/escalate"
 	"github.com/sbx-sandbox/sbx/internal/netproxy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 //go:embed web/panel.html web/panel.js web/panel.css
@@ -484,7 +485,7 @@ func (p *WebPanel) preset(c netproxy.Conn, req *httpRequest) *httpError {
 // decodeBody decodes a request body strictly (exact keys, no duplicates,
 // at every depth), as every message of the protocol is.
 func decodeBody(body []byte, v any) *httpError {
-	if err := profiles.DecodeStrict(body, v); err != nil {
+	if err := strictjson.Decode(body, v); err != nil {
 		return badRequest("body: %v", err)
 	}
 	return nil

@@ -11,6 +11,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/fsop"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // SchemaVersion is the version of the JSON contract (docs/json.md, the
@@ -91,7 +92,7 @@ func Internal(err error) error { return internalError{err} }
 func ErrorFor(err error, fallback string) *ErrorObject {
 	o := &ErrorObject{Kind: fallback, Message: err.Error()}
 	var unsupported *report.UnsupportedFeatureError
-	var field *profiles.FieldError
+	var field *strictjson.FieldError
 	var internal InternalMarker
 	if outcome, ok := escalate.DenialOutcome(err); ok {
 		o.Kind, o.Outcome = KindDeniedByPolicy, outcome

@@ -12,7 +12,7 @@
 //	// standing mode, grants and approver), then run.Exec(ctx, req, r, in, opt)
 //
 // Guarantees:
-//   - A request is decoded strictly (profiles.DecodeStrict) and Request.Call
+//   - A request is decoded strictly (strictjson.Decode) and Request.Call
 //     refuses before anything is made or started, naming the field.
 //   - ErrorFor is the one classification of an error into an error object
 //     (kind, field, outcome, feature, errno); StartFailure the one mapping

@@ -3,7 +3,7 @@ package wire
 import (
 	"fmt"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // PTYSize is the window size of a call's pseudo-terminal ("pty":
@@ -25,7 +25,7 @@ func (s PTYSize) Check(prefix string) error {
 		n    int
 	}{{"rows", s.Rows}, {"cols", s.Cols}} {
 		if v.n < 1 || v.n > 65535 {
-			return &profiles.FieldError{Field: prefix + v.name, Err: fmt.Errorf("%d is not between 1 and 65535", v.n)}
+			return &strictjson.FieldError{Field: prefix + v.name, Err: fmt.Errorf("%d is not between 1 and 65535", v.n)}
 		}
 	}
 	return nil

@@ -13,6 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/shells"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // Request is the wire shape of `sbx exec` (docs/schema/exec-request.schema.json).
@@ -110,10 +111,10 @@ const MaxRequest = 16 << 20
 const MaxKillGrace = time.Hour
 
 // Decode decodes one request strictly (exact keys, no duplicates, at
-// every depth: profiles.DecodeStrict). Its errors are refusals.
+// every depth: strictjson.Decode). Its errors are refusals.
 func Decode(data []byte) (*Request, error) {
 	var req Request
-	if err := profiles.DecodeStrict(data, &req); err != nil {
+	if err := strictjson.Decode(data, &req); err != nil {
 		return nil, err
 	}
 	return &req, nil
@@ -135,17 +136,17 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 		return r, in, err
 	}
 	if req.TimeoutMS < 0 {
-		return r, in, &profiles.FieldError{Field: "timeout_ms", Err: errors.New("must not be negative")}
+		return r, in, &strictjson.FieldError{Field: "timeout_ms", Err: errors.New("must not be negative")}
 	}
 	if req.TimeoutMS > report.MaxTimeout.Milliseconds() {
-		return r, in, &profiles.FieldError{Field: "timeout_ms", Err: report.ErrTimeoutRange}
+		return r, in, &strictjson.FieldError{Field: "timeout_ms", Err: report.ErrTimeoutRange}
 	}
 	if req.MaxOutputBytes < 0 {
-		return r, in, &profiles.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")}
+		return r, in, &strictjson.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")}
 	}
 	for i, v := range req.Resolve {
 		if _, err := netproxy.ParseResolve(v); err != nil {
-			return r, in, &profiles.FieldError{Field: fmt.Sprintf("resolve[%d]", i), Err: err}
+			return r, in, &strictjson.FieldError{Field: fmt.Sprintf("resolve[%d]", i), Err: err}
 		}
 	}
 	killGrace, err := req.killGrace()
@@ -154,7 +155,7 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 	}
 	if req.Stdin != nil {
 		if len(*req.Stdin) > MaxStdinBytes {
-			return r, in, &profiles.FieldError{Field: "stdin", Err: fmt.Errorf("%d bytes is more than the %d allowed; give the command a file instead", len(*req.Stdin), MaxStdinBytes)}
+			return r, in, &strictjson.FieldError{Field: "stdin", Err: fmt.Errorf("%d bytes is more than the %d allowed; give the command a file instead", len(*req.Stdin), MaxStdinBytes)}
 		}
 		in.Stdin = *req.Stdin
 	}
@@ -187,7 +188,7 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 	if req.EnvPolicy != nil {
 		r.EnvPolicy = *req.EnvPolicy
 		if len(r.EnvPolicy.Set) > 0 {
-			return r, in, &profiles.FieldError{Field: "env_policy.set", Err: errors.New(`use the top-level "env" object`)}
+			return r, in, &strictjson.FieldError{Field: "env_policy.set", Err: errors.New(`use the top-level "env" object`)}
 		}
 	}
 	r.EnvPolicy.Set = req.Env
@@ -198,7 +199,7 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 	}
 	r.Escalation = e
 	if req.Cwd == "" {
-		return r, in, &profiles.FieldError{Field: "cwd", Err: errors.New("required")}
+		return r, in, &strictjson.FieldError{Field: "cwd", Err: errors.New("required")}
 	}
 	return r, in, nil
 }
@@ -219,11 +220,11 @@ func (req *Request) escalation() (call.Escalation, error) {
 	}
 	if req.EscalateTo != nil {
 		if e.SandboxPermissions != profiles.RequireEscalated {
-			return e, &profiles.FieldError{Field: "escalate_to", Err: errors.New(`only valid with sandbox_permissions "require_escalated"`)}
+			return e, &strictjson.FieldError{Field: "escalate_to", Err: errors.New(`only valid with sandbox_permissions "require_escalated"`)}
 		}
 		e.Target = *req.EscalateTo
 	} else if e.SandboxPermissions == profiles.RequireEscalated {
-		return e, &profiles.FieldError{Field: "escalate_to", Err: errors.New(`required with sandbox_permissions "require_escalated"`)}
+		return e, &strictjson.FieldError{Field: "escalate_to", Err: errors.New(`required with sandbox_permissions "require_escalated"`)}
 	}
 	if len(req.Approver) > 0 {
 		e.Approver = escalate.CommandApprover{Argv: req.Approver}
@@ -234,7 +235,7 @@ func (req *Request) escalation() (call.Escalation, error) {
 // killGrace checks kill_grace_ms.
 func (req *Request) killGrace() (time.Duration, error) {
 	if req.KillGraceMS < 0 || req.KillGraceMS > MaxKillGrace.Milliseconds() {
-		return 0, &profiles.FieldError{Field: "kill_grace_ms", Err: fmt.Errorf("must be between 0 and %d (0: the default %d)", MaxKillGrace.Milliseconds(), host.DefaultKillGrace.Milliseconds())}
+		return 0, &strictjson.FieldError{Field: "kill_grace_ms", Err: fmt.Errorf("must be between 0 and %d (0: the default %d)", MaxKillGrace.Milliseconds(), host.DefaultKillGrace.Milliseconds())}
 	}
 	return time.Duration(req.KillGraceMS) * time.Millisecond, nil
 }
@@ -261,9 +262,9 @@ func (f FSRequest) Change() (fsop.Op, string, error) {
 	op := fsop.Op{Kind: f.Op, Path: f.Path, Dest: f.Dest, Mode: f.Mode, Parents: f.Parents, Recursive: f.Recursive}
 	var ae *fsop.ArgError
 	if err := op.Validate(); errors.As(err, &ae) {
-		return op, "", &profiles.FieldError{Field: "fs." + ae.Field, Err: ae.Err}
+		return op, "", &strictjson.FieldError{Field: "fs." + ae.Field, Err: ae.Err}
 	} else if err != nil {
-		return op, "", &profiles.FieldError{Field: "fs", Err: err}
+		return op, "", &strictjson.FieldError{Field: "fs", Err: err}
 	}
 	inputs := []struct {
 		field string
@@ -277,9 +278,9 @@ func (f FSRequest) Change() (fsop.Op, string, error) {
 	for _, in := range inputs {
 		switch {
 		case in.wants && in.value == nil:
-			return op, "", &profiles.FieldError{Field: "fs." + in.field, Err: fmt.Errorf("required by %s", op.Kind)}
+			return op, "", &strictjson.FieldError{Field: "fs." + in.field, Err: fmt.Errorf("required by %s", op.Kind)}
 		case !in.wants && in.value != nil:
-			return op, "", &profiles.FieldError{Field: "fs." + in.field, Err: fmt.Errorf("not taken by %s", op.Kind)}
+			return op, "", &strictjson.FieldError{Field: "fs." + in.field, Err: fmt.Errorf("not taken by %s", op.Kind)}
 		case in.wants:
 			input = *in.value
 		}
@@ -302,7 +303,7 @@ func (req *Request) checkFS() error {
 	}
 	for _, o := range others {
 		if o.set {
-			return &profiles.FieldError{Field: o.field, Err: errors.New(`not taken with "fs" (a request runs a command or makes one file-system change)`)}
+			return &strictjson.FieldError{Field: o.field, Err: errors.New(`not taken with "fs" (a request runs a command or makes one file-system change)`)}
 		}
 	}
 	return nil

@@ -1,12 +1,12 @@
 package darwin
 
 import (
-	"github.com/sbx-sandbox/sbx/internal/profiles"
-
 	"fmt"
 	"path/filepath"
 	"runtime"
 	"strings"
+
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 )
 
 // PathMode says how Compile canonicalises the Policy's paths. Seatbelt
@@ -78,7 +78,7 @@ func canonical(p string, m PathMode) (string, error) {
 	if m == PathsResolve {
 		// On a Mac this already yields /private/...; the static mapping
 		// after it only matters off darwin, where the links do not exist.
-		c = profiles.ResolveExisting(c)
+		c = fspath.ResolveExisting(c)
 	}
 	return staticCanonical(c), nil
 }
@@ -96,7 +96,7 @@ func canonicalNames(p string, m PathMode) ([]string, error) {
 	if m != PathsResolve || c == "/" {
 		return []string{full}, nil
 	}
-	name := staticCanonical(filepath.Join(profiles.ResolveExisting(filepath.Dir(c)), filepath.Base(c)))
+	name := staticCanonical(filepath.Join(fspath.ResolveExisting(filepath.Dir(c)), filepath.Base(c)))
 	if name == full {
 		return []string{full}, nil
 	}

@@ -1,14 +1,13 @@
 package darwin
 
 import (
-	"github.com/sbx-sandbox/sbx/internal/profiles"
-
 	"encoding/json"
 	"net"
 	"regexp"
 	"strconv"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/policy/denial"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -167,7 +166,7 @@ func classify(d report.Denial, check *denial.Checker, pol policy.Policy) report.
 		}
 	case m.op == "read" && d.Path != "":
 		for _, masked := range pol.Masked {
-			if profiles.Within(d.Path, masked) {
+			if fspath.Within(d.Path, masked) {
 				why = "inside " + masked + ", which the guard hides"
 				break
 			}

@@ -3,8 +3,8 @@ package darwin
 import (
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -34,7 +34,7 @@ func canonicalGlobs(pol policy.Policy, m PathMode) ([]seatbeltGlob, []report.Dow
 		c, err := canonical(prefix, m)
 		if err == nil && c != prefix {
 			rest := strings.TrimPrefix(strings.TrimPrefix(d.Pattern, prefix), "/")
-			if cg, perr := profiles.ParseGlob(strings.TrimSuffix(c, "/") + "/" + rest); perr == nil {
+			if cg, perr := fspath.ParseGlob(strings.TrimSuffix(c, "/") + "/" + rest); perr == nil {
 				g = cg
 			}
 		}

@@ -1,11 +1,10 @@
 package darwin
 
 import (
-	"github.com/sbx-sandbox/sbx/internal/profiles"
-
 	"fmt"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 )
 
@@ -73,7 +72,7 @@ func (w *profileWriter) define(prefix string, paths []string) pathRefs {
 func (r pathRefs) under(root string) []string {
 	var out []string
 	for i, p := range r.paths {
-		if profiles.Within(p, root) {
+		if fspath.Within(p, root) {
 			out = append(out, r.refs[i])
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -133,7 +133,7 @@ func maskLinks(masked []string, limit int) maskScan {
 // covered reports whether m lies strictly inside another of masks.
 func covered(m string, masks []string) bool {
 	for _, o := range masks {
-		if o != m && profiles.Within(m, o) {
+		if o != m && fspath.Within(m, o) {
 			return true
 		}
 	}
@@ -223,7 +223,7 @@ func (p *Plan) maskedLink(path string) (MaskedLink, bool) {
 // masked name, so here the supervisor is the only check (best effort, see
 // the top of this file). op is "read" or "write".
 func (s *supervisor) linkOfMasked(c call, op string, r resolved) (decision, bool) {
-	if r.mode&unix.S_IFMT != unix.S_IFREG || profiles.CoveredBy(r.path, s.plan.MaskedMounts) {
+	if r.mode&unix.S_IFMT != unix.S_IFREG || fspath.CoveredBy(r.path, s.plan.MaskedMounts) {
 		return cont, false // the mount decides a masked name
 	}
 	m, ok := s.plan.maskedLink(r.path)

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 )
 
 // procReadOnly are the parts of a procfs that change the whole machine,
@@ -175,11 +175,11 @@ func remountReadOnlyRoot(writeRoots, keep []string, mountinfo string) error {
 		return fmt.Errorf("read-only root: %w", err)
 	}
 	for _, m := range mounts {
-		if profiles.CoveredBy(m.path, keep) {
+		if fspath.CoveredBy(m.path, keep) {
 			continue
 		}
 		remountOne := remount
-		if profiles.CoveredBy(m.path, writeRoots) {
+		if fspath.CoveredBy(m.path, writeRoots) {
 			// Writable, and nosuid (see setattrReadOnlyRoot).
 			remountOne = remountNosuid
 		}

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce"
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -560,7 +561,7 @@ func TestSupervisorRacingPath(t *testing.T) {
 		t.Errorf("%s was created: the race got past Landlock", outside)
 	}
 	for _, d := range res.Denials {
-		if profiles.Within(d.Path, e.ws) {
+		if fspath.Within(d.Path, e.ws) {
 			t.Errorf("denial for %s: the supervisor refused a path inside the workspace", d.Path)
 		}
 	}

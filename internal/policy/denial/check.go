@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"slices"
 
+	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 // Access is what an operation needs from the policy, in the terms Landlock
@@ -157,7 +157,7 @@ func (c *Checker) Path(a Access, path string) Verdict {
 	}
 	switch a {
 	case WriteObject, Metadata:
-		if profiles.CoveredBy(path, c.writeRoots) || slices.Contains(c.devices, path) {
+		if fspath.CoveredBy(path, c.writeRoots) || slices.Contains(c.devices, path) {
 			return Verdict{Allowed: true}
 		}
 		return Verdict{Cause: OutsideWriteRoots}
@@ -165,7 +165,7 @@ func (c *Checker) Path(a Access, path string) Verdict {
 		return Verdict{Cause: DeviceNode}
 	case RenameTo:
 		for _, ro := range c.readOnly {
-			if profiles.Within(ro, path) {
+			if fspath.Within(ro, path) {
 				return Verdict{Cause: CarveOut, At: ro}
 			}
 		}
@@ -173,7 +173,7 @@ func (c *Checker) Path(a Access, path string) Verdict {
 	// A name is made or removed in its parent directory. A write root that
 	// is a file grants nothing there, which Within gets right: no directory
 	// is within a file.
-	if parent := filepath.Dir(path); parent != path && profiles.CoveredBy(parent, c.writeRoots) {
+	if parent := filepath.Dir(path); parent != path && fspath.CoveredBy(parent, c.writeRoots) {
 		return Verdict{Allowed: true}
 	}
 	return Verdict{Cause: OutsideWriteRoots}
@@ -188,7 +188,7 @@ func (c *Checker) DenyGlobAt(path string, reads bool) (policy.DenyGlob, bool) {
 
 func covering(path string, bases []string) string {
 	for _, b := range bases {
-		if profiles.Within(path, b) {
+		if fspath.Within(path, b) {
 			return b
 		}
 	}

@@ -1,6 +1,7 @@
-package profiles
+package fspath
 
 import (
+	"path"
 	"regexp"
 	"strings"
 	"testing"
@@ -177,6 +178,34 @@ func TestGlobMayMatchBelow(t *testing.T) {
 	for _, tt := range tests {
 		if got := MustGlob(tt.pattern).MayMatchBelow(tt.dir); got != tt.want {
 			t.Errorf("%q.MayMatchBelow(%q) = %v, want %v", tt.pattern, tt.dir, got, tt.want)
+		}
+	}
+}
+
+func FuzzMatchName(f *testing.F) {
+	f.Add("*TOKEN*", "GH_TOKEN")
+	f.Add("A*B*", "AB")
+	f.Fuzz(func(t *testing.T, p, n string) {
+		want, err := path.Match(p, n)
+		if err != nil {
+			return
+		}
+		if got := MatchName(p, n); got != want {
+			t.Errorf("MatchName(%q, %q) = %v, path.Match says %v", p, n, got, want)
+		}
+	})
+}
+
+// MatchName must agree with path.Match, which it replaces for speed.
+func TestMatchName(t *testing.T) {
+	pats := []string{"*TOKEN*", "TOKEN", "*KEY", "KEY*", "A*B*C", "*", "**", "A**B", "*A*A*", "", "X?Y", "[AB]*", `A\*`}
+	names := []string{"", "TOKEN", "GH_TOKEN", "TOKENS", "KEY", "SSH_KEY", "KEYRING", "ABC", "AXBXC", "AC", "ABBC", "AA", "AXA", "A", "XZY", "BOB", "A*"}
+	for _, p := range pats {
+		for _, n := range names {
+			want, _ := path.Match(p, n)
+			if got := MatchName(p, n); got != want {
+				t.Errorf("MatchName(%q, %q) = %v, path.Match says %v", p, n, got, want)
+			}
 		}
 	}
 }

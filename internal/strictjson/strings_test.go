@@ -1,4 +1,4 @@
-package profiles
+package strictjson
 
 import (
 	"encoding/json"
@@ -57,7 +57,7 @@ func TestStringKinds(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var v kindTarget
-			err := DecodeStrict([]byte(tt.in), &v)
+			err := Decode([]byte(tt.in), &v)
 			if tt.wantErr == nil {
 				if err != nil {
 					t.Fatalf("%s: %v", tt.in, err)

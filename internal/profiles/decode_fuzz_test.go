@@ -4,37 +4,8 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/jsonfuzz"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
-
-// strictSeeds are the escapes of issue #13 and shapes around them: case
-// variants and duplicates at every depth, and exact input that must pass.
-var strictSeeds = []string{
-	`{"SANDBOX_MODE":"danger-full-access"}`,
-	`{"sandbox_mode":"read-only","sandbox_mode":"danger-full-access"}`,
-	`{"sandbox_mode":"read-only","\u0073andbox_mode":"danger-full-access"}`,
-	`{"items":[{"flag":true},{"flag":true,"flag":false}]}`,
-	`{"items":[{"Flag":true}]}`,
-	`{"env":{"PATH":"/bin","PATH":"/tmp"}}`,
-	`{"inner":{"flag":true,"extra":{"a":[{"b":1,"b":2}]}}}`,
-	`{"sandbox_mode":"read-only","items":[{"flag":true,"name":"x"}],"env":{"A":"1","a":"2"},"promoted":"x","lists":[["a"]]}`,
-	`[{"sandbox_mode":"read-only"}]`,
-	`null`,
-	`{"inner":{"name":"a"}}`,
-}
-
-// FuzzDecodeStrict: whatever DecodeStrict accepts has no duplicate key, no
-// key folded onto a field, and re-decodes to the same value; nothing panics.
-func FuzzDecodeStrict(f *testing.F) {
-	for _, s := range strictSeeds {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, data []byte) {
-		var v strictTarget
-		if DecodeStrict(data, &v) == nil {
-			jsonfuzz.Accepted(t, data, &v, DecodeStrict)
-		}
-	})
-}
 
 // FuzzDecodeProfile: the same invariants for a permission profile, which
 // also normalises without panicking.
@@ -54,7 +25,7 @@ func FuzzDecodeProfile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		jsonfuzz.Accepted(t, data, &p, DecodeStrict)
+		jsonfuzz.Accepted(t, data, &p, strictjson.Decode)
 		p.Normalize("/sbx-fuzz") // errors are fine; a panic is not
 	})
 }
@@ -76,9 +47,9 @@ func FuzzDecodeNormalizeRequest(f *testing.F) {
 			return
 		}
 		var w normalizeWire
-		if err := DecodeStrict(data, &w); err != nil {
-			t.Fatalf("DecodeNormalizeRequest accepted %q, DecodeStrict refuses it: %v", data, err)
+		if err := strictjson.Decode(data, &w); err != nil {
+			t.Fatalf("DecodeNormalizeRequest accepted %q, strictjson.Decode refuses it: %v", data, err)
 		}
-		jsonfuzz.Accepted(t, data, &w, DecodeStrict)
+		jsonfuzz.Accepted(t, data, &w, strictjson.Decode)
 	})
 }

@@ -1,4 +1,4 @@
-package profiles
+package strictjson
 
 import (
 	"encoding/json"
@@ -19,7 +19,7 @@ func BenchmarkDecodeStrict(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		var m benchEnvelope
-		if err := DecodeStrict(benchMessage, &m); err != nil {
+		if err := Decode(benchMessage, &m); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package profiles
+package strictjson
 
 import (
 	"errors"
@@ -10,7 +10,7 @@ import (
 // UTF-8, and a lone UTF-16 surrogate escape, as U+FFFD, so `touch m53\xff`
 // would run as `touch m53\uFFFD`; and Go keeps a NUL byte that the C string
 // a gateway reads ends at, so "WS\u0000/../../../OUT" is WS to the gateway
-// and OUT to sbx. DecodeStrict refuses both before the typed decode, and an
+// and OUT to sbx. Decode refuses both before the typed decode, and an
 // empty path, which would otherwise resolve to sbx's own directory: each
 // string is checked by the rule of its kind, named in its field's tag.
 
@@ -45,7 +45,7 @@ func deferredTo(t reflect.Type) bool {
 }
 
 // The errors of a string refused by its kind's rule, and of one encoding/json
-// would change; DecodeStrict wraps them in a *FieldError naming the field.
+// would change; Decode wraps them in a *FieldError naming the field.
 var (
 	ErrNUL         = errors.New("contains a NUL byte")
 	ErrInvalidUTF8 = errors.New("is not valid UTF-8 (it would be changed to U+FFFD)")
