@@ -11,8 +11,8 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/enforce/host"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/run"
+	"github.com/sbx-sandbox/sbx/internal/strictjson"
 	"github.com/sbx-sandbox/sbx/internal/wire"
 )
 
@@ -47,7 +47,7 @@ func Decode(data []byte) (*Request, error) {
 // {"read": [...], "write": [...]}}.
 func DecodeProfile(data []byte) (Profile, error) {
 	var p Profile
-	if err := profiles.DecodeStrict(data, &p); err != nil {
+	if err := strictjson.Decode(data, &p); err != nil {
 		return Profile{}, refusal(err)
 	}
 	return p, nil

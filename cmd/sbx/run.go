@@ -12,7 +12,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/enforce/host"
 	"github.com/sbx-sandbox/sbx/internal/escalate"
-	"github.com/sbx-sandbox/sbx/internal/netproxy"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/shells"
@@ -64,8 +64,9 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 	if len(rf.allowRead) > 0 || len(rf.allowWrite) > 0 {
 		add.FileSystem = &profiles.FileSystem{Read: rf.allowRead, Write: rf.allowWrite}
 	}
+	var resolve []netrule.Resolve
 	var err error
-	if add.Network, err = rf.domains(set); err != nil {
+	if add.Network, resolve, err = rf.domains(set); err != nil {
 		return call.Request{}, err
 	}
 	r := call.Request{
@@ -73,7 +74,7 @@ func (rf *runFlags) request(command []string, set map[string]bool) (call.Request
 		ExcludeTmp: rf.excludeTmp, ExcludeTmpdir: rf.excludeTmpdir, CarveOuts: rf.readOnly,
 		Protect: rf.protect, ProtectField: "--protect", NoDefaultProtect: rf.noDefaultProtect,
 		Network: rf.network, Additional: add, Env: os.Environ(), Require: rf.require, CapAdd: rf.capAdd, CapAddField: "--cap-add",
-		Timeout: rf.timeout, Resolve: rf.resolve, RetryOnSuccess: rf.retryOnSuccess, Tools: rf.tools,
+		Timeout: rf.timeout, Resolve: resolve, RetryOnSuccess: rf.retryOnSuccess, Tools: rf.tools,
 	}
 	if r.Limits, err = rf.limitsRequest(set).Limits(runLimitNames); err != nil {
 		return r, err
@@ -482,31 +483,32 @@ func writeReport(path string, v any, stdio Stdio) error {
 // by call.Render: a host beside --network, --allow-private-addresses
 // without --allow-domain (or beside --network), --resolve where no proxy
 // runs (on the policy the call would run with, grants included).
-func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, error) {
+func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, []netrule.Resolve, error) {
 	for _, f := range []struct {
 		name string
 		list []string
 	}{{"--allow-domain", rf.allowDomain}, {"--deny-domain", rf.denyDomain}} {
 		for _, v := range f.list {
 			if _, err := profiles.ParseDomainPattern(v); err != nil {
-				return nil, &strictjson.FieldError{Field: f.name, Err: fmt.Errorf("%q: %w", v, err)}
+				return nil, nil, &strictjson.FieldError{Field: f.name, Err: fmt.Errorf("%q: %w", v, err)}
 			}
 		}
 	}
-	for _, v := range rf.resolve {
-		if _, err := netproxy.ParseResolve(v); err != nil {
-			return nil, &strictjson.FieldError{Field: "--resolve", Err: err}
-		}
+	// --resolve is parsed once, here; the call carries the typed rules to
+	// the proxy.
+	resolve, err := netrule.ParseResolves(rf.resolve)
+	if ie := (*netrule.IndexError)(nil); errors.As(err, &ie) {
+		return nil, nil, &strictjson.FieldError{Field: "--resolve", Err: ie.Err}
 	}
 	if set["deny-domain"] && len(rf.allowDomain) == 0 && !rf.network {
 		// With no network the proxy does not run.
-		return nil, &strictjson.FieldError{Field: "--deny-domain", Err: errors.New("only valid with --allow-domain or --network (the proxy applies it)")}
+		return nil, nil, &strictjson.FieldError{Field: "--deny-domain", Err: errors.New("only valid with --allow-domain or --network (the proxy applies it)")}
 	}
 	if len(rf.allowDomain) == 0 && len(rf.denyDomain) == 0 && !rf.allowPrivate {
-		return nil, nil
+		return nil, resolve, nil
 	}
 	// --network with a deny list alone: the full network goes through the
 	// proxy, every host allowed but the denied ones (policy.Build); the
 	// profile only denies, --network itself is the grant.
-	return &profiles.Network{Enabled: len(rf.allowDomain) > 0, AllowedDomains: rf.allowDomain, DeniedDomains: rf.denyDomain, AllowPrivateAddresses: rf.allowPrivate}, nil
+	return &profiles.Network{Enabled: len(rf.allowDomain) > 0, AllowedDomains: rf.allowDomain, DeniedDomains: rf.denyDomain, AllowPrivateAddresses: rf.allowPrivate}, resolve, nil
 }

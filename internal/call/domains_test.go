@@ -18,7 +18,7 @@ func TestResolveRefusedBeforeAsking(t *testing.T) {
 	f := newFixture(t)
 	r := f.request()
 	a := &asker{outcome: escalate.AllowedOnce}
-	r.Additional, r.Resolve = write(f.out), []string{"a.test:443:127.0.0.1"}
+	r.Additional, r.Resolve = write(f.out), pinned(t, "a.test:443:127.0.0.1")
 	r.Escalation.SandboxPermissions, r.Escalation.Justification, r.Escalation.Approver = profiles.WithAdditionalPermissions, "j", a
 	_, err := Prepare(context.Background(), r)
 	var fe *strictjson.FieldError

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
@@ -96,7 +97,7 @@ var Fields = []Field{
 	{Key: "tools", List: true, Flag: "tool", Effect: Confined,
 		strings: func(r *Request) []string { return r.Tools }, given: func(r *Request) bool { return len(r.Tools) > 0 }},
 	{Key: "resolve", List: true, Flag: "resolve", Effect: Confined,
-		strings: func(r *Request) []string { return r.Resolve }, given: func(r *Request) bool { return len(r.Resolve) > 0 }},
+		strings: func(r *Request) []string { return netrule.Strings(r.Resolve) }, given: func(r *Request) bool { return len(r.Resolve) > 0 }},
 	{Key: "require", List: true, Flag: "require",
 		strings: func(r *Request) []string { return r.Require }, given: func(r *Request) bool { return len(r.Require) > 0 }},
 	{Key: "cap_add", List: true, Flag: "cap-add", Request: true,

@@ -162,7 +162,7 @@ func TestRetryChangesAreRows(t *testing.T) {
 func TestResolveNeedsProxy(t *testing.T) {
 	f := newFixture(t)
 	r := f.request()
-	r.Resolve = []string{"a.test:443:127.0.0.1"}
+	r.Resolve = pinned(t, "a.test:443:127.0.0.1")
 	_, err := Prepare(context.Background(), r)
 	var fe *strictjson.FieldError
 	if !errors.As(err, &fe) || fe.Field != "resolve" {

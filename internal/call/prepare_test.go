@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/shells"
@@ -206,7 +207,7 @@ func TestPrepare(t *testing.T) {
 			r.Additional = profiles.New(&profiles.Network{Enabled: true, DeniedDomains: []string{"evil.test"}}, nil, nil)
 		}, outcome: escalate.AllowedOnce, wantAsked: 1, check: func(t *testing.T, p *Prepared, _ *asker) {
 			pol := p.Policy()
-			if d := pol.Domains; pol.Network != policy.NetworkIsolated || d == nil || !d.AllowAll || !slices.Equal(d.Denied, []string{"evil.test"}) {
+			if d := pol.Domains; pol.Network != policy.NetworkIsolated || d == nil || !d.AllowAll || !slices.Equal(netrule.Strings(d.Denied), []string{"evil.test"}) {
 				t.Errorf("policy network %v, domains %+v: want every host but evil.test through the proxy", pol.Network, pol.Domains)
 			}
 		}},

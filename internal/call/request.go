@@ -4,6 +4,8 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
+	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/shells"
@@ -30,8 +32,10 @@ type Request struct {
 	Network          bool
 	Additional       profiles.Profile
 	// Resolve pins names for the proxy of a network-by-domain call, as
-	// curl's --resolve HOST:PORT:ADDR (policy.Domains.Resolve).
-	Resolve []string
+	// curl's --resolve HOST:PORT:ADDR (policy.Domains.Resolve), parsed
+	// where the request entered sbx (netrule.ParseResolves: the CLI's
+	// flags, wire's decoding), which names the field at fault.
+	Resolve []netrule.Resolve
 	// Tools are rows of the tool table (tools.Table) the caller opts the
 	// call into (--tool, "tools"): each one's cache and state directories
 	// writable and its registry domains reachable through the proxy, as
@@ -106,8 +110,17 @@ func PrestartHint(r Request) (netns, ok bool) {
 	if r.Mode == profiles.DangerFullAccess || !r.Limits.IsZero() {
 		return false, false
 	}
-	// A full network beside a deny list runs behind the proxy, in a
-	// network namespace of its own (policy.Build).
-	full := r.Network || r.Additional.NetworkEnabled()
-	return !full || len(r.Additional.DeniedDomains()) > 0, true
+	// The network is decided as Build will (policy.DecideNetwork), with
+	// --network merged in as Prepare merges it (a full network beside a
+	// deny list runs behind the proxy, in a namespace of its own).
+	return policy.DecideNetwork(r.Mode, r.networkProfile()).OwnNamespace(), true
+}
+
+// networkProfile is the network part of the call's own permissions:
+// Additional with --network (network_access) merged in, as Prepare does.
+func (r Request) networkProfile() profiles.Profile {
+	if !r.Network {
+		return r.Additional
+	}
+	return profiles.Merge(r.Additional, profiles.New(profiles.FullNetwork(), nil, nil))
 }

@@ -242,7 +242,15 @@ func (a *Applied) denyDomains(deny []string) {
 	default:
 		return
 	}
-	a.Policy = a.Policy.DenyDomains(deny)
+	pats, err := profiles.ParseDomainPatterns(deny, "deny_domains")
+	if err != nil {
+		// ParseGuard refused such a guard; one built around it loses
+		// the network rather than a deny entry (fail closed).
+		a.Policy.Network, a.Policy.Domains = policy.NetworkIsolated, nil
+		a.remove("network", "", "deny_domains in the guard: "+err.Error())
+		return
+	}
+	a.Policy = a.Policy.DenyDomains(pats)
 	a.remove("network", "", reason)
 }
 

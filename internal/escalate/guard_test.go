@@ -124,7 +124,7 @@ func TestGuardApply(t *testing.T) {
 			// A regression test: deny_network once left a domain policy's
 			// proxy in place (the network was already "isolated").
 			name: "deny_network takes network by domain too", guard: Guard{DenyNetwork: true},
-			in:   policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}, Domains: &policy.Domains{Allowed: []string{"pypi.org"}}},
+			in:   policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}, Domains: &policy.Domains{Allowed: domainPats(t, "pypi.org")}},
 			want: policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}},
 			what: []string{"network"},
 		},

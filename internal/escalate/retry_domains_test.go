@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -23,7 +24,7 @@ func domainProfile(allowed []string, private bool) profiles.Profile {
 // lifts is unresolved with why.
 func TestSmallestRetryDomains(t *testing.T) {
 	own := domainProfile([]string{"a.test"}, false)
-	pol := policy.Policy{Mode: profiles.ReadOnly, Domains: &policy.Domains{Allowed: []string{"a.test"}}}
+	pol := policy.Policy{Mode: profiles.ReadOnly, Domains: &policy.Domains{Allowed: domainPats(t, "a.test")}}
 	tests := []struct {
 		name       string
 		denials    []report.Denial
@@ -122,16 +123,16 @@ func TestParseGuardDenyDomains(t *testing.T) {
 // allowed, no network stays none; and a retry never asks past it.
 func TestGuardDenyDomains(t *testing.T) {
 	g := Guard{DenyDomains: []string{"evil.test"}}
-	dom := policy.Policy{Mode: profiles.ReadOnly, Domains: &policy.Domains{Allowed: []string{"a.test"}, Denied: []string{"b.test"}}}
-	if got := g.Apply(dom).Policy.Domains; !reflect.DeepEqual(got, &policy.Domains{Allowed: []string{"a.test"}, Denied: []string{"b.test", "evil.test"}}) {
+	dom := policy.Policy{Mode: profiles.ReadOnly, Domains: &policy.Domains{Allowed: domainPats(t, "a.test"), Denied: domainPats(t, "b.test")}}
+	if got := g.Apply(dom).Policy.Domains; !reflect.DeepEqual(got, &policy.Domains{Allowed: domainPats(t, "a.test"), Denied: domainPats(t, "b.test", "evil.test")}) {
 		t.Errorf("domains: %+v", got)
 	}
-	if dom.Domains.Denied[len(dom.Domains.Denied)-1] != "b.test" {
+	if dom.Domains.Denied[len(dom.Domains.Denied)-1].String() != "b.test" {
 		t.Errorf("Apply changed its input: %+v", dom.Domains)
 	}
 	full := policy.Policy{Mode: profiles.DangerFullAccess, Unrestricted: true, Network: policy.NetworkFull}
 	out := g.Apply(full).Policy
-	if out.Unrestricted || out.Network != policy.NetworkIsolated || !reflect.DeepEqual(out.Domains, &policy.Domains{AllowAll: true, Denied: []string{"evil.test"}, AllowPrivateAddresses: true}) {
+	if out.Unrestricted || out.Network != policy.NetworkIsolated || !reflect.DeepEqual(out.Domains, &policy.Domains{AllowAll: true, Denied: domainPats(t, "evil.test"), AllowPrivateAddresses: true}) {
 		t.Errorf("full network: %+v, domains %+v", out, out.Domains)
 	}
 	if out := g.Apply(policy.Policy{Mode: profiles.ReadOnly}).Policy; out.Domains != nil || out.Network != policy.NetworkIsolated {
@@ -141,4 +142,14 @@ func TestGuardDenyDomains(t *testing.T) {
 	if r.SandboxPermissions != nil || len(r.Unresolved) != 1 || r.Unresolved[0].Reason != "forbidden by guard: deny_domains" {
 		t.Errorf("retry %+v: want unresolved, forbidden by guard", r)
 	}
+}
+
+// domainPats parses domain patterns as a policy carries them.
+func domainPats(t testing.TB, list ...string) []netrule.Pattern {
+	t.Helper()
+	ps, err := netrule.ParsePatterns(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ps
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/fspath"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
@@ -68,7 +69,7 @@ type Standing struct {
 func StandingFrom(p policy.Policy) Standing {
 	s := Standing{Mode: p.Mode, WriteRoots: p.WriteRoots, CarveOuts: p.CarveOuts, Network: p.Network == policy.NetworkFull}
 	if p.Domains != nil {
-		s.Domains, s.PrivateAddresses = p.Domains.Allowed, p.Domains.AllowPrivateAddresses
+		s.Domains, s.PrivateAddresses = netrule.Strings(p.Domains.Allowed), p.Domains.AllowPrivateAddresses
 	}
 	return s
 }

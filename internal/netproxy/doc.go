@@ -17,7 +17,7 @@
 //
 // Example:
 //
-//	allowed, _ := profiles.ParseDomainPatterns([]string{"pypi.org", "*.pythonhosted.org"}, "allowed_domains")
+//	allowed, _ := netrule.ParsePatterns([]string{"pypi.org", "*.pythonhosted.org"})
 //	var denials netproxy.Collector
 //	srv := netproxy.New(netproxy.Policy{Allowed: allowed}, netproxy.Options{OnDenial: denials.Add})
 //	l, _ := netproxy.FileListener(fd) // fd made in the sandbox's namespace

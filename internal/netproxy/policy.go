@@ -5,19 +5,18 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
-	"strconv"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
 // Policy is what the proxy lets through. The zero value refuses everything.
 type Policy struct {
 	// Allowed are the patterns a destination must match (allowed_domains).
-	Allowed []profiles.DomainPattern
+	Allowed []netrule.Pattern
 	// Denied are refused even when Allowed matches (denied_domains).
-	Denied []profiles.DomainPattern
+	Denied []netrule.Pattern
 	// AllowAll lets every destination through that Denied does not match,
 	// on any port: a full network with a deny list (the guard's
 	// deny_domains), which only a proxy can enforce. Addresses are still
@@ -29,47 +28,13 @@ type Policy struct {
 	// pattern names them exactly.
 	AllowPrivateAddresses bool
 	// Resolve pins host:port to addresses instead of asking DNS, as curl's
-	// --resolve HOST:PORT:ADDR (ParseResolve). The pinned addresses are
-	// checked like resolved ones.
-	Resolve []ResolveRule
+	// --resolve HOST:PORT:ADDR (netrule.ParseResolve). The pinned addresses
+	// are checked like resolved ones.
+	Resolve []netrule.Resolve
 	// Lookup resolves a host name; nil is the proxy's own stub resolver
 	// (/etc/hosts, then resolv.conf's nameservers: dns_linux.go). It is
 	// called only for hosts the patterns allow.
 	Lookup func(ctx context.Context, host string) ([]netip.Addr, error)
-}
-
-// ResolveRule pins Host:Port to Addrs (curl's --resolve).
-type ResolveRule struct {
-	Host  string // canonical (profiles.CanonicalHost)
-	Port  int
-	Addrs []netip.Addr
-}
-
-// ParseResolve parses curl's --resolve syntax "HOST:PORT:ADDR[,ADDR...]";
-// an IPv6 ADDR may be bracketed.
-func ParseResolve(s string) (ResolveRule, error) {
-	host, rest, ok := strings.Cut(s, ":")
-	portStr, addrs, ok2 := strings.Cut(rest, ":")
-	if !ok || !ok2 {
-		return ResolveRule{}, fmt.Errorf("%q: want HOST:PORT:ADDR", s)
-	}
-	h, err := profiles.CanonicalHost(host)
-	if err != nil {
-		return ResolveRule{}, fmt.Errorf("%q: %w", s, err)
-	}
-	port, err := strconv.Atoi(portStr)
-	if err != nil || port < 1 || port > 65535 {
-		return ResolveRule{}, fmt.Errorf("%q: port %q is not a number from 1 to 65535", s, portStr)
-	}
-	r := ResolveRule{Host: h, Port: port}
-	for _, a := range strings.Split(addrs, ",") {
-		ip, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(a, "["), "]"))
-		if err != nil {
-			return ResolveRule{}, fmt.Errorf("%q: address %q: %w", s, a, err)
-		}
-		r.Addrs = append(r.Addrs, ip.Unmap())
-	}
-	return r, nil
 }
 
 // Denial is one refused proxy request, in the vocabulary of sbx's other
@@ -140,7 +105,7 @@ func canonicalDest(host string) (string, bool, error) {
 		}
 		return a.Unmap().String(), true, nil
 	}
-	h, err := profiles.CanonicalHost(host)
+	h, err := netrule.CanonicalHost(host)
 	return h, false, err
 }
 

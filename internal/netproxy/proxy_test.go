@@ -18,7 +18,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -55,11 +55,11 @@ func startOrigins(t testing.TB) *origins {
 	return o
 }
 
-func pats(t testing.TB, list ...string) []profiles.DomainPattern {
+func pats(t testing.TB, list ...string) []netrule.Pattern {
 	t.Helper()
-	var out []profiles.DomainPattern
+	var out []netrule.Pattern
 	for _, s := range list {
-		p, err := profiles.ParseDomainPattern(s)
+		p, err := netrule.ParsePattern(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -68,8 +68,8 @@ func pats(t testing.TB, list ...string) []profiles.DomainPattern {
 	return out
 }
 
-func pin(t testing.TB, host string, port int, addr string) ResolveRule {
-	r, err := ParseResolve(fmt.Sprintf("%s:%d:%s", host, port, addr))
+func pin(t testing.TB, host string, port int, addr string) netrule.Resolve {
+	r, err := netrule.ParseResolve(fmt.Sprintf("%s:%d:%s", host, port, addr))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,21 +341,6 @@ func TestClassify(t *testing.T) {
 	for _, tt := range tests {
 		if got := Classify(netip.MustParseAddr(tt.addr)); got != tt.want {
 			t.Errorf("Classify(%s) = %v, want %v", tt.addr, got, tt.want)
-		}
-	}
-}
-
-func TestParseResolve(t *testing.T) {
-	r, err := ParseResolve("PyPI.org:443:127.0.0.1,[::1]")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Host != "pypi.org" || r.Port != 443 || len(r.Addrs) != 2 || r.Addrs[1] != netip.IPv6Loopback() {
-		t.Errorf("ParseResolve = %+v", r)
-	}
-	for _, bad := range []string{"pypi.org:443", "pypi.org:x:1.2.3.4", "pypi.org:443:nope", "bü.org:443:1.2.3.4"} {
-		if _, err := ParseResolve(bad); err == nil {
-			t.Errorf("ParseResolve(%q) succeeded", bad)
 		}
 	}
 }

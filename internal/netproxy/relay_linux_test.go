@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"testing"
 	"time"
+
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 )
 
 // pattern is n bytes that differ from one MiB to the next, so that a
@@ -112,7 +114,7 @@ func TestRelayHalfClose(t *testing.T) {
 	port := ul.Addr().(*net.TCPAddr).Port
 	proxy, _ := startProxy(t, Policy{
 		Allowed:               pats(t, fmt.Sprintf("up.test:%d", port)),
-		Resolve:               []ResolveRule{pin(t, "up.test", port, "127.0.0.1")},
+		Resolve:               []netrule.Resolve{pin(t, "up.test", port, "127.0.0.1")},
 		AllowPrivateAddresses: true,
 	})
 	code, c := socksConnect(t, proxy, "up.test", port)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/enum"
 	"github.com/sbx-sandbox/sbx/internal/fspath"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
@@ -89,46 +90,6 @@ type Policy struct {
 	Domains *Domains `json:"domains,omitempty"`
 }
 
-// Domains is what the proxy of a network-by-domain call lets through:
-// canonical patterns (profiles.ParseDomainPattern) and pinned names.
-type Domains struct {
-	Allowed []string `json:"allowed"`
-	// AllowAll allows every host that Denied does not name (a full
-	// network under the guard's deny_domains).
-	AllowAll              bool     `json:"allow_all,omitempty"`
-	Denied                []string `json:"denied,omitempty"`
-	AllowPrivateAddresses bool     `json:"allow_private_addresses,omitempty"`
-	// Resolve pins HOST:PORT to addresses, curl's --resolve syntax
-	// (netproxy.ParseResolve).
-	Resolve []string `json:"resolve,omitempty"`
-}
-
-// DenyDomains returns p with deny joined to what its network refuses: to
-// the denied list of a network by domain, or, for a full network, by
-// putting it behind the proxy with every other host allowed (private
-// addresses included: the full network reached them), since only a proxy
-// can refuse a name. A policy without network is returned as it is. The
-// guard's deny_domains and a merged profile's denied_domains beside a
-// full network both come this way.
-func (p Policy) DenyDomains(deny []string) Policy {
-	switch {
-	case len(deny) == 0:
-	case p.Domains != nil:
-		d := *p.Domains // a copy: p's Domains may be shared with the caller's Policy
-		d.Denied = slices.Clone(d.Denied)
-		for _, s := range deny {
-			if !slices.Contains(d.Denied, s) {
-				d.Denied = append(d.Denied, s)
-			}
-		}
-		p.Domains = &d
-	case p.Network == NetworkFull:
-		p.Network = NetworkIsolated
-		p.Domains = &Domains{AllowAll: true, Denied: slices.Clone(deny), AllowPrivateAddresses: true}
-	}
-	return p
-}
-
 // SkippedPath is an implicit root that was not granted, and why.
 type SkippedPath struct {
 	Path   string `json:"path"`
@@ -162,7 +123,7 @@ type Request struct {
 	Capabilities []string
 	// Resolve pins names for the proxy of a network-by-domain call
 	// (Domains.Resolve); ignored without allowed_domains.
-	Resolve []string
+	Resolve []netrule.Resolve
 	// Create are additional write paths that may be missing: the caller
 	// creates them once the call is approved, and builds again (a tool's
 	// cache root: call.Prepare). Build keeps such a path as a write root
@@ -219,20 +180,9 @@ func Build(req Request) (Policy, error) {
 		Network:      NetworkIsolated,
 		Capabilities: req.Capabilities,
 	}
-	switch req.Additional.NetworkMode() {
-	case profiles.NetworkAll:
-		pol.Network = NetworkFull
-		if denied := req.Additional.DeniedDomains(); len(denied) > 0 {
-			// A full network beside denied_domains (--network with
-			// --deny-domain, or a grant of the whole network merged
-			// with a deny list) goes through the proxy, which alone can
-			// refuse a name.
-			pol = pol.DenyDomains(denied)
-			pol.Domains.Resolve = req.Resolve
-		}
-	case profiles.NetworkDomains:
-		pol.Domains = &Domains{Allowed: req.Additional.AllowedDomains(), Denied: req.Additional.DeniedDomains(),
-			AllowPrivateAddresses: req.Additional.AllowPrivateAddresses(), Resolve: req.Resolve}
+	var err error
+	if pol.Network, pol.Domains, err = buildNetwork(req); err != nil {
+		return Policy{}, err
 	}
 	// write are all writable trees; repos are the ones whose .git is
 	// protected (not /tmp and $TMPDIR, which are scratch space).

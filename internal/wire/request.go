@@ -9,7 +9,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/enforce/host"
 	"github.com/sbx-sandbox/sbx/internal/escalate"
 	"github.com/sbx-sandbox/sbx/internal/fsop"
-	"github.com/sbx-sandbox/sbx/internal/netproxy"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/shells"
@@ -144,10 +144,11 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 	if req.MaxOutputBytes < 0 {
 		return r, in, &strictjson.FieldError{Field: "max_output_bytes", Err: errors.New("must not be negative")}
 	}
-	for i, v := range req.Resolve {
-		if _, err := netproxy.ParseResolve(v); err != nil {
-			return r, in, &strictjson.FieldError{Field: fmt.Sprintf("resolve[%d]", i), Err: err}
-		}
+	// Parsed once, here, where the error can name resolve[i]; the call
+	// carries the typed rules to the proxy.
+	resolve, err := netrule.ParseResolves(req.Resolve)
+	if ie := (*netrule.IndexError)(nil); errors.As(err, &ie) {
+		return r, in, &strictjson.FieldError{Field: fmt.Sprintf("resolve[%d]", ie.Index), Err: ie.Err}
 	}
 	killGrace, err := req.killGrace()
 	if err != nil {
@@ -171,7 +172,7 @@ func (req *Request) Call(env []string) (call.Request, Input, error) {
 		ExcludeTmpdir: req.ExcludeTmpdir, CarveOuts: req.ReadOnly, Network: req.NetworkAccess,
 		Protect: req.Protect, ProtectField: "protect", NoDefaultProtect: req.NoDefaultProtect,
 		Env: env, Timeout: time.Duration(req.TimeoutMS) * time.Millisecond, Require: req.Require, CapAdd: req.CapAdd, CapAddField: "cap_add",
-		KillGrace: killGrace, Resolve: req.Resolve, RetryOnSuccess: req.RetryOnSuccess, Tools: req.Tools,
+		KillGrace: killGrace, Resolve: resolve, RetryOnSuccess: req.RetryOnSuccess, Tools: req.Tools,
 	}
 	if req.SandboxMode != nil {
 		r.Mode = *req.SandboxMode

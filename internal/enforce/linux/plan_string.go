@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -23,13 +24,13 @@ func (p *Plan) String() string {
 	}
 	fmt.Fprintf(&b, "namespaces: user=%t pid=%t net=%t mount=%t uts=%t ipc=%t\n", p.NewUserNS || p.ServerUserNS, p.NewPIDNS, p.NewNetNS, p.needsMountNS(), p.NewUTSNS, p.NewIPCNS)
 	if d := p.Policy.Domains; p.Proxy {
-		allowed := strings.Join(d.Allowed, ",")
+		allowed := strings.Join(netrule.Strings(d.Allowed), ",")
 		if d.AllowAll {
 			allowed = "every host"
 		}
 		fmt.Fprintf(&b, "proxy: HTTP and SOCKS5 on 127.0.0.1 and ::1 in the call's network namespace, allowed %s", allowed)
 		if len(d.Denied) > 0 {
-			fmt.Fprintf(&b, ", denied %s", strings.Join(d.Denied, ","))
+			fmt.Fprintf(&b, ", denied %s", strings.Join(netrule.Strings(d.Denied), ","))
 		}
 		fmt.Fprintf(&b, ", private addresses %t\n", d.AllowPrivateAddresses)
 	}

@@ -11,7 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/netproxy"
-	"github.com/sbx-sandbox/sbx/internal/profiles"
+	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -180,18 +180,11 @@ type proxyServer struct {
 }
 
 // serveProxy starts serving the listening sockets fds (taking them) under
-// the plan's Domains. The policy was validated where it was made
-// (profiles.Normalize, the CLI's --resolve): an error here is internal.
+// the plan's Domains, typed values parsed where the request entered sbx:
+// nothing is parsed here.
 func serveProxy(p *Plan, fds []int) (*proxyServer, error) {
-	pol, err := proxyPolicy(p)
-	if err != nil {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
-		return nil, err
-	}
 	ps := &proxyServer{}
-	ps.srv = netproxy.New(pol, netproxy.Options{OnDenial: ps.denials.Add})
+	ps.srv = netproxy.New(proxyPolicy(p.Policy.Domains), netproxy.Options{OnDenial: ps.denials.Add})
 	var ls []*netproxy.Listener
 	for i, fd := range fds {
 		l, err := netproxy.FileListener(fd)
@@ -212,25 +205,11 @@ func serveProxy(p *Plan, fds []int) (*proxyServer, error) {
 	return ps, nil
 }
 
-func proxyPolicy(p *Plan) (netproxy.Policy, error) {
-	d := p.Policy.Domains
-	allowed, err := profiles.ParseDomainPatterns(d.Allowed, "allowed_domains")
-	if err != nil {
-		return netproxy.Policy{}, err
-	}
-	denied, err := profiles.ParseDomainPatterns(d.Denied, "denied_domains")
-	if err != nil {
-		return netproxy.Policy{}, err
-	}
-	pol := netproxy.Policy{Allowed: allowed, Denied: denied, AllowAll: d.AllowAll, AllowPrivateAddresses: d.AllowPrivateAddresses}
-	for _, r := range d.Resolve {
-		rule, err := netproxy.ParseResolve(r)
-		if err != nil {
-			return netproxy.Policy{}, fmt.Errorf("resolve: %w", err)
-		}
-		pol.Resolve = append(pol.Resolve, rule)
-	}
-	return pol, nil
+// proxyPolicy is what the proxy lets through: the policy's Domains as
+// they are.
+func proxyPolicy(d *policy.Domains) netproxy.Policy {
+	return netproxy.Policy{Allowed: d.Allowed, Denied: d.Denied, AllowAll: d.AllowAll,
+		AllowPrivateAddresses: d.AllowPrivateAddresses, Resolve: d.Resolve}
 }
 
 // close ends the listeners and every connection; nil is a no-op.
