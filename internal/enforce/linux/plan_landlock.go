@@ -5,8 +5,7 @@ package linux
 import (
 	"fmt"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -25,8 +24,8 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 				"file-system writes are refused only by the seccomp supervisor, best effort: a racing thread can change a path after the check")
 		}
 		// What later ABIs add is missing too, so --require of any part refuses.
-		for _, f := range []report.Feature{report.FeatureLandlockRefer, report.FeatureLandlockTruncate, report.FeatureLandlockScope} {
-			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: f, Reason: "Landlock is not available on this kernel"})
+		for _, a := range lacking(0) {
+			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.Feature(a.Feature), Reason: "Landlock is not available on this kernel"})
 		}
 		if p.Policy.Network == policy.NetworkIsolated {
 			p.restrictUnixSockets(nil)
@@ -50,34 +49,57 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 	for _, w := range pol.WriteRoots {
 		lp.Rules = append(lp.Rules, LandlockRule{Path: w, Access: llRead | llWrite})
 	}
-	if abi < 2 {
-		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureLandlockRefer,
-			Reason: "Landlock ABI 1: renaming or linking files across directories is always denied"})
-	}
-	if abi < 3 {
-		p.degrade(report.FeatureLandlockTruncate, fmt.Sprintf("Landlock ABI %d: truncating files outside the writable roots is not restricted", abi),
-			fmt.Sprintf("Landlock ABI %d: truncating files outside the writable roots is refused only by the seccomp supervisor, best effort", abi))
-	}
-	if pol.Network == policy.NetworkIsolated && !p.NewNetNS {
-		// Without a private namespace, TCP bind/connect is denied by Landlock
-		// as well as by the seccomp socket filter.
-		if abi >= 4 {
-			lp.HandledNet = unix.LANDLOCK_ACCESS_NET_BIND_TCP | unix.LANDLOCK_ACCESS_NET_CONNECT_TCP
-		}
-	}
+	// The downgrades follow the ruleset's fields: file-system rights, the
+	// network (and unix sockets), then scopes.
+	p.downgradeLacking(abi, landlock.FS)
 	if pol.Network == policy.NetworkIsolated {
+		// Without a private namespace, TCP bind/connect is denied by
+		// Landlock as well as by the seccomp socket filter (NoNetNS).
+		if !p.NewNetNS {
+			lp.HandledNet = landlock.Mask(landlock.Net, abi, landlock.NoNetNS)
+		}
 		p.restrictUnixSockets(lp)
 	}
-	if abi >= 6 {
-		lp.Scoped = unix.LANDLOCK_SCOPE_SIGNAL
-		if pol.Network == policy.NetworkIsolated {
-			lp.Scoped |= unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET
-		}
-	} else {
-		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureLandlockScope,
-			Reason: fmt.Sprintf("Landlock ABI %d: signals to and abstract unix sockets of processes outside the sandbox are not scoped", abi)})
+	p.downgradeLacking(abi, landlock.Scope)
+	when := []landlock.When{landlock.Always}
+	if pol.Network == policy.NetworkIsolated {
+		// With the network on, the command may reach every abstract
+		// socket, as it may every address.
+		when = append(when, landlock.NetworkOff)
 	}
+	lp.Scoped = landlock.Mask(landlock.Scope, abi, when...)
 	p.Landlock = lp
+}
+
+// lacking are the ABI rows newer than abi that every call running on abi is
+// downgraded for, in table order. Rows needed only with the network off
+// (RESOLVE_UNIX) are restrictUnixSockets': the supervisor can stand in for
+// them.
+func lacking(abi int) []landlock.ABI {
+	var out []landlock.ABI
+	for _, a := range landlock.ABIs {
+		if a.Version > abi && a.Lacking != "" && a.LackingWhen == landlock.Always {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// downgradeLacking records the downgrades of a ruleset of ABI abi for the
+// newer rows whose rights are of kind k: plain, or narrowed by the
+// supervisor where the row says how (degrade).
+func (p *Plan) downgradeLacking(abi int, k landlock.Kind) {
+	for _, a := range lacking(abi) {
+		if a.Rights[0].Kind != k {
+			continue
+		}
+		plain := fmt.Sprintf("Landlock ABI %d: %s", abi, a.Lacking)
+		if a.Supervised == "" {
+			p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.Feature(a.Feature), Reason: plain})
+			continue
+		}
+		p.degrade(report.Feature(a.Feature), plain, fmt.Sprintf("Landlock ABI %d: %s", abi, a.Supervised))
+	}
 }
 
 // restrictUnixSockets makes pathname unix sockets outside the writable roots
@@ -104,8 +126,8 @@ func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
 		if lp != nil {
 			reason = fmt.Sprintf("Landlock ABI %d (ABI %d needed)", lp.ABI, resolveUnixABI)
 		}
-		d := report.Downgrade{Feature: report.FeatureLandlockResolveUnix,
-			Reason: reason + ": pathname unix sockets outside the writable roots stay reachable with the network off"}
+		row, _ := landlock.ByFeature(landlock.FeatureResolveUnix)
+		d := report.Downgrade{Feature: report.Feature(row.Feature), Reason: reason + ": " + row.Lacking}
 		if p.Supervise == SuperviseOff {
 			p.Downgrades = append(p.Downgrades, d)
 			return
@@ -127,10 +149,10 @@ func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
 		p.unsupervisedOnly = append(p.unsupervisedOnly, d)
 		return
 	}
-	lp.HandledFS |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+	lp.HandledFS |= landlock.Mask(landlock.FS, lp.ABI, landlock.NetworkOff)
 	for i, r := range lp.Rules {
 		if r.Access&llWrite == llWrite {
-			lp.Rules[i].Access |= unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX
+			lp.Rules[i].Access |= landlock.Granted(landlock.WriteRoot, landlock.NetworkOff)
 		}
 	}
 }
