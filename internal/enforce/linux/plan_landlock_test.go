@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
@@ -92,4 +93,33 @@ func lineDiff(got, want string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// TestLandlockEnforcementNames: the report's Landlock features and scopes
+// (Enforcement, written out in plan.go) name exactly the rights after ABI 1
+// and the scopes a plan handles, spelt as the table spells them: a right
+// added to the table and handled fails here until the report names it.
+func TestLandlockEnforcementNames(t *testing.T) {
+	ws := t.TempDir()
+	for abi := 1; abi <= 11; abi++ {
+		for _, network := range []bool{false, true} {
+			pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true,
+				Additional: profiles.New(fullIf(network), nil, nil)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Compile(pol, System{LandlockABI: abi, Privileged: true, UserNotif: true}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			li := p.Enforcement().Landlock
+			later := p.Landlock.HandledFS &^ landlock.Mask(landlock.FS, 1, landlock.Always)
+			if got, want := strings.Join(li.Features, ","), landlock.Names(landlock.FS, later); got != want {
+				t.Errorf("ABI %d network %t: features %q, want %q", abi, network, got, want)
+			}
+			if got, want := strings.Join(li.Scopes, ","), landlock.Names(landlock.Scope, p.Landlock.Scoped); got != want {
+				t.Errorf("ABI %d network %t: scopes %q, want %q", abi, network, got, want)
+			}
+		}
+	}
 }
