@@ -1,6 +1,10 @@
 package report
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/sbx-sandbox/sbx/internal/landlock"
+)
 
 // Feature names one thing a backend enforces. A feature a backend could not
 // apply is the Feature of a Downgrade; --require and the exec request's
@@ -11,11 +15,13 @@ type Feature string
 
 // The features a call can require (Features lists them for --require).
 const (
-	FeatureLandlock            Feature = "landlock"
-	FeatureLandlockRefer       Feature = "landlock-refer"
-	FeatureLandlockTruncate    Feature = "landlock-truncate"
-	FeatureLandlockScope       Feature = "landlock-scope"
-	FeatureLandlockResolveUnix Feature = "landlock-resolve-unix"
+	// The Landlock features are spelt once, in the table of Landlock
+	// ABIs (internal/landlock), whose rows they stand for.
+	FeatureLandlock            Feature = landlock.FeatureLandlock
+	FeatureLandlockRefer       Feature = landlock.FeatureRefer
+	FeatureLandlockTruncate    Feature = landlock.FeatureTruncate
+	FeatureLandlockScope       Feature = landlock.FeatureScope
+	FeatureLandlockResolveUnix Feature = landlock.FeatureResolveUnix
 	FeatureNetNS               Feature = "netns"
 	FeatureMountNS             Feature = "mountns"
 	FeaturePIDNS               Feature = "pidns"
@@ -66,6 +72,32 @@ const (
 	FeatureServerUserNS Feature = "server-user-namespace"
 )
 
+// Features that only `sbx doctor` names (a Check): what this system offers
+// or lacks, which no single call downgrades or requires.
+const (
+	// FeatureLandlockNet, FeatureLandlockIoctlDev, FeatureLandlockAudit:
+	// Landlock ABIs 4, 5 and 7 (internal/landlock).
+	FeatureLandlockNet      Feature = landlock.FeatureNet
+	FeatureLandlockIoctlDev Feature = landlock.FeatureIoctlDev
+	FeatureLandlockAudit    Feature = landlock.FeatureAudit
+	// FeaturePrivileged (Linux): CAP_SYS_ADMIN, so namespaces are made by
+	// the launcher thread, without a stage.
+	FeaturePrivileged Feature = "privileged"
+	// FeatureUserNS (Linux): unprivileged user namespaces.
+	FeatureUserNS Feature = "userns"
+	// FeatureCgroups (Linux): a cgroup file system for the limits.
+	FeatureCgroups Feature = "cgroups"
+	// FeatureMacOS, FeatureSandboxExec, FeatureSeatbeltProfile (macOS):
+	// the release, sandbox-exec, and the generated profile working.
+	FeatureMacOS           Feature = "macos"
+	FeatureSandboxExec     Feature = "sandbox-exec"
+	FeatureSeatbeltProfile Feature = "seatbelt-profile"
+	// FeatureJob, FeatureRestrictedToken (Windows): the job object and the
+	// restricted token a call runs under.
+	FeatureJob             Feature = "job"
+	FeatureRestrictedToken Feature = "restricted-token"
+)
+
 // Features are the names --require accepts, in the order --help lists them.
 var Features = []Feature{
 	FeatureLandlock, FeatureLandlockRefer, FeatureLandlockTruncate, FeatureLandlockScope, FeatureLandlockResolveUnix,
@@ -91,16 +123,21 @@ func ParseFeature(s string) (Feature, bool) {
 }
 
 // minimumLinux is the first Linux release with each feature whose presence
-// the kernel's version alone decides: the Landlock ABIs
-// (Documentation/userspace-api/landlock.rst). The others also hang on the
-// configuration (namespaces, the LSM list, a container's seccomp profile),
-// so a version would mislead.
-var minimumLinux = map[Feature]string{
-	FeatureLandlock:            "Linux 5.13, Landlock ABI 1",
-	FeatureLandlockRefer:       "Linux 5.19, Landlock ABI 2",
-	FeatureLandlockTruncate:    "Linux 6.2, Landlock ABI 3",
-	FeatureLandlockScope:       "Linux 6.12, Landlock ABI 6",
-	FeatureLandlockResolveUnix: "Linux 7.0, Landlock ABI 9",
+// the kernel's version alone decides: the Landlock ABIs, from their table
+// (internal/landlock). Only a requirable feature reaches an
+// UnsupportedFeatureError, so only those are here. The others also hang on
+// the configuration (namespaces, the LSM list, a container's seccomp
+// profile), so a version would mislead.
+var minimumLinux = landlockMinimums()
+
+func landlockMinimums() map[Feature]string {
+	m := map[Feature]string{}
+	for _, f := range Features {
+		if min := landlock.Minimum(string(f)); min != "" {
+			m[f] = min
+		}
+	}
+	return m
 }
 
 // MinimumLinux is the first Linux that has f ("Linux 5.19, Landlock ABI

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 )
 
 func TestParseFeature(t *testing.T) {
@@ -59,5 +61,41 @@ func TestCheckRequired(t *testing.T) {
 	var u *UnsupportedFeatureError
 	if err := CheckRequired([]Feature{FeatureNetNS, FeaturePIDNS}, down); !errors.As(err, &u) || u.Feature != FeaturePIDNS || u.Reason != "no pid namespace" {
 		t.Errorf("pidns downgraded, got %v", err)
+	}
+}
+
+// TestLandlockFeatures: every feature a Landlock ABI stands for
+// (internal/landlock's table) is a Feature declared here, and the requirable
+// ones keep the minimum kernels report wrote out by hand before the table
+// (issue 32). A new ABI row with a new feature fails here until feature.go
+// declares its constant and this list has it.
+func TestLandlockFeatures(t *testing.T) {
+	declared := []Feature{FeatureLandlock, FeatureLandlockRefer, FeatureLandlockTruncate, FeatureLandlockNet,
+		FeatureLandlockIoctlDev, FeatureLandlockScope, FeatureLandlockAudit, FeatureLandlockResolveUnix}
+	for _, a := range landlock.ABIs {
+		if a.Feature != "" && !slices.Contains(declared, Feature(a.Feature)) {
+			t.Errorf("ABI %d stands for %q, which feature.go does not declare", a.Version, a.Feature)
+		}
+	}
+	want := map[Feature]string{
+		FeatureLandlock:            "Linux 5.13, Landlock ABI 1",
+		FeatureLandlockRefer:       "Linux 5.19, Landlock ABI 2",
+		FeatureLandlockTruncate:    "Linux 6.2, Landlock ABI 3",
+		FeatureLandlockScope:       "Linux 6.12, Landlock ABI 6",
+		FeatureLandlockResolveUnix: "Linux 7.0, Landlock ABI 9",
+	}
+	if len(minimumLinux) != len(want) {
+		t.Errorf("minimumLinux = %v, want %v", minimumLinux, want)
+	}
+	for f, w := range want {
+		if got := f.MinimumLinux(); got != w {
+			t.Errorf("%s.MinimumLinux() = %q, want %q", f, got, w)
+		}
+	}
+	// Only what a call can require has one (doctor's lines do not).
+	for _, f := range []Feature{FeatureLandlockNet, FeatureLandlockAudit, FeatureNetNS, FeaturePrivileged} {
+		if got := f.MinimumLinux(); got != "" {
+			t.Errorf("%s.MinimumLinux() = %q, want none", f, got)
+		}
 	}
 }

@@ -237,8 +237,8 @@ func NewReport(mode string) Report {
 // Check is one line of `sbx doctor`: a capability, whether this system has
 // it, what was seen, and what sbx does when it is missing.
 type Check struct {
-	Feature   string `json:"feature"`
-	Available bool   `json:"available"`
-	Detail    string `json:"detail"`
-	Fallback  string `json:"fallback,omitempty"`
+	Feature   Feature `json:"feature"`
+	Available bool    `json:"available"`
+	Detail    string  `json:"detail"`
+	Fallback  string  `json:"fallback,omitempty"`
 }

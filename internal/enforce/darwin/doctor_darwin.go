@@ -26,16 +26,16 @@ func Doctor() []report.Check {
 	if err != nil {
 		ver = "unknown (" + err.Error() + ")"
 	}
-	out = append(out, report.Check{Feature: "macos", Available: true, Detail: "macOS " + ver})
-	out = append(out, executable("sandbox-exec", SandboxExec, "refuse to run: every mode but danger-full-access needs it"))
+	out = append(out, report.Check{Feature: report.FeatureMacOS, Available: true, Detail: "macOS " + ver})
+	out = append(out, executable(report.FeatureSandboxExec, SandboxExec, "refuse to run: every mode but danger-full-access needs it"))
 	out = append(out, profileCheck())
-	out = append(out, executable("denial-reports", logPath, "denials are not reported; reported as degraded \"denial-reports\""))
-	out = append(out, report.Check{Feature: "parent-death-kill", Detail: "macOS has no parent-death signal",
+	out = append(out, executable(report.FeatureDenialReports, logPath, "denials are not reported; reported as degraded \"denial-reports\""))
+	out = append(out, report.Check{Feature: report.FeatureParentDeathKill, Detail: "macOS has no parent-death signal",
 		Fallback: "the command outlives a killed sbx (still under its profile); reported as degraded"})
 	return out
 }
 
-func executable(feature, path, fallback string) report.Check {
+func executable(feature report.Feature, path, fallback string) report.Check {
 	c := report.Check{Feature: feature, Fallback: fallback}
 	fi, err := os.Stat(path)
 	switch {
@@ -51,7 +51,7 @@ func executable(feature, path, fallback string) report.Check {
 
 // profileCheck compiles the read-only policy and runs /usr/bin/true under it.
 func profileCheck() report.Check {
-	c := report.Check{Feature: "seatbelt-profile", Fallback: "refuse to run: the generated profile does not work here"}
+	c := report.Check{Feature: report.FeatureSeatbeltProfile, Fallback: "refuse to run: the generated profile does not work here"}
 	pol := policy.Policy{Mode: profiles.ReadOnly, ReadRoots: []string{"/"}, Devices: policy.DefaultDevices}
 	plan, err := Compile(pol, DefaultOptions())
 	if err != nil {

@@ -3,13 +3,14 @@
 package linux
 
 import (
-	"github.com/sbx-sandbox/sbx/internal/report"
-
 	"fmt"
 	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/landlock"
+	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
 // Doctor probes what this kernel, user and container can enforce. Unlike
@@ -17,33 +18,18 @@ import (
 func Doctor() []report.Check {
 	sys := Probe()
 	var out []report.Check
-	ll := report.Check{Feature: "landlock", Available: sys.LandlockABI > 0, Detail: fmt.Sprintf("ABI %d", sys.LandlockABI),
+	ll := report.Check{Feature: report.FeatureLandlock, Available: sys.LandlockABI > 0, Detail: fmt.Sprintf("ABI %d", sys.LandlockABI),
 		Fallback: "every mount but the writable roots read-only in a mount namespace (root or user namespaces), else writes unrestricted; reported as degraded \"landlock\""}
 	if sys.LandlockABI == 0 {
 		ll.Detail = "not available (kernel < 5.13, or landlock missing from lsm=)"
 	}
 	out = append(out, ll)
-	for _, f := range []struct {
-		name   string
-		abi    int
-		detail string
-	}{
-		{"landlock-refer", 2, "rename/link across directories inside writable roots"},
-		{"landlock-truncate", 3, "truncate restricted to writable roots"},
-		{"landlock-net", 4, "TCP bind/connect rules (used when no network namespace can be made)"},
-		{"landlock-ioctl-dev", 5, "device ioctls restricted to the terminal and /dev/null"},
-		{"landlock-scope", 6, "signals and abstract unix sockets scoped to the sandbox"},
-		{"landlock-audit", 7, "denials logged to the audit subsystem"},
-		{"landlock-resolve-unix", 9, "with the network off, pathname unix sockets outside writable roots unreachable"},
-	} {
-		out = append(out, report.Check{Feature: f.name, Available: sys.LandlockABI >= f.abi,
-			Detail: fmt.Sprintf("needs ABI %d: %s", f.abi, f.detail), Fallback: "reported as degraded"})
-	}
+	out = append(out, landlockChecks(sys.LandlockABI)...)
 	out = append(out, seccompCheck())
-	out = append(out, report.Check{Feature: "denial-reports", Available: sys.UserNotif,
+	out = append(out, report.Check{Feature: report.FeatureDenialReports, Available: sys.UserNotif,
 		Detail:   strings.TrimSpace("seccomp user notification (Linux 5.0): the supervisor reports what the policy forbids " + sys.UserNotifReason),
 		Fallback: "denials are not reported; reported as degraded \"denial-reports\""})
-	priv := report.Check{Feature: "privileged", Available: sys.Privileged,
+	priv := report.Check{Feature: report.FeaturePrivileged, Available: sys.Privileged,
 		Detail:   fmt.Sprintf("euid %d, CAP_SYS_ADMIN %t: namespaces made by the launcher thread", os.Geteuid(), sys.Privileged),
 		Fallback: "user namespace + re-executed stage (about 2 ms more per call)"}
 	if sys.ServerUserNS {
@@ -56,8 +42,23 @@ func Doctor() []report.Check {
 	return out
 }
 
+// landlockChecks are doctor's lines for what each ABI after the first adds,
+// from the table of Landlock ABIs: available on a kernel of ABI abi or
+// newer.
+func landlockChecks(abi int) []report.Check {
+	var out []report.Check
+	for _, a := range landlock.ABIs {
+		if a.Check == "" {
+			continue
+		}
+		out = append(out, report.Check{Feature: report.Feature(a.Feature), Available: abi >= a.Version,
+			Detail: fmt.Sprintf("needs ABI %d: %s", a.Version, a.Check), Fallback: "reported as degraded"})
+	}
+	return out
+}
+
 func seccompCheck() report.Check {
-	c := report.Check{Feature: "seccomp", Fallback: "refuse to run: seccomp is required for every mode but danger-full-access"}
+	c := report.Check{Feature: report.FeatureSeccomp, Fallback: "refuse to run: seccomp is required for every mode but danger-full-access"}
 	mode, err := unix.PrctlRetInt(unix.PR_GET_SECCOMP, 0, 0, 0, 0)
 	switch {
 	case err != nil:
@@ -74,7 +75,7 @@ func seccompCheck() report.Check {
 // the only conclusive test (sysctls, AppArmor and seccomp of a container, or
 // an outer sandbox, can each forbid it).
 func userNSCheck(sys System) report.Check {
-	c := report.Check{Feature: "userns", Fallback: "network isolated by seccomp (AF_UNIX only) and Landlock TCP; .git carve-outs not enforced; reported as degraded"}
+	c := report.Check{Feature: report.FeatureUserNS, Fallback: "network isolated by seccomp (AF_UNIX only) and Landlock TCP; .git carve-outs not enforced; reported as degraded"}
 	if !sys.UserNS {
 		c.Detail = sys.UserNSReason
 		return c
@@ -88,7 +89,7 @@ func userNSCheck(sys System) report.Check {
 }
 
 func cgroupCheck() report.Check {
-	c := report.Check{Feature: "cgroups", Fallback: "memory and pids limits through rlimits in the stage (unprivileged); a cpu limit is not enforced"}
+	c := report.Check{Feature: report.FeatureCgroups, Fallback: "memory and pids limits through rlimits in the stage (unprivileged); a cpu limit is not enforced"}
 	var found []string
 	for _, p := range []string{"/sys/fs/cgroup/cgroup.controllers", "/sys/fs/cgroup/unified/cgroup.controllers"} {
 		if b, err := os.ReadFile(p); err == nil {

@@ -9,52 +9,45 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 )
 
-// Landlock access rights, grouped the way policy uses them.
-const (
-	llRead = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
-	// llWrite deliberately leaves out MAKE_CHAR and MAKE_BLOCK: a root caller
-	// could otherwise mknod the host's disk inside a writable root and write
-	// to it through a path Landlock allows.
-	llWrite = unix.LANDLOCK_ACCESS_FS_WRITE_FILE | unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
-		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE | unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
-		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_SYM |
-		unix.LANDLOCK_ACCESS_FS_REFER | unix.LANDLOCK_ACCESS_FS_TRUNCATE
+// Landlock access rights, grouped the way policy uses them: each is derived
+// from the table of ABI facts (internal/landlock), whose rows say which
+// rules grant a right and why some are granted by none (MAKE_CHAR and
+// MAKE_BLOCK: a root caller could otherwise mknod the host's disk inside a
+// writable root and write to it through a path Landlock allows).
+var (
+	llRead = landlock.Granted(landlock.ReadRoot, landlock.Always)
+	// llWrite is what a writable root grants besides llRead.
+	llWrite = landlock.Granted(landlock.WriteRoot, landlock.Always)
 	// llDevice is what a shell needs on /dev/null, /dev/tty and its terminal.
-	llDevice = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
-		unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	llDevice = landlock.Granted(landlock.Device, landlock.Always)
 	// llFileOnly are the rights Landlock accepts on a rule for a non-directory.
-	llFileOnly = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
-		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE |
-		unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+	llFileOnly = landlock.FileRights()
 )
 
 // handledFS returns every file-system right an ABI knows, so that anything
-// not granted by a rule is denied.
-func handledFS(abi int) uint64 {
-	h := uint64(unix.LANDLOCK_ACCESS_FS_MAKE_SYM<<1 - 1) // ABI 1: bits 0..12
-	if abi >= 2 {
-		h |= unix.LANDLOCK_ACCESS_FS_REFER
-	}
-	if abi >= 3 {
-		h |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
-	}
-	if abi >= 5 {
-		h |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
-	}
-	// RESOLVE_UNIX (ABI 9) is not here: handling it cuts the command off
-	// from every pathname unix socket not granted by a rule, which only a
-	// network-off policy wants (compileLandlock adds it).
-	return h
-}
+// not granted by a rule is denied. Rights handled only with the network off
+// (RESOLVE_UNIX, ABI 9: handling it cuts the command off from every
+// pathname unix socket not granted by a rule) are not here:
+// restrictUnixSockets adds them.
+func handledFS(abi int) uint64 { return landlock.Mask(landlock.FS, abi, landlock.Always) }
 
 // resolveUnixABI is the first Landlock ABI with
-// LANDLOCK_ACCESS_FS_RESOLVE_UNIX (include/uapi/linux/landlock.h, Linux
-// 7.0): connect(2) and sendmsg(2) to a pathname unix socket need that right
-// on the socket file.
-const resolveUnixABI = 9
+// LANDLOCK_ACCESS_FS_RESOLVE_UNIX (include/uapi/linux/landlock.h):
+// connect(2) and sendmsg(2) to a pathname unix socket need that right on
+// the socket file.
+var resolveUnixABI = abiOf(landlock.FeatureResolveUnix)
+
+// abiOf is the version of the ABI row that stands for feature
+// (TestCompileResolveUnix fails if the row were missing: 0 would handle the
+// right on every ABI).
+func abiOf(feature string) int {
+	a, _ := landlock.ByFeature(feature)
+	return a.Version
+}
 
 // LandlockABI returns the Landlock ABI version of the running kernel, 0 when
 // Landlock is not available (not built in, or not enabled in lsm=).
@@ -161,30 +154,8 @@ func addPathRule(ruleset int, r LandlockRule, handled uint64) error {
 	return nil
 }
 
-// accessString names the rights in a mask, for Plan.String.
-func accessString(a uint64) string {
-	names := []struct {
-		bit  uint64
-		name string
-	}{
-		{unix.LANDLOCK_ACCESS_FS_EXECUTE, "execute"}, {unix.LANDLOCK_ACCESS_FS_WRITE_FILE, "write_file"},
-		{unix.LANDLOCK_ACCESS_FS_READ_FILE, "read_file"}, {unix.LANDLOCK_ACCESS_FS_READ_DIR, "read_dir"},
-		{unix.LANDLOCK_ACCESS_FS_REMOVE_DIR, "remove_dir"}, {unix.LANDLOCK_ACCESS_FS_REMOVE_FILE, "remove_file"},
-		{unix.LANDLOCK_ACCESS_FS_MAKE_CHAR, "make_char"}, {unix.LANDLOCK_ACCESS_FS_MAKE_DIR, "make_dir"},
-		{unix.LANDLOCK_ACCESS_FS_MAKE_REG, "make_reg"}, {unix.LANDLOCK_ACCESS_FS_MAKE_SOCK, "make_sock"},
-		{unix.LANDLOCK_ACCESS_FS_MAKE_FIFO, "make_fifo"}, {unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK, "make_block"},
-		{unix.LANDLOCK_ACCESS_FS_MAKE_SYM, "make_sym"}, {unix.LANDLOCK_ACCESS_FS_REFER, "refer"},
-		{unix.LANDLOCK_ACCESS_FS_TRUNCATE, "truncate"}, {unix.LANDLOCK_ACCESS_FS_IOCTL_DEV, "ioctl_dev"},
-		{unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX, "resolve_unix"},
-	}
-	var out []string
-	for _, n := range names {
-		if a&n.bit != 0 {
-			out = append(out, n.name)
-		}
-	}
-	return strings.Join(out, ",")
-}
+// accessString names the file-system rights in a mask, for Plan.String.
+func accessString(a uint64) string { return landlock.Names(landlock.FS, a) }
 
 // ttyPaths returns the terminal devices behind the standard streams, so the
 // command keeps its terminal under Landlock.

@@ -211,7 +211,7 @@ func (s *supervisor) entryDAC(c call, op string, a denial.Access, r resolved) de
 // usually where doctor is run), which only root's command can fail to
 // where root bare would not.
 func rootAccessCheck(sys System) report.Check {
-	c := report.Check{Feature: string(report.FeatureRootAccess), Available: true,
+	c := report.Check{Feature: report.FeatureRootAccess, Available: true,
 		Fallback: "the kernel refuses the command's writes there (EACCES); reported as degraded \"writable-root-access\" and, per refused write, an inferred denial whose retry keeps CAP_DAC_OVERRIDE (cap_add)"}
 	if sys.Creds == nil {
 		c.Detail = fmt.Sprintf("euid %d: the command has the caller's own file permissions, as without sbx", os.Geteuid())

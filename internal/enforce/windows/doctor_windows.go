@@ -13,10 +13,10 @@ import (
 func Doctor() []report.Check {
 	var out []report.Check
 	if h, err := newJob(Job{}); err != nil {
-		out = append(out, report.Check{Feature: "job", Detail: err.Error(), Fallback: "refuse to run"})
+		out = append(out, report.Check{Feature: report.FeatureJob, Detail: err.Error(), Fallback: "refuse to run"})
 	} else {
 		windows.CloseHandle(h)
-		out = append(out, report.Check{Feature: "job", Available: true, Detail: "kill on close, breakaway forbidden"})
+		out = append(out, report.Check{Feature: report.FeatureJob, Available: true, Detail: "kill on close, breakaway forbidden"})
 	}
 	opts, err := DefaultOptions()
 	if err == nil {
@@ -27,12 +27,12 @@ func Doctor() []report.Check {
 		}
 	}
 	if err != nil {
-		out = append(out, report.Check{Feature: "restricted-token", Detail: err.Error(), Fallback: "refuse to run"})
+		out = append(out, report.Check{Feature: report.FeatureRestrictedToken, Detail: err.Error(), Fallback: "refuse to run"})
 	} else {
-		out = append(out, report.Check{Feature: "restricted-token", Available: true, Detail: "write-restricted, max privileges disabled"})
+		out = append(out, report.Check{Feature: report.FeatureRestrictedToken, Available: true, Detail: "write-restricted, max privileges disabled"})
 	}
 	for _, d := range []report.Downgrade{everyoneWritable, noDenials, noNetwork, noMask} {
-		out = append(out, report.Check{Feature: string(d.Feature), Detail: d.Reason, Fallback: "report degraded"})
+		out = append(out, report.Check{Feature: d.Feature, Detail: d.Reason, Fallback: "report degraded"})
 	}
 	return out
 }
