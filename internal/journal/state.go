@@ -135,11 +135,19 @@ func (s *State) Apply(rec Record) error {
 // step is Apply without taking a rejected record's place: Append refuses
 // such a record instead of writing it.
 func (s *State) step(rec Record) *ruleError {
-	k, rerr := s.check(rec)
+	// Data is decoded once, strictly into its payload; the log's rules
+	// read their keys from that, or, when it does not decode (a server's
+	// rule), leniently as before.
+	var p Payload
+	var perr error
+	if knownType(rec.Type) && rec.Type != TypeSessionClosed {
+		p, perr = Decode(rec)
+	}
+	k, rerr := s.check(rec, p)
 	if rerr != nil {
 		return rerr
 	}
-	serr := s.serve(rec)
+	serr := s.serve(rec, p, perr)
 	if serr != nil && serr.level != levelServer {
 		return serr
 	}
@@ -170,9 +178,31 @@ type recordKeys struct {
 	TurnID     string `json:"turn_id"`
 }
 
+// keysOf is the keys the log's rules read, from a payload that decoded
+// strictly (so a lenient decode would have read the same).
+func keysOf(p Payload) recordKeys {
+	switch p := p.(type) {
+	case *TurnBegun:
+		return recordKeys{TurnID: p.TurnID}
+	case *TurnEnded:
+		return recordKeys{TurnID: p.TurnID}
+	case *ApprovalAsked:
+		return recordKeys{ApprovalID: p.ApprovalID, TurnID: p.TurnID}
+	case *ApprovalDecided:
+		return recordKeys{ApprovalID: p.ApprovalID, Outcome: p.Outcome}
+	case *GrantApplied:
+		return recordKeys{TurnID: p.TurnID}
+	case *CallStarted:
+		return recordKeys{TurnID: p.TurnID}
+	case *CallFinished:
+		return recordKeys{Outcome: p.Outcome}
+	}
+	return recordKeys{}
+}
+
 // check says whether rec may come next by the log's rules; it changes
-// nothing.
-func (s *State) check(rec Record) (recordKeys, *ruleError) {
+// nothing. p is rec's payload, nil when it did not decode strictly.
+func (s *State) check(rec Record, p Payload) (recordKeys, *ruleError) {
 	var k recordKeys
 	switch {
 	case !knownType(rec.Type):
@@ -184,7 +214,9 @@ func (s *State) check(rec Record) (recordKeys, *ruleError) {
 		if d[0] != '{' {
 			return k, rejectf("%s: data: not a JSON object", rec.Type)
 		}
-		if _, err := profiles.DecodeLenient(d, &k); err != nil {
+		if p != nil {
+			k = keysOf(p)
+		} else if _, err := profiles.DecodeLenient(d, &k); err != nil {
 			return k, rejectf("%s: data: %v", rec.Type, err)
 		}
 	}
@@ -267,8 +299,9 @@ func (s *State) apply(rec Record, k recordKeys) {
 
 // serve checks rec (checked by the log's rules) against the server's facts
 // and applies it to them, before apply: a rule here reads the state rec
-// comes after. Its errors are levelServer, but for a type with no case.
-func (s *State) serve(rec Record) *ruleError {
+// comes after. p and perr are Decode(rec) (nil, nil for session/closed).
+// Its errors are levelServer, but for a type with no case.
+func (s *State) serve(rec Record, p Payload, perr error) *ruleError {
 	if rec.Type == TypeSessionClosed {
 		// Its data is {} and nothing reads it. The log's rules saw to the
 		// approvals and turns; a server also waits for its calls.
@@ -277,9 +310,8 @@ func (s *State) serve(rec Record) *ruleError {
 		}
 		return nil
 	}
-	p, err := Decode(rec)
-	if err != nil {
-		return serverf("%v", err)
+	if perr != nil {
+		return serverf("%v", perr)
 	}
 	switch p := p.(type) {
 	case *SessionOpened:

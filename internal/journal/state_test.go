@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 // TestServerRules: a record that breaks only a rule of the server's facts
@@ -73,5 +75,33 @@ func TestApplyRejectTakesPlace(t *testing.T) {
 	}
 	if _, turns := st.Pending(); len(turns) != 0 {
 		t.Errorf("open turns %v", turns)
+	}
+}
+
+// TestKeysOf: the keys the log's rules take from a strictly decoded
+// payload are those a lenient decode of its data reads, for every type.
+func TestKeysOf(t *testing.T) {
+	for _, r := range session {
+		rec, err := NewRecord("s", r.payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want recordKeys
+		if _, err := profiles.DecodeLenient(rec.Data, &want); err != nil {
+			t.Fatal(err)
+		}
+		p, err := Decode(rec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := keysOf(p); got != want {
+			t.Errorf("%s: keysOf %+v, lenient %+v", rec.Type, got, want)
+		}
+	}
+	// data that is JSON but not an object is rejected, strict or not.
+	st := NewState("s")
+	_ = st.Apply(rec("s", 1, TypeSessionOpened, ""))
+	if err := st.Apply(rec("s", 2, TypeTurnBegun, `null`)); err == nil || ServerOnly(err) || !strings.Contains(err.Error(), "not a JSON object") {
+		t.Errorf("Apply(null data) = %v, want rejected: not a JSON object", err)
 	}
 }
