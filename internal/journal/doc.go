@@ -47,9 +47,15 @@
 //     (strictjson.Check, without decoding it back), so it never writes
 //     what replay would refuse. Seq numbers each session's records without
 //     a gap.
+//   - The record types and their payloads are one table (vocab.go), and
+//     State.Apply (state.go) is the one transition function: replay,
+//     Append, Pending and a server restoring a session all step it.
 //   - The session's rules are checked at replay and at Append alike: an
 //     approval/decided without its approval/asked, a second decided, a
 //     turn ended that was not open, is rejected (a Problem; not applied).
+//     A record that breaks only a server's rule (ServerOnly: data that
+//     does not decode into its payload, two turns open) is kept, and a
+//     server restoring the session refuses it.
 //   - One Writer per session: Open locks the file (flock; not on Windows),
 //     so a second server on the same directory is refused (ErrLocked).
 //   - A session id is a file name only after ValidateSessionID: no path

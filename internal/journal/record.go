@@ -13,7 +13,7 @@ import (
 
 // Record is one entry of a session's log: what happened (Type), to which
 // session, when, and the facts of it (Data, a JSON object whose shape
-// belongs to the server; journal reads only the keys listed at RecordType).
+// is the payload type of Type, declared in vocab.go; Decode reads it).
 type Record struct {
 	Type      string          `json:"type" strict:"required"`
 	SessionID string          `json:"session_id" strict:"required"`
@@ -23,46 +23,6 @@ type Record struct {
 	// assigns it (a caller leaves it 0); replay stops at a gap or repeat,
 	// which only a lost or spliced record can make.
 	Seq uint64 `json:"seq" strict:"required"`
-}
-
-// The record types, a closed vocabulary: Append refuses and replay stops at
-// any other. The Data keys journal itself reads (the rest are the server's):
-//
-//	session/opened    first record of every session, once
-//	turn/begun        {"turn_id"}
-//	turn/ended        {"turn_id"} of a turn begun and not yet ended
-//	approval/asked    {"approval_id"}, an id not asked before in the session
-//	approval/decided  {"approval_id", "outcome"} of an asked approval, once;
-//	                  outcome one of allowed-once, rejected, cancelled, unavailable
-//	session/closed    the last record, once nothing is pending: every asked
-//	                  approval decided, every begun turn ended
-const (
-	TypeSessionOpened   = "session/opened"
-	TypePresetIntent    = "preset/intent"
-	TypeKnobChanged     = "knob/changed"
-	TypeTurnBegun       = "turn/begun"
-	TypeTurnEnded       = "turn/ended"
-	TypeGrantApplied    = "grant/applied"
-	TypeApprovalAsked   = "approval/asked"
-	TypeApprovalDecided = "approval/decided"
-	TypeCallStarted     = "call/started"
-	TypeCallFinished    = "call/finished"
-	TypeSessionClosed   = "session/closed"
-)
-
-// Types lists every record type, in the order of the constants.
-var Types = []string{
-	TypeSessionOpened, TypePresetIntent, TypeKnobChanged, TypeTurnBegun, TypeTurnEnded,
-	TypeGrantApplied, TypeApprovalAsked, TypeApprovalDecided, TypeCallStarted, TypeCallFinished, TypeSessionClosed,
-}
-
-func knownType(t string) bool {
-	for _, k := range Types {
-		if k == t {
-			return true
-		}
-	}
-	return false
 }
 
 // MaxSessionIDLen bounds a session id: it becomes a file name (NAME_MAX is

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -158,7 +159,7 @@ func readLog(path string) ([]byte, error) {
 type fileReplay struct {
 	session  Session
 	problems []Problem
-	state    *state
+	state    *State
 	// end is where the frames that were read end: the size the file would
 	// have without a dropped tail.
 	end int64
@@ -168,7 +169,7 @@ type fileReplay struct {
 
 // replayData replays the log data of session id, read from file.
 func replayData(file, id string, data []byte) fileReplay {
-	r := fileReplay{session: Session{ID: id}, state: newState(id)}
+	r := fileReplay{session: Session{ID: id}, state: NewState(id)}
 	frames, fe := scanFrames(data)
 	problem := func(off int64, seq uint64, kind ProblemKind, effect Effect, reason string) {
 		r.problems = append(r.problems, Problem{File: file, SessionID: id, Offset: off, Seq: seq, Kind: kind, Effect: effect, Reason: reason})
@@ -180,17 +181,20 @@ func replayData(file, id string, data []byte) fileReplay {
 			problem(f.off, 0, ProblemInvalid, EffectStopped, fmt.Sprintf("record: %v; %d bytes from here not read", err, int64(len(data))-f.off))
 			return r
 		}
-		k, rerr := r.state.check(rec)
+		var rerr *ruleError
+		if rerr = r.state.place(rec); rerr == nil {
+			errors.As(r.state.Apply(rec), &rerr)
+		}
 		switch {
-		case rerr != nil && rerr.stop:
+		case rerr != nil && rerr.level == levelStop:
 			r.stopped = true
 			problem(f.off, rec.Seq, ProblemInvalid, EffectStopped, fmt.Sprintf("%s; %d bytes from here not read", rerr.reason, int64(len(data))-f.off))
 			return r
-		case rerr != nil:
-			r.state.skip()
+		case rerr != nil && rerr.level == levelReject:
 			problem(f.off, rec.Seq, ProblemRejected, EffectRejected, rerr.reason)
 		default:
-			r.state.apply(rec, k)
+			// Accepted, a record only a server would refuse included: the
+			// log holds it, and Restore says what it makes of it.
 			r.session.Records = append(r.session.Records, rec)
 		}
 		r.end = f.off + int64(headerSize+len(f.payload))
@@ -209,7 +213,7 @@ func replayData(file, id string, data []byte) fileReplay {
 // Pending is what the records of s leave open: the approvals asked and not
 // decided, and the turns begun and not ended, each in the order they came.
 func Pending(s Session) (approvals, turns []string) {
-	return sessionState(s).pending()
+	return sessionState(s).Pending()
 }
 
 // Settle returns the records a server appends to s when it restarts, so
@@ -224,25 +228,21 @@ func Settle(s Session) []Record {
 	approvals, turns := Pending(s)
 	var out []Record
 	for _, id := range approvals {
-		out = append(out, Record{Type: TypeApprovalDecided, SessionID: s.ID, Data: mustJSON(map[string]string{"approval_id": id, "outcome": string(settledOutcome)})})
+		out = append(out, settleRecord(s.ID, ApprovalDecided{ApprovalID: id, Outcome: string(settledOutcome)}))
 	}
 	for _, id := range turns {
-		out = append(out, Record{Type: TypeTurnEnded, SessionID: s.ID, Data: mustJSON(map[string]string{"turn_id": id})})
+		out = append(out, settleRecord(s.ID, TurnEnded{TurnID: id}))
 	}
 	return out
 }
 
-// sessionState replays the rules over records replay accepted already.
-func sessionState(s Session) *state {
-	st := newState(s.ID)
+// sessionState steps a State over records replay accepted already.
+func sessionState(s Session) *State {
+	st := NewState(s.ID)
 	for _, rec := range s.Records {
 		// Rejected records are not in s.Records: their Seqs are gaps here.
 		st.next = rec.Seq
-		if k, err := st.check(rec); err == nil {
-			st.apply(rec, k)
-		} else {
-			st.skip()
-		}
+		_ = st.Apply(rec) // replay accepted it: at worst a server's rule fails
 	}
 	return st
 }
@@ -250,8 +250,8 @@ func sessionState(s Session) *state {
 // settledOutcome is the outcome Settle gives a pending approval.
 const settledOutcome = escalate.Cancelled
 
-// mustJSON marshals a map of strings (which cannot fail).
-func mustJSON(v map[string]string) json.RawMessage {
-	b, _ := json.Marshal(v)
-	return b
+// settleRecord is the record of p for session, without Seq and Time.
+func settleRecord(session string, p Payload) Record {
+	b, _ := json.Marshal(p) // strings only: it cannot fail
+	return Record{Type: p.RecordType(), SessionID: session, Data: b}
 }

@@ -45,7 +45,7 @@ type Writer struct {
 	id      string
 	path    string
 	f       syncFile
-	st      *state
+	st      *State
 	err     error // the failure that poisoned the writer
 	closed  bool
 	dropped []Problem
@@ -303,13 +303,17 @@ func (w *Writer) enqueue(rec Record) (Record, error) {
 	if len(payload) > MaxRecordSize {
 		return Record{}, fmt.Errorf("journal: append %s to %s: record of %d bytes, over the limit %d", rec.Type, w.path, len(payload), MaxRecordSize)
 	}
-	k, rerr := w.st.check(back)
-	if rerr != nil {
-		return Record{}, fmt.Errorf("journal: append %s to %s: %w", rec.Type, w.path, rerr)
-	}
 	// Applied before it is durable: the next Append is checked against it.
 	// Should its write fail, the writer is poisoned and its state unused.
-	w.st.apply(back, k)
+	// A record only a server would refuse (State.Apply) is the server's
+	// own to judge: the log takes it, as replay does.
+	rerr := w.st.place(back)
+	if rerr == nil {
+		rerr = w.st.step(back)
+	}
+	if rerr != nil && rerr.level != levelServer {
+		return Record{}, fmt.Errorf("journal: append %s to %s: %w", rec.Type, w.path, rerr)
+	}
 	w.queued = append(w.queued, encodeFrame(payload)...)
 	w.queuedSeq = back.Seq
 	return back, nil

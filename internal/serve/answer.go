@@ -46,23 +46,6 @@ type Answerer = escalate.Approver
 // AnswererFunc adapts a function to Answerer (tests, in-process runtimes).
 type AnswererFunc = escalate.ApproverFunc
 
-// askedRecord and decidedRecord are the approval records' data. The asked
-// record has no copy of the call's arguments: call_id links it to the
-// call/started record, which has them.
-type askedRecord struct {
-	ApprovalID string `json:"approval_id"`
-	SessionID  string `json:"session_id"`
-	TurnID     string `json:"turn_id"`
-	ToolName   string `json:"tool_name"`
-	CallID     string `json:"call_id,omitempty"`
-	Reason     string `json:"reason"`
-}
-
-type decidedRecord struct {
-	ApprovalID string `json:"approval_id"`
-	Outcome    string `json:"outcome"`
-}
-
 // approval is the server side of the approvals of one call: an
 // escalate.Approver for call.Prepare that records each question and
 // answer in the session's log and settles the race between the answerer

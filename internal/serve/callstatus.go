@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/sbx-sandbox/sbx/internal/journal"
-	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
 // call/status {session_id, call_id}: what became of a call of the
@@ -68,22 +67,17 @@ func (s *Server) callStatus(params json.RawMessage) (any, *Error) {
 	if err != nil {
 		return nil, asError(err)
 	}
-	for _, rec := range recs {
-		switch rec.Type {
-		case RecCallStarted:
-			var r callStartedRecord
-			if strictjson.Decode(rec.Data, &r) == nil && r.CallID == p.CallID {
-				res.Status = "started"
-			}
-		case RecCallFinished:
-			var r callFinishedRecord
-			if strictjson.Decode(rec.Data, &r) == nil && r.CallID == p.CallID {
-				res.Status, res.Outcome, res.ExitCode, res.Error = "finished", r.Outcome, r.ExitCode, r.Error
-				if r.Outcome == "lost" {
-					res.Status = "lost"
-				}
-			}
+	c := journal.FindCall(recs, p.CallID)
+	if f := c.Finished; f != nil {
+		res.Status, res.Outcome, res.ExitCode, res.Error = "finished", f.Outcome, f.ExitCode, f.Error
+		if f.Outcome == journal.OutcomeLost {
+			res.Status = "lost"
 		}
+	}
+	if c.Started {
+		// Started again after an end: the end's facts stay, as they are
+		// the last the log has of the call id.
+		res.Status = "started"
 	}
 	// The table was read before the log: a call unregisters once its
 	// records are written, so a call out of the table has its end in the

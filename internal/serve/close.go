@@ -91,12 +91,12 @@ func (s *Server) finishClose(sess *session) *Error {
 // held.
 func (sess *session) closeLocked() error {
 	if sess.turn != nil {
-		if err := sess.append(RecTurnEnded, turnRecord{TurnID: sess.turn.id}); err != nil {
+		if err := sess.append(RecTurnEnded, turnEndedRecord{TurnID: sess.turn.id}); err != nil {
 			return err
 		}
 		sess.endTurnLocked()
 	}
-	if err := sess.append(RecSessionClosed, struct{}{}); err != nil {
+	if err := sess.append(RecSessionClosed, closedRecord{}); err != nil {
 		return err
 	}
 	sess.closed = true

@@ -67,19 +67,6 @@ var sessionFields = []struct {
 	{"grants", func(r *wire.Request) bool { return r.Grants != nil }, "the server applies the grants stored with grants/apply"},
 }
 
-type callStartedRecord struct {
-	CallID        string `json:"call_id"`
-	TurnID        string `json:"turn_id"`
-	EnvironmentID string `json:"environment_id"`
-	// Request is the exec params as received, the call's arguments that
-	// approval records link to by call_id, without "env": a runtime passes
-	// tokens there, and the log is on disk for as long as the session.
-	Request json.RawMessage `json:"request"`
-	// EnvNames are the names the request's "env" set, sorted; their values
-	// are never recorded.
-	EnvNames []string `json:"env_names,omitempty"`
-}
-
 // withoutEnv splits the exec params (already decoded strictly: one JSON
 // object, no duplicate keys) into the params without "env" and the names
 // "env" set, so that no value of it reaches the log.
@@ -102,15 +89,6 @@ func withoutEnv(params json.RawMessage) (json.RawMessage, []string, error) {
 		return nil, nil, err
 	}
 	return out, slices.Sorted(maps.Keys(env)), nil
-}
-
-type callFinishedRecord struct {
-	CallID string `json:"call_id"`
-	// Outcome is exited, aborted, aborted_before_dispatch, cancelled,
-	// denied or refused.
-	Outcome  string `json:"outcome"`
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Error    string `json:"error,omitempty"`
 }
 
 // exec replies itself: its command's output goes out as exec/output

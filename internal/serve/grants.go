@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/journal"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
@@ -19,18 +20,6 @@ type grantParams struct {
 	// {permissions, scope, strict_auto_review} on a connection whose
 	// grant_key is permissions.
 	Response json.RawMessage `json:"response"`
-}
-
-type grantRecord struct {
-	EnvironmentID string `json:"environment_id"`
-	// TurnID is the turn a turn-scoped grant belongs to.
-	TurnID string `json:"turn_id,omitempty"`
-	profiles.NormalizeResult
-	// Withheld says why the session's approval policy answered the round
-	// trip with the empty turn grant instead of the client's response (as
-	// Codex answers request_permissions under Never): set, the record
-	// grants nothing, now or on replay.
-	Withheld string `json:"withheld,omitempty"`
 }
 
 // withheldNever is the reason a session under never (a delegated child
@@ -144,24 +133,8 @@ func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeRes
 	return rec, nil
 }
 
-// applyGrantLocked adds a recorded grant to the store; sess.mu is held.
+// applyGrantLocked adds a recorded grant to the store, as a replay of the
+// record does (journal.ApplyGrant); sess.mu is held.
 func (sess *session) applyGrantLocked(rec grantRecord) {
-	if rec.Withheld != "" {
-		return
-	}
-	g := sess.grants[rec.EnvironmentID]
-	if g == nil {
-		g = &envGrants{}
-		sess.grants[rec.EnvironmentID] = g
-	}
-	if rec.Scope == profiles.ScopeSession {
-		g.session = profiles.Merge(g.session, rec.Permissions)
-		return
-	}
-	if g.turnID != rec.TurnID {
-		g.turn, g.turnStrict = profiles.Profile{}, false
-	}
-	g.turnID = rec.TurnID
-	g.turn = profiles.Merge(g.turn, rec.Permissions)
-	g.turnStrict = g.turnStrict || rec.StrictAutoReview
+	journal.ApplyGrant(sess.grants, rec)
 }

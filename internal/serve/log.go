@@ -1,11 +1,9 @@
 package serve
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/sbx-sandbox/sbx/internal/journal"
 )
@@ -60,19 +58,37 @@ func (s *Server) Flush() error {
 // durable one). It is called once per session, at session/open.
 type OpenLog func(sessionID string) (Log, error)
 
-// The record types, the journal's vocabulary (add, never rename).
+// The record types, the journal's vocabulary (journal.Types; add there,
+// never rename), under the names the server's code and tests use.
 const (
-	RecSessionOpened   = "session/opened"
-	RecPresetIntent    = "preset/intent"
-	RecKnobChanged     = "knob/changed"
-	RecTurnBegun       = "turn/begun"
-	RecTurnEnded       = "turn/ended"
-	RecGrantApplied    = "grant/applied"
-	RecApprovalAsked   = "approval/asked"
-	RecApprovalDecided = "approval/decided"
-	RecCallStarted     = "call/started"
-	RecCallFinished    = "call/finished"
-	RecSessionClosed   = "session/closed"
+	RecSessionOpened   = journal.TypeSessionOpened
+	RecPresetIntent    = journal.TypePresetIntent
+	RecKnobChanged     = journal.TypeKnobChanged
+	RecTurnBegun       = journal.TypeTurnBegun
+	RecTurnEnded       = journal.TypeTurnEnded
+	RecGrantApplied    = journal.TypeGrantApplied
+	RecApprovalAsked   = journal.TypeApprovalAsked
+	RecApprovalDecided = journal.TypeApprovalDecided
+	RecCallStarted     = journal.TypeCallStarted
+	RecCallFinished    = journal.TypeCallFinished
+	RecSessionClosed   = journal.TypeSessionClosed
+)
+
+// The records' data are the journal's payload types, declared once there
+// (the log's reader decodes the same types), under the server's names.
+type (
+	openedRecord       = journal.SessionOpened
+	intentRecord       = journal.PresetIntent
+	knobRecord         = journal.KnobChanged
+	turnRecord         = journal.TurnBegun
+	turnEndedRecord    = journal.TurnEnded
+	grantRecord        = journal.GrantApplied
+	askedRecord        = journal.ApprovalAsked
+	decidedRecord      = journal.ApprovalDecided
+	callStartedRecord  = journal.CallStarted
+	callFinishedRecord = journal.CallFinished
+	closedRecord       = journal.SessionClosed
+	envGrants          = journal.EnvGrants
 )
 
 // MemLog keeps records in memory: for tests, and for a server run without
@@ -127,11 +143,11 @@ func (m *MemLogs) Get(sessionID string) *MemLog {
 	return l
 }
 
-// record makes a record of typ for session with data as its JSON.
-func record(typ, session string, data any) (journal.Record, error) {
-	b, err := json.Marshal(data)
-	if err != nil {
-		return journal.Record{}, fmt.Errorf("encode %s record: %w", typ, err)
+// record makes a record of typ for session with data as its JSON. typ
+// is data's own type: a record written under another is refused.
+func record(typ, session string, data journal.Payload) (journal.Record, error) {
+	if data.RecordType() != typ {
+		return journal.Record{}, fmt.Errorf("encode %s record: the data is %s's", typ, data.RecordType())
 	}
-	return journal.Record{Type: typ, SessionID: session, Time: time.Now().UTC(), Data: b}, nil
+	return journal.NewRecord(session, data)
 }

@@ -196,23 +196,6 @@ type openParams struct {
 	ACPSessionID    *string                  `json:"acp_session_id"`
 }
 
-// openedRecord is session/opened's data: every fact pinned at open, so
-// that a replay rebuilds the session without the defaults of its day.
-type openedRecord struct {
-	SessionID       string                  `json:"session_id"`
-	Cwd             string                  `json:"cwd"`
-	EnvironmentID   string                  `json:"environment_id"`
-	SandboxMode     profiles.Mode           `json:"sandbox_mode"`
-	ApprovalPolicy  profiles.ApprovalPolicy `json:"approval_policy"`
-	ExplicitMode    bool                    `json:"explicit_mode"`
-	Preset          string                  `json:"preset"`
-	Guard           string                  `json:"guard,omitempty"`
-	ParentSessionID string                  `json:"parent_session_id,omitempty"`
-	// ACPSessionID binds the session to an ACP session: the ACP answerer
-	// asks only about its calls.
-	ACPSessionID string `json:"acp_session_id,omitempty"`
-}
-
 // openSession is session/open: the session opened is bound to the
 // connection that opened it (its approvals are sent there), before the
 // result tells the client its id.
@@ -354,16 +337,6 @@ type presetParams struct {
 	Key       string `json:"key"`
 }
 
-type intentRecord struct {
-	Key string `json:"key"`
-}
-
-type knobRecord struct {
-	Knob string `json:"knob"` // "sandbox_mode" or "approval_policy"
-	From string `json:"from"`
-	To   string `json:"to"`
-}
-
 // setPreset records the intent, then one record per knob that really
 // changes, then changes them. "custom" is never selectable.
 func (s *Server) setPreset(params json.RawMessage) (any, *Error) {
@@ -450,10 +423,6 @@ func (s *Server) permissionsOf(sess *session) permissionsResult {
 	return res
 }
 
-type turnRecord struct {
-	TurnID string `json:"turn_id"`
-}
-
 type turnResult struct {
 	TurnID string `json:"turn_id"`
 }
@@ -514,7 +483,7 @@ func (s *Server) endTurn(params json.RawMessage) (any, *Error) {
 		e.Data.SessionID, e.Data.TurnID = sess.id, p.TurnID
 		return nil, e
 	}
-	if err := sess.append(RecTurnEnded, turnRecord{TurnID: t.id}); err != nil {
+	if err := sess.append(RecTurnEnded, turnEndedRecord{TurnID: t.id}); err != nil {
 		return nil, asError(err)
 	}
 	sess.endTurnLocked()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
 	"github.com/sbx-sandbox/sbx/internal/journal"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 // replayed is what a server's logs would replay as.
@@ -104,4 +105,66 @@ func TestRestoreRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRestoreServerRules: a log the journal accepts but a server cannot
+// serve from (journal.ServerOnly) is not restored either, and a call
+// started and not finished is settled lost, in the order started.
+func TestRestoreServerRules(t *testing.T) {
+	opened := openedRecord{SessionID: "s", Cwd: t.TempDir(), EnvironmentID: "e", Preset: "read-only"}
+	recs := func(t *testing.T, ps ...journal.Payload) []journal.Record {
+		var out []journal.Record
+		for _, p := range append([]journal.Payload{opened}, ps...) {
+			r, err := journal.NewRecord("s", p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r)
+		}
+		return out
+	}
+	for _, tt := range []struct {
+		name string
+		recs []journal.Payload
+		want string
+	}{
+		{"two turns", []journal.Payload{turnRecord{TurnID: "t1"}, turnRecord{TurnID: "t2"}}, "turn t2 begun while t1 is open"},
+		{"unknown knob", []journal.Payload{knobRecord{Knob: "colour", To: "red"}}, `unknown knob "colour"`},
+		{"grant outside its turn", []journal.Payload{grantRecord{EnvironmentID: "e", TurnID: "t1", NormalizeResult: profiles.NormalizeResult{Scope: profiles.ScopeTurn}}}, "outside it"},
+		{"closed with a call running", []journal.Payload{callStartedRecord{CallID: "c"}, closedRecord{}}, "calls [c] are open"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := New(Options{Logf: t.Logf})
+			problems := srv.Restore([]journal.Session{{ID: "s", Records: recs(t, tt.recs...)}})
+			if len(problems) != 1 || !strings.Contains(problems[0].Err.Error(), tt.want) {
+				t.Errorf("problems %v, want %q", problems, tt.want)
+			}
+			if _, e := srv.lookup("s"); e == nil {
+				t.Error("a rejected log was restored")
+			}
+		})
+	}
+	t.Run("calls lost in order", func(t *testing.T) {
+		logs := &MemLogs{}
+		srv := New(Options{OpenLog: logs.Open, Logf: t.Logf})
+		var started []journal.Payload
+		// More than a map's small group, so that a map's order would show.
+		ids := []string{"c3", "c1", "c2", "c9", "c4", "c8", "c5", "c7", "c6", "c12", "c10", "c11"}
+		for _, id := range ids {
+			started = append(started, callStartedRecord{CallID: id})
+		}
+		if problems := srv.Restore([]journal.Session{{ID: "s", Records: recs(t, started...)}}); len(problems) != 0 {
+			t.Fatalf("restore: %v", problems)
+		}
+		var lost []string
+		for _, r := range logs.Get("s").Records() {
+			p, err := journal.Decode(r)
+			if f, ok := p.(*callFinishedRecord); err == nil && ok && f.Outcome == journal.OutcomeLost {
+				lost = append(lost, f.CallID)
+			}
+		}
+		if !slices.Equal(lost, ids) {
+			t.Errorf("calls settled lost: %v, want %v", lost, ids)
+		}
+	})
 }

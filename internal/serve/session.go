@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sbx-sandbox/sbx/internal/journal"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
@@ -44,8 +45,6 @@ type session struct {
 	turn         *turn
 	// grants are the stored grants, by environment id.
 	grants map[string]*envGrants
-	// replay is what Restore left to settle (nil once served).
-	replay *replayState
 	// undecided are the session's approval/asked records not yet
 	// decided, oldest first: the audit facts the browser panel claims by
 	// (WebAnswerer.Claim).
@@ -68,15 +67,6 @@ func (s *session) goneLocked() *Error {
 	return nil
 }
 
-// envGrants are one environment's stored grants: the session's outlive
-// turns, the turn's end with the turn that holds them.
-type envGrants struct {
-	session    profiles.Profile
-	turn       profiles.Profile
-	turnID     string
-	turnStrict bool
-}
-
 // turn is the session's open turn. ctx ends with it: approvals still
 // pending then settle cancelled.
 type turn struct {
@@ -90,7 +80,7 @@ type turn struct {
 func (s *session) child() bool { return s.parent != "" }
 
 // append makes the record durable; it returns once Log.Append did.
-func (s *session) append(typ string, data any) error {
+func (s *session) append(typ string, data journal.Payload) error {
 	rec, err := record(typ, s.id, data)
 	if err != nil {
 		return err
@@ -107,7 +97,7 @@ func (s *session) append(typ string, data any) error {
 // it takes its place in the order now and is made durable by the next
 // group commit (LaterLog), not before later returns. A Log that cannot
 // (MemLog) appends it durable at once.
-func (s *session) later(typ string, data any) error {
+func (s *session) later(typ string, data journal.Payload) error {
 	rec, err := record(typ, s.id, data)
 	if err != nil {
 		return err
@@ -130,7 +120,7 @@ func (s *session) later(typ string, data any) error {
 // returns durable, which returns once it is durable: its effect waits for
 // durable, the work that only prepares it need not. A Log that cannot
 // queue (QueueLog) appends it here, durable at once.
-func (s *session) queue(typ string, data any) (durable func() error, err error) {
+func (s *session) queue(typ string, data journal.Payload) (durable func() error, err error) {
 	rec, err := record(typ, s.id, data)
 	if err != nil {
 		return nil, err
@@ -188,9 +178,9 @@ func (s *session) grantsFor(env, turnID string) profiles.Grants {
 	if g == nil {
 		return profiles.Grants{}
 	}
-	out := profiles.Grants{Session: g.session}
-	if g.turnID == turnID {
-		out.Turn, out.TurnStrict = g.turn, g.turnStrict
+	out := profiles.Grants{Session: g.Session}
+	if g.TurnID == turnID {
+		out.Turn, out.TurnStrict = g.Turn, g.TurnStrict
 	}
 	return out
 }
