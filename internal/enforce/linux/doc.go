@@ -13,8 +13,9 @@
 // The pipeline, file by file:
 //
 //   - plan.go: Probe, Compile → Plan (its String is what `sbx explain`
-//     prints); landlock.go, seccomp.go and bpf.go the kernel rules it holds,
-//     cgroup.go and rlimit.go its limits, denyglob.go, maskinode.go and
+//     prints); landlock.go and the seccomp package (the filter's table
+//     and its BPF compiler, named here in filter.go) the kernel rules it
+//     holds, cgroup.go and rlimit.go its limits, denyglob.go, maskinode.go and
 //     placeholder.go (the missing carve-outs: watched, or a placeholder)
 //     what the mounts cannot do alone.
 //   - launch.go: Start, the entry point, picks the launch mode and sets up

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -28,7 +29,7 @@ func (c call) fd(i int) int32   { return int32(uint32(c.args[i])) }
 func (c call) u32(i int) uint32 { return uint32(c.args[i]) }
 
 func (s *supervisor) decide(n *seccompNotif) decision {
-	if abi, name, foreign := foreignABI(n.Data.Arch, n.Data.Nr); foreign {
+	if abi, name, foreign := seccomp.ForeignABI(n.Data.Arch, n.Data.Nr); foreign {
 		// First: under another ABI the number means another syscall.
 		return s.refuseForeignABI(n, abi, name)
 	}
@@ -58,7 +59,7 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 		return s.sendMmsg(c)
 	}
 	v := newTaskView(c.tid)
-	if mode, chmod, ok := setidMode(c); ok && mode&setidBits != 0 {
+	if mode, chmod, ok := seccomp.SetidMode(c.nr, c.u32); ok && mode&seccomp.SetidBits != 0 {
 		// Only set-id rows route such a call here: never CONTINUE it.
 		return s.setid(v, c, mode, chmod)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy/denial"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -26,7 +27,7 @@ func (s *supervisor) decidePath(v *taskView, c call) decision {
 	case unix.SYS_OPENAT:
 		return s.open(v, c, c.fd(0), c.args[1], uint64(c.u32(2)), 0)
 	case unix.SYS_OPENAT2:
-		// The filter answers openat2 ENOSYS (seccomp_setid.go), so none
+		// The filter answers openat2 ENOSYS (seccomp/seccomp_setid.go), so none
 		// comes here; still decoded, so that a table that routes it
 		// again is decided rather than refused blind.
 		var how [24]byte // struct open_how: flags, mode, resolve (u64 each)
@@ -99,7 +100,7 @@ func (s *supervisor) resolveAt(v *taskView, dirfd int32, raw string, follow bool
 
 // open decides openat and openat2.
 func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolveFlags uint64) decision {
-	if flags&openWriteFlags == 0 {
+	if flags&seccomp.OpenWriteFlags == 0 {
 		return s.read(v, c, dirfd, addr, flags)
 	}
 	if resolveFlags&unix.RESOLVE_IN_ROOT != 0 {

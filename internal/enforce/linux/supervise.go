@@ -5,7 +5,6 @@ package linux
 import (
 	"errors"
 	"fmt"
-	"runtime"
 	"strconv"
 	"sync"
 	"syscall"
@@ -13,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy/denial"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/steptrace"
@@ -85,37 +85,6 @@ func ioctlPtr(fd int, req uint, p unsafe.Pointer) error {
 		return errno
 	}
 	return nil
-}
-
-// LoadSeccompListener is LoadSeccomp with SECCOMP_FILTER_FLAG_NEW_LISTENER:
-// it returns the close-on-exec listener fd of the new filter. It asks for
-// SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV too (Linux 5.19), so a caller that
-// the supervisor is already answering is not interrupted by every signal
-// (Go programs get SIGURG often), and drops it on kernels without it.
-// Errors are prefixed "seccomp: "; EBUSY means a filter of the calling
-// thread already has a listener (sbx inside sbx), EINVAL a kernel without
-// user notification (before 5.0).
-func LoadSeccompListener(prog []unix.SockFilter) (int, error) {
-	if err := checkLoadable(prog); err != nil {
-		return -1, err
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	flags := uintptr(unix.SECCOMP_FILTER_FLAG_NEW_LISTENER | unix.SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV)
-	fd, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, flags, uintptr(unsafe.Pointer(&fprog)))
-	if errno == unix.EINVAL {
-		fd, _, errno = unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_NEW_LISTENER, uintptr(unsafe.Pointer(&fprog)))
-	}
-	runtime.KeepAlive(prog)
-	if errno != 0 {
-		return -1, fmt.Errorf("seccomp: new listener: %w", errno)
-	}
-	// The kernel makes the listener O_CLOEXEC; make sure, because this fd
-	// must never reach the command.
-	if _, err := unix.FcntlInt(fd, unix.F_SETFD, unix.FD_CLOEXEC); err != nil {
-		unix.Close(int(fd))
-		return -1, fmt.Errorf("seccomp: listener: set close-on-exec: %w", err)
-	}
-	return int(fd), nil
 }
 
 // The source and confidences of the denials the supervisor records:
@@ -415,9 +384,9 @@ type listener struct {
 // UnsupportedFeatureError for "denial-reports".
 func loadFilter(p *Plan) (listener, error) {
 	if p.Supervise == SuperviseOff {
-		return listener{fd: -1}, LoadSeccomp(p.SeccompProg)
+		return listener{fd: -1}, seccomp.LoadSeccomp(p.SeccompProg)
 	}
-	fd, err := LoadSeccompListener(p.SeccompProg)
+	fd, err := seccomp.LoadSeccompListener(p.SeccompProg)
 	if err == nil {
 		return listener{fd: fd}, nil
 	}
@@ -428,7 +397,7 @@ func loadFilter(p *Plan) (listener, error) {
 	if p.Supervise == SuperviseRequired || len(p.SeccompPlainProg) == 0 {
 		return listener{fd: -1}, &report.UnsupportedFeatureError{Feature: report.FeatureDenialReports, Reason: reason}
 	}
-	if err := LoadSeccomp(p.SeccompPlainProg); err != nil {
+	if err := seccomp.LoadSeccomp(p.SeccompPlainProg); err != nil {
 		return listener{fd: -1}, err
 	}
 	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported" + unsupervisedSetgid}, nil

@@ -1,6 +1,6 @@
 //go:build linux && !amd64
 
-package linux
+package seccomp
 
 // legacyWriteNotifyRules: architectures other than amd64 have only the *at
 // forms of these calls.

@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package linux
+package seccomp
 
 import (
 	"reflect"
@@ -155,7 +155,7 @@ func supervisedCases(base []seccompCase) []seccompCase {
 func TestSeccompSupervisedKeepsErrnoRules(t *testing.T) {
 	isSetid := func(r SeccompRule) bool {
 		n := len(r.Args)
-		return n > 0 && r.Args[n-1].Op == CmpAnySet && r.Args[n-1].Mask == setidBits
+		return n > 0 && r.Args[n-1].Op == CmpAnySet && r.Args[n-1].Mask == SetidBits
 	}
 	for _, p := range allSocketPolicies {
 		plain, sup := SeccompRules(p), SeccompTable(p, NotifyWrites)

@@ -1,15 +1,15 @@
 //go:build linux
 
-package linux
+package seccomp
 
 import "golang.org/x/sys/unix"
 
 // legacyWriteNotifyRules are the pre-*at forms of writeNotifyRules' calls,
 // which amd64 still has (arm64 and newer architectures have only the *at
-// forms). supervise_amd64.go maps each to its *at form.
+// forms). enforce/linux/supervise_amd64.go maps each to its *at form.
 func legacyWriteNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRule) []SeccompRule {
 	return []SeccompRule{
-		n("open", unix.SYS_OPEN, "open for writing, creating or truncating", argAnySet(1, openWriteFlags)),
+		n("open", unix.SYS_OPEN, "open for writing, creating or truncating", argAnySet(1, OpenWriteFlags)),
 		n("creat", unix.SYS_CREAT, "creates or truncates a file"),
 		n("mkdir", unix.SYS_MKDIR, "creates a directory"),
 		n("mknod", unix.SYS_MKNOD, "creates a file, fifo, socket or device node"),

@@ -1,10 +1,10 @@
 //go:build linux
 
-package linux
+package seccomp
 
 // Code generated from the kernel's uapi asm/unistd_x32.h and asm/unistd_32.h
 // (linux-libc-dev, Debian); DO NOT EDIT by hand. The names of the syscalls of
-// the ABIs the filter refuses (notify_abi.go), for the denial: "number:name"
+// the ABIs the filter refuses (abi.go), for the denial: "number:name"
 // pairs, x32 numbers without the x32 bit.
 
 const x32SyscallNames = "" +

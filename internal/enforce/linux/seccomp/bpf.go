@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package seccomp
 
 import (
 	"cmp"
@@ -144,7 +144,7 @@ var errJumpTooFar = errors.New("jump offset exceeds 255 instructions")
 //     (seccompLeaf), then their rules in table order; the first rule whose
 //     Nr and every ArgCond match returns SECCOMP_RET_ERRNO|rule.Errno, or
 //     SECCOMP_RET_USER_NOTIF for an ActNotify rule (the supervisor decides;
-//     see supervise.go)
+//     see enforce/linux/supervise.go)
 //  4. SECCOMP_RET_ALLOW, at the end of each leaf
 //
 // Rules of different syscall numbers never both match, so sorting them by
@@ -162,7 +162,7 @@ var errJumpTooFar = errors.New("jump offset exceeds 255 instructions")
 // is loaded with a listener, so the prologue sends the call to the
 // supervisor instead (foreignABIRet): it names the syscall and the ABI in a
 // denial and refuses it with ENOSYS, never letting it continue
-// (notify_abi.go).
+// (abi.go).
 //
 // The errors mean the table itself is invalid (a bad argument index or
 // operator, an errno of 0 that would fake success, a program too long for the

@@ -1,6 +1,6 @@
 //go:build linux && amd64
 
-package linux
+package seccomp
 
 import (
 	"errors"

@@ -1,14 +1,12 @@
 //go:build linux
 
-package linux
+package seccomp
 
 import (
-	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"syscall"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 
@@ -44,7 +42,7 @@ const (
 	ActErrno RuleAction = iota
 	// ActNotify hands the call to the supervisor in the sbx parent
 	// (SECCOMP_RET_USER_NOTIF), which refuses it with an errno or lets the
-	// kernel run it, where Landlock still applies (supervise.go).
+	// kernel run it, where Landlock still applies (enforce/linux/supervise.go).
 	ActNotify
 )
 
@@ -62,7 +60,7 @@ type SeccompRule struct {
 }
 
 // NotifyScope is which calls the filter hands to the supervisor
-// (SECCOMP_RET_USER_NOTIF). Supervise, beside it in plan.go, is whether the
+// (SECCOMP_RET_USER_NOTIF). Plan.Supervise, in enforce/linux/plan.go, is whether the
 // supervisor must run at all.
 type NotifyScope int
 
@@ -140,7 +138,7 @@ func SeccompRules(s SocketPolicy) []SeccompRule { return SeccompTable(s, NotifyN
 // SocketsUnixOnly, inet and inet6 socket() calls are notified before the
 // family rule that would refuse them, so that the refusal is seen. The
 // supervisor refuses those with the family rule's EAFNOSUPPORT, always: it
-// never lets one through (see supervise.go), and without a listener the
+// never lets one through (see enforce/linux/supervise.go), and without a listener the
 // kernel fails them with ENOSYS. Either way the call is refused.
 func SeccompTable(s SocketPolicy, sup NotifyScope) []SeccompRule {
 	// The set-id rows come before every notification rule of the same
@@ -177,22 +175,22 @@ func argEq(i int, v uint32) ArgCond     { return ArgCond{Index: i, Op: CmpEq, Va
 func argNe(i int, v uint32) ArgCond     { return ArgCond{Index: i, Op: CmpNe, Value: v} }
 func argAnySet(i int, m uint32) ArgCond { return ArgCond{Index: i, Op: CmpAnySet, Mask: m} }
 
-// openWriteFlags are the open(2) flags that make an open a write: the
+// OpenWriteFlags are the open(2) flags that make an open a write: the
 // access modes and the flags that create or truncate. O_TMPFILE needs
 // O_WRONLY or O_RDWR, so it is covered; O_APPEND alone opens read-only.
-const openWriteFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
+const OpenWriteFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 
 // writeNotifyRules send every call that can change a file-system object to
 // the supervisor. Each is one the kernel would otherwise check against
 // Landlock (or, for chmod and chown, not check at all: see the IMPORTANT
-// note in supervise.go). Reads never go there: they are not restricted, so
+// note in enforce/linux/supervise.go). Reads never go there: they are not restricted, so
 // supervising them would only cost time.
 func writeNotifyRules() []SeccompRule {
 	n := func(name string, nr uint32, reason string, args ...ArgCond) SeccompRule {
 		return SeccompRule{Name: name, Nr: nr, Args: args, Action: ActNotify, Reason: reason}
 	}
 	rules := []SeccompRule{
-		n("openat", unix.SYS_OPENAT, "open for writing, creating or truncating", argAnySet(2, openWriteFlags)),
+		n("openat", unix.SYS_OPENAT, "open for writing, creating or truncating", argAnySet(2, OpenWriteFlags)),
 		// openat2 is not here: setidRules answer it ENOSYS.
 		n("mkdirat", unix.SYS_MKDIRAT, "creates a directory"),
 		n("mknodat", unix.SYS_MKNODAT, "creates a file, fifo, socket or device node"),
@@ -234,7 +232,7 @@ func readNotifyRules() []SeccompRule {
 // record of it; and below Landlock ABI 9 nothing in the kernel keeps a
 // pathname unix socket outside the writable roots (a host daemon's,
 // ssh-agent's) out of reach, which the supervisor does by carrying the
-// call out itself (unixconnect.go). With the network on nothing is
+// call out itself (enforce/linux/unixconnect.go). With the network on nothing is
 // supervised.
 func netNotifyRules() []SeccompRule {
 	return []SeccompRule{
@@ -450,43 +448,4 @@ func DescribeSeccomp(rules []SeccompRule) string {
 	}
 	b.WriteString("default -> ALLOW\n")
 	return b.String()
-}
-
-// LoadSeccomp installs prog on the calling thread with
-// seccomp(SECCOMP_SET_MODE_FILTER, 0, prog).
-//
-// It deliberately passes no SECCOMP_FILTER_FLAG_TSYNC: only the launcher
-// thread that is about to execve the command is filtered, not the rest of
-// the Go runtime. The caller must hold runtime.LockOSThread for the rest of
-// that thread's life and must have set no_new_privs on it; without
-// no_new_privs LoadSeccomp refuses rather than relying on CAP_SYS_ADMIN.
-// Errors are prefixed "seccomp: "; the kernel's errno is wrapped (EINVAL if
-// the kernel lacks CONFIG_SECCOMP_FILTER or rejects the program).
-func LoadSeccomp(prog []unix.SockFilter) error {
-	if err := checkLoadable(prog); err != nil {
-		return err
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	_, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, 0, uintptr(unsafe.Pointer(&fprog)))
-	runtime.KeepAlive(prog)
-	if errno != 0 {
-		return fmt.Errorf("seccomp: %w", errno)
-	}
-	return nil
-}
-
-// checkLoadable refuses a program the kernel would reject for its length,
-// and a thread without no_new_privs.
-func checkLoadable(prog []unix.SockFilter) error {
-	if len(prog) == 0 || len(prog) > bpfMaxInsns {
-		return fmt.Errorf("seccomp: program length %d out of range 1..%d", len(prog), bpfMaxInsns)
-	}
-	nnp, err := unix.PrctlRetInt(unix.PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0)
-	if err != nil {
-		return fmt.Errorf("seccomp: prctl(PR_GET_NO_NEW_PRIVS): %w", err)
-	}
-	if nnp != 1 {
-		return errors.New("seccomp: no_new_privs is not set on the calling thread")
-	}
-	return nil
 }

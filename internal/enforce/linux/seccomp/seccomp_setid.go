@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package seccomp
 
 import "golang.org/x/sys/unix"
 
@@ -22,7 +22,7 @@ import "golang.org/x/sys/unix"
 //     them all; supervised it hands them to the supervisor, which carries
 //     the chmod out itself on the object it opened, with the command's
 //     capabilities, for a directory, and refuses it for anything else
-//     (notify_setid.go). It never lets the kernel run the call.
+//     (enforce/linux/notify_setid.go). It never lets the kernel run the call.
 //   - openat2, whose mode is behind a pointer the filter cannot read,
 //     answers ENOSYS, as a kernel before 5.6 does: callers fall back to
 //     openat.
@@ -33,13 +33,13 @@ import "golang.org/x/sys/unix"
 // a denial in the report; without a listener the kernel fails a notified
 // call with ENOSYS, so a supervisor that is gone still refuses.
 
-// unsupervisedSetgid ends the reason of every "denial-reports" downgrade:
+// UnsupervisedSetgid ends the reason of every "denial-reports" downgrade:
 // without the supervisor the filter refuses every S_ISGID chmod, which
 // directories need too.
-const unsupervisedSetgid = "; setgid directories cannot be made (the filter alone refuses every set-group-ID chmod: it cannot tell a directory from a file)"
+const UnsupervisedSetgid = "; setgid directories cannot be made (the filter alone refuses every set-group-ID chmod: it cannot tell a directory from a file)"
 
-// setidBits are the mode bits a sandboxed call may not set.
-const setidBits = unix.S_ISUID | unix.S_ISGID
+// SetidBits are the mode bits a sandboxed call may not set.
+const SetidBits = unix.S_ISUID | unix.S_ISGID
 
 // openCreateFlags are the open flags with which the mode register counts:
 // the kernel ignores the mode of any other open (build_open_how), so it may
@@ -83,7 +83,7 @@ func setidRules(sup NotifyScope) []SeccompRule {
 		if m.flags >= 0 {
 			r.Args = append(r.Args, argAnySet(m.flags, openCreateFlags))
 		}
-		r.Args = append(r.Args, argAnySet(m.mode, setidBits))
+		r.Args = append(r.Args, argAnySet(m.mode, SetidBits))
 		if m.chmod {
 			r.Reason = "a set-user-ID bit, or a set-group-ID bit on anything but a directory, would outlive the call with its owner's privileges (supervised: setgid directories are made by the supervisor)"
 		} else {
@@ -104,18 +104,21 @@ func setidRules(sup NotifyScope) []SeccompRule {
 	)
 }
 
-// setidMode returns the mode c sets, when c is a mode call whose mode
-// counts (an open only with O_CREAT or O_TMPFILE), and whether c is of the
-// chmod family. c is in its *at form (atForm maps creat, mknod and chmod).
-func setidMode(c call) (mode uint32, chmod, ok bool) {
+// SetidMode returns the mode a call of number nr sets, when it is a mode
+// call whose mode counts (an open only with O_CREAT or O_TMPFILE), and
+// whether it is of the chmod family. arg returns the low 32 bits of an
+// argument, as the filter reads them. The call is in its *at form (the
+// supervisor's atForm maps creat, mknod and chmod), so the supervisor finds
+// the mode in the register the filter tested.
+func SetidMode(nr uint32, arg func(i int) uint32) (mode uint32, chmod, ok bool) {
 	for _, m := range modeCalls() {
-		if m.nr != c.nr {
+		if m.nr != nr {
 			continue
 		}
-		if m.flags >= 0 && c.u32(m.flags)&openCreateFlags == 0 {
+		if m.flags >= 0 && arg(m.flags)&openCreateFlags == 0 {
 			return 0, false, false
 		}
-		return c.u32(m.mode), m.chmod, true
+		return arg(m.mode), m.chmod, true
 	}
 	return 0, false, false
 }

@@ -1,6 +1,6 @@
 //go:build linux && !amd64
 
-package linux
+package seccomp
 
 // No other architecture has a foreign ABI the filter names (nativeSeccompArch
 // supports amd64 only).
