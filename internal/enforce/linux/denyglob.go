@@ -78,10 +78,10 @@ const renamedTreeLimit = 10000
 // Best effort, as every supervisor check: the tree is read after the
 // command's call and can change under it.
 func (s *supervisor) renamedTree(from, to string) (refusal, bool) {
-	if len(s.plan.Policy.DenyGlobs) == 0 {
+	if len(s.in.Policy.DenyGlobs) == 0 {
 		return refusal{}, false
 	}
-	m := policy.NewDenyMatcher(s.plan.Policy.DenyGlobs)
+	m := policy.NewDenyMatcher(s.in.Policy.DenyGlobs)
 	n := 0
 	var found refusal
 	ok := false

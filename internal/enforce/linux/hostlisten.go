@@ -230,7 +230,7 @@ func (s *supervisor) inSandboxNetNS(tid int) bool {
 		return false
 	}
 	defer unix.Close(owner)
-	if s.plan.NewUserNS {
+	if s.in.NewUserNS {
 		parent, err := unix.IoctlRetInt(owner, nsGetParent)
 		if err != nil {
 			return false

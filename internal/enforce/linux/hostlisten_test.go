@@ -147,11 +147,11 @@ func TestHostTakes(t *testing.T) {
 // namespace, which is the sandbox's only for a plan without a user
 // namespace.
 func TestInSandboxNetNS(t *testing.T) {
-	s := &supervisor{plan: &Plan{}}
+	s := &supervisor{}
 	if !s.inSandboxNetNS(os.Getpid()) {
 		t.Error("own network namespace not recognised as owned by own user namespace")
 	}
-	s.plan.NewUserNS = true
+	s.in.NewUserNS = true
 	if s.inSandboxNetNS(os.Getpid()) {
 		t.Error("a plan with a user namespace takes sbx's own namespace for the sandbox's")
 	}

@@ -204,18 +204,23 @@ func (p *Plan) compileMaskLinks(masked []string) {
 // maskedLink returns the masked file that path (resolved in sbx's view, a
 // final symlink not followed) is another name of, if any.
 func (p *Plan) maskedLink(path string) (MaskedLink, bool) {
-	if len(p.maskedInodes) == 0 {
+	return maskedLinkOf(p.MaskedLinks, p.maskedInodes, path)
+}
+
+// maskedLinkOf is maskedLink for the links and the index of a plan.
+func maskedLinkOf(links []MaskedLink, inodes map[devIno]int, path string) (MaskedLink, bool) {
+	if len(inodes) == 0 {
 		return MaskedLink{}, false
 	}
 	var st unix.Stat_t
 	if unix.Lstat(path, &st) != nil {
 		return MaskedLink{}, false
 	}
-	i, ok := p.maskedInodes[devIno{uint64(st.Dev), st.Ino}]
+	i, ok := inodes[devIno{uint64(st.Dev), st.Ino}]
 	if !ok {
 		return MaskedLink{}, false
 	}
-	return p.MaskedLinks[i], true
+	return links[i], true
 }
 
 // linkOfMasked refuses an open of r, an existing path, when no mask covers
@@ -223,10 +228,10 @@ func (p *Plan) maskedLink(path string) (MaskedLink, bool) {
 // masked name, so here the supervisor is the only check (best effort, see
 // the top of this file). op is "read" or "write".
 func (s *supervisor) linkOfMasked(c call, op string, r resolved) (decision, bool) {
-	if r.mode&unix.S_IFMT != unix.S_IFREG || profiles.CoveredBy(r.path, s.plan.MaskedMounts) {
+	if r.mode&unix.S_IFMT != unix.S_IFREG || profiles.CoveredBy(r.path, s.in.MaskedMounts) {
 		return cont, false // the mount decides a masked name
 	}
-	m, ok := s.plan.maskedLink(r.path)
+	m, ok := maskedLinkOf(s.in.MaskedLinks, s.in.maskedInodes, r.path)
 	if !ok {
 		return cont, false
 	}

@@ -92,7 +92,7 @@ func (s *supervisor) pathArg(v *taskView, c call, dirfd int32, addr uint64, foll
 // refuses by itself (EBUSY).
 func (s *supervisor) resolveAt(v *taskView, dirfd int32, raw string, follow bool) (resolved, bool) {
 	r, ok := v.resolveAt(dirfd, raw, follow)
-	if ok && r.exists && slices.Contains(s.plan.Placeholders, r.path) {
+	if ok && r.exists && slices.Contains(s.in.Placeholders, r.path) {
 		r.exists = false
 	}
 	return r, ok
@@ -152,7 +152,7 @@ func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolve
 // tried. A path that does not exist outside the sandbox either is an
 // ordinary ENOENT, not a denial.
 func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) decision {
-	if len(s.plan.MaskedMounts) == 0 && !hasReadGlobs(s.plan.Policy) {
+	if len(s.in.MaskedMounts) == 0 && !hasReadGlobs(s.in.Policy) {
 		return cont
 	}
 	// What cannot be resolved continues: the mask is a mount, the kernel's
@@ -162,12 +162,12 @@ func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) 
 		return cont
 	}
 	verdict := s.check.Path(denial.Read, r.path)
-	if d, ok := s.check.DenyGlobAt(r.path, true); ok && !(verdict.Cause == denial.Masked && slices.Contains(s.plan.MaskedMounts, verdict.At)) {
+	if d, ok := s.check.DenyGlobAt(r.path, true); ok && !(verdict.Cause == denial.Masked && slices.Contains(s.in.MaskedMounts, verdict.At)) {
 		// No mask hides it (made during the call, past the walk's bound,
 		// or no mount namespace): only this refusal does, best effort.
 		return s.refuse(unix.EACCES, report.Denial{Operation: "read", Path: r.path, Syscall: c.name, PID: c.tid, Reason: d.Reason()})
 	}
-	if verdict.Allowed || !slices.Contains(s.plan.MaskedMounts, verdict.At) {
+	if verdict.Allowed || !slices.Contains(s.in.MaskedMounts, verdict.At) {
 		if d, ok := s.linkOfMasked(c, "read", r); ok {
 			return d
 		}
@@ -454,11 +454,11 @@ func (s *supervisor) linkSource(v *taskView, c call, flags uint32) (r resolved, 
 func (s *supervisor) errnoFor(a denial.Access, v denial.Verdict) syscall.Errno {
 	switch v.Cause {
 	case denial.CarveOut:
-		if slices.Contains(s.plan.ReadOnlyMounts, v.At) {
+		if slices.Contains(s.in.ReadOnlyMounts, v.At) {
 			return unix.EROFS
 		}
 	case denial.Masked:
-		if slices.Contains(s.plan.MaskedMounts, v.At) {
+		if slices.Contains(s.in.MaskedMounts, v.At) {
 			return unix.EROFS
 		}
 	case denial.OutsideWriteRoots:

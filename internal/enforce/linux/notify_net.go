@@ -32,7 +32,7 @@ func (s *supervisor) bind(c call) decision {
 		return s.blind(c, "bind", "", "cannot read the socket address from the task's memory")
 	}
 	if binary.LittleEndian.Uint16(fam[:]) != unix.AF_UNIX {
-		if s.plan.Sockets == SocketsLoopbackNetns {
+		if s.in.Sockets == SocketsLoopbackNetns {
 			return s.network(c)
 		}
 		return cont
@@ -115,7 +115,7 @@ func (s *supervisor) send(c call) decision {
 		return s.blind(c, "send", "", "cannot read the socket address from the task's memory")
 	}
 	pre := cont
-	if a, ok := inetRaw(sa.raw); ok && s.plan.Sockets == SocketsLoopbackNetns {
+	if a, ok := inetRaw(sa.raw); ok && s.in.Sockets == SocketsLoopbackNetns {
 		op := sendOp(c.tid, c.fd(0), flags)
 		switch {
 		case denial.IsolatedNetworkAllows(a.addr):

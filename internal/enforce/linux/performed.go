@@ -107,7 +107,7 @@ func (s *supervisor) runPerformed(listener int, id uint64, op *performed) *outco
 	go func() {
 		if s.euid == 0 {
 			runtime.LockOSThread()
-			restore, err := lowerCapabilities(s.plan.Capabilities)
+			restore, err := lowerCapabilities(s.in.Capabilities)
 			if err != nil {
 				runtime.UnlockOSThread()
 				op.close()

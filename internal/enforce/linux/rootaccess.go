@@ -130,12 +130,18 @@ func (p *Plan) checkRootAccess(root string) {
 // the capability that would let it through; report.NeededCapability reads
 // that capability back for the retry.
 func (p *Plan) dacReason(path string, st *unix.Stat_t, cap int, what string) string {
+	return dacReason(*p.Creds, p.credsCanKeep, path, st, cap, what)
+}
+
+// dacReason is Plan.dacReason for credentials cr; canKeep says whether a
+// capability could be granted (compileCapabilities would refuse cap_add
+// otherwise).
+func dacReason(cr Creds, canKeep bool, path string, st *unix.Stat_t, cap int, what string) string {
 	need := report.CapabilityReason(capName(cap))
-	if !p.credsCanKeep {
-		// compileCapabilities would refuse cap_add.
+	if !canKeep {
 		need = report.NoCapabilityReason
 	}
-	return fmt.Sprintf("%s (owner uid %d, gid %d, mode %04o): the command (%s, no capability) %s; %s", path, st.Uid, st.Gid, st.Mode&0o7777, *p.Creds, what, need)
+	return fmt.Sprintf("%s (owner uid %d, gid %d, mode %04o): the command (%s, no capability) %s; %s", path, st.Uid, st.Gid, st.Mode&0o7777, cr, what, need)
 }
 
 func capName(cap int) string {
@@ -157,7 +163,7 @@ func capName(cap int) string {
 // be made. known, when not nil, is the stat of check that resolving it
 // already made (the common allowed write then costs no second stat).
 func (s *supervisor) dacDenied(c call, op, path, check string, want uint32, known *unix.Stat_t) (decision, bool) {
-	cr := s.plan.Creds
+	cr := s.in.Creds
 	if cr == nil {
 		return cont, false
 	}
@@ -170,7 +176,7 @@ func (s *supervisor) dacDenied(c call, op, path, check string, want uint32, know
 	cap, what := unix.CAP_DAC_OVERRIDE, "cannot write it: the kernel refuses the call (EACCES)"
 	switch {
 	case op == "chmod":
-		if st.Uid == cr.UID || s.plan.keeps(unix.CAP_FOWNER) {
+		if st.Uid == cr.UID || s.in.keeps(unix.CAP_FOWNER) {
 			return cont, false
 		}
 		cap, what = unix.CAP_FOWNER, "does not own it: the kernel refuses the chmod (EPERM)"
@@ -180,7 +186,7 @@ func (s *supervisor) dacDenied(c call, op, path, check string, want uint32, know
 		what = "cannot write this directory: the kernel refuses the call (EACCES)"
 	}
 	return decision{denials: []report.Denial{{Operation: op, Path: path, Syscall: c.name, PID: c.tid,
-		Source: SupervisorSource, Confidence: Inferred, Count: 1, Reason: s.plan.dacReason(check, &st, cap, what)}}}, true
+		Source: SupervisorSource, Confidence: Inferred, Count: 1, Reason: dacReason(*cr, s.in.CredsCanKeep, check, &st, cap, what)}}}, true
 }
 
 // entryDAC is dacDenied for a call the policy lets make or remove the name

@@ -135,7 +135,7 @@ func (s *supervisor) readMessage(c call, t *taskSocket, p uint64, budget, flags 
 			return fail(errno)
 		}
 	}
-	if a, ok := inetRaw(m.addr.raw); ok && s.plan.Sockets == SocketsLoopbackNetns {
+	if a, ok := inetRaw(m.addr.raw); ok && s.in.Sockets == SocketsLoopbackNetns {
 		op := sendOp(c.tid, c.fd(0), flags)
 		switch {
 		case denial.IsolatedNetworkAllows(a.addr):
@@ -217,7 +217,7 @@ func (s *supervisor) sendMsg(c call) decision {
 		t.close()
 		return *d
 	}
-	if m.addr.abstract && s.abstractScoped {
+	if m.addr.abstract && s.in.AbstractScoped {
 		m.close()
 		t.close()
 		return m.pre // IMPORTANT: see the top of unixconnect.go
@@ -245,7 +245,7 @@ func (s *supervisor) sendMmsg(c call) decision {
 	for i := range uint64(vlen) {
 		p := c.args[1] + i*mmsghdrSize
 		m, d := s.readMessage(c, t, p, min(budget, maxDatagram), int(c.u32(3)))
-		if d == nil && m.addr.abstract && s.abstractScoped {
+		if d == nil && m.addr.abstract && s.in.AbstractScoped {
 			m.close()
 			d = &m.pre
 			if i == 0 {

@@ -118,15 +118,11 @@ type SupervisionResult struct {
 // newSupervisor, hand it the listener with start (or receive), and end it
 // with finish.
 type supervisor struct {
-	plan  *Plan
+	in    supervisorInput // what it knows of the plan, and all it knows
 	check *denial.Checker
 	log   *denial.Log
 	euid  int
 	roots map[devIno]bool // write roots by inode, see confirmOutside
-	// landlockUnix: Landlock itself confines pathname unix sockets
-	// (ABI 9); abstractScoped: only Landlock's scope confines abstract
-	// ones (no private network namespace). See unixconnect.go.
-	landlockUnix, abstractScoped bool
 
 	stop int // eventfd: ask asks run to end; -1 once finish closed it (under mu)
 	done chan struct{}
@@ -144,25 +140,26 @@ type supervisor struct {
 
 type devIno struct{ dev, ino uint64 }
 
-func newSupervisor(p *Plan) (*supervisor, error) {
+// newSupervisor makes the supervisor of a call under plan p, from what it
+// may know of p (Plan.supervisorInput).
+func newSupervisor(p *Plan) (*supervisor, error) { return newSupervisorOf(p.supervisorInput()) }
+
+// newSupervisorOf makes a supervisor that knows in and nothing else.
+func newSupervisorOf(in supervisorInput) (*supervisor, error) {
 	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: eventfd: %w", err)
 	}
 	s := &supervisor{
-		plan:  p,
-		check: denial.NewChecker(p.Policy, denial.Extra{Devices: p.Devices}),
+		in:    in,
+		check: denial.NewChecker(in.Policy, denial.Extra{Devices: in.Devices}),
 		log:   denial.NewLog(denial.DefaultCap),
 		euid:  unix.Geteuid(),
 		roots: map[devIno]bool{},
 		stop:  stop,
 		done:  make(chan struct{}),
 	}
-	if lp := p.Landlock; lp != nil {
-		s.landlockUnix = lp.HandledFS&unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX != 0
-		s.abstractScoped = !p.NewNetNS && lp.Scoped&unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET != 0
-	}
-	for _, r := range p.Policy.WriteRoots {
+	for _, r := range in.Policy.WriteRoots {
 		var st unix.Stat_t
 		if unix.Stat(r, &st) == nil {
 			s.roots[devIno{st.Dev, st.Ino}] = true

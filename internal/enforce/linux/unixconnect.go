@@ -383,7 +383,7 @@ func (s *supervisor) unixTarget(c call, op string, t *taskSocket, a sockaddrCopy
 			Address: &report.Address{Family: "unix", Address: a.unixPath}, Reason: unixOutsideReason})
 		return nil, &outcome{errno: d.errno, denials: d.denials}
 	}
-	if s.landlockUnix {
+	if s.in.LandlockUnix {
 		si.close()
 		return nil, &outcome{cont: true} // Landlock ABI 9 applies the same rule, in the kernel
 	}
@@ -408,7 +408,7 @@ func (s *supervisor) unixConnect(c call) decision {
 	if !ok {
 		return s.blind(c, "connect", "", "cannot read the socket address from the task's memory")
 	}
-	if a.abstract && s.abstractScoped {
+	if a.abstract && s.in.AbstractScoped {
 		return cont // IMPORTANT: see the top of this file
 	}
 	t, d := s.takeSocket(c, "connect", &a)
@@ -416,7 +416,7 @@ func (s *supervisor) unixConnect(c call) decision {
 		return d
 	}
 	var pre decision
-	if t.domain != unix.AF_UNIX && a.family() != unix.AF_UNIX && s.plan.Sockets == SocketsLoopbackNetns {
+	if t.domain != unix.AF_UNIX && a.family() != unix.AF_UNIX && s.in.Sockets == SocketsLoopbackNetns {
 		// An inet connect inside the private namespace: decided as ever,
 		// then carried out too, so that neither a racing dup2 nor a
 		// rewritten address turns it into a unix connect after the check.
@@ -454,7 +454,7 @@ const maxDatagram = 4 << 20
 // a unix path after the check, except with ancillary data (UDP GSO,
 // IP_PKTINFO), which continues.
 func (s *supervisor) unixSend(c call, a sockaddrCopy, iov []remoteIovec, flags int, control bool, pre decision) decision {
-	if a.abstract && s.abstractScoped {
+	if a.abstract && s.in.AbstractScoped {
 		return pre // IMPORTANT: see the top of this file
 	}
 	t, d := s.takeSocket(c, "send", &a)
