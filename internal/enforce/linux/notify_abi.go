@@ -3,10 +3,7 @@
 package linux
 
 import (
-	"fmt"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -23,17 +20,6 @@ import (
 // SeccompSource is the Source of a denial inferred from the filter's own
 // verdict (a SIGSYS death), with no supervisor to observe the call.
 const SeccompSource = "seccomp-filter"
-
-// refuseForeignABI refuses a foreign ABI's syscall with ENOSYS: the
-// supervisor has no decoder for another ABI's numbers and arguments, so it
-// fails closed, and the denial says which syscall and ABI it was.
-func (s *supervisor) refuseForeignABI(n *seccompNotif, abi, name string) decision {
-	return decision{errno: unix.ENOSYS, denials: []report.Denial{{
-		Operation: "syscall", Syscall: name, PID: int(n.PID),
-		Source: SupervisorSource, Confidence: Observed, Count: 1,
-		Reason: fmt.Sprintf("a syscall of the %s ABI (number %#x): the seccomp filter refuses every syscall of an ABI other than the native one (%s), whose rules would not apply, with ENOSYS", abi, uint32(n.Data.Nr), seccomp.NativeABIName()),
-	}}}
-}
 
 // SigsysDenial is the denial inferred from a command killed by SIGSYS
 // under a plan whose filter kills (a foreign ABI's syscall without a

@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"bytes"
@@ -28,7 +28,7 @@ type call struct {
 func (c call) fd(i int) int32   { return int32(uint32(c.args[i])) }
 func (c call) u32(i int) uint32 { return uint32(c.args[i]) }
 
-func (s *supervisor) decide(n *seccompNotif) decision {
+func (s *Supervisor) decide(n *seccompNotif) decision {
 	if abi, name, foreign := seccomp.ForeignABI(n.Data.Arch, n.Data.Nr); foreign {
 		// First: under another ABI the number means another syscall.
 		return s.refuseForeignABI(n, abi, name)
@@ -43,7 +43,7 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 	c.tid = int(n.PID)
 	switch c.nr {
 	case unix.SYS_SOCKET:
-		// Only inet and inet6 get here (SocketsUnixOnly), and the table
+		// Only inet and inet6 get here (seccomp.SocketsUnixOnly), and the table
 		// would refuse them: always refuse, with the table's errno.
 		return s.refuse(unix.EAFNOSUPPORT, report.Denial{Operation: "socket", Syscall: c.name, PID: c.tid,
 			Address: &report.Address{Family: familyName(c.u32(0))}, Reason: "the network is off"})
@@ -83,7 +83,7 @@ func (s *supervisor) decide(n *seccompNotif) decision {
 // blind refuses a call the supervisor could not see through, failing
 // closed (invariant 1 of DESIGN.md): EACCES, what Landlock says, and a
 // denial with confidence "inferred" whose reason says what was not seen.
-func (s *supervisor) blind(c call, op, path, what string) decision {
+func (s *Supervisor) blind(c call, op, path, what string) decision {
 	return decision{errno: unix.EACCES, denials: []report.Denial{{Operation: op, Path: path, Syscall: c.name, PID: c.tid,
 		Source: SupervisorSource, Confidence: Inferred, Count: 1,
 		Reason: "the supervisor could not see what the call would reach (" + what + "), so it refused it"}}}
@@ -92,7 +92,7 @@ func (s *supervisor) blind(c call, op, path, what string) decision {
 // unseen is the answer to a resolution that failed: the call fails by
 // itself (ENOENT, ENOTDIR, ELOOP) and continues, or sbx could not see, and
 // it is refused; the object has no name, and it continues.
-func (s *supervisor) unseen(v *taskView, c call, op, raw string) decision {
+func (s *Supervisor) unseen(v *taskView, c call, op, raw string) decision {
 	if v.blind == "" || v.nameless {
 		return cont
 	}
@@ -102,7 +102,7 @@ func (s *supervisor) unseen(v *taskView, c call, op, raw string) decision {
 // pathString reads a path argument; a path the task's memory does not give
 // (process_vm_readv fails: unmapped, or memory no other process may read)
 // is a refusal.
-func (s *supervisor) pathString(v *taskView, c call, addr uint64) (string, bool) {
+func (s *Supervisor) pathString(v *taskView, c call, addr uint64) (string, bool) {
 	raw, ok := readString(c.tid, addr)
 	if !ok {
 		v.cannot("cannot read the path at %#x from the task's memory", addr)
@@ -110,7 +110,7 @@ func (s *supervisor) pathString(v *taskView, c call, addr uint64) (string, bool)
 	return raw, ok
 }
 
-func (s *supervisor) refuseAll(d decision) decision {
+func (s *Supervisor) refuseAll(d decision) decision {
 	for i := range d.denials {
 		d.denials[i].Source, d.denials[i].Confidence, d.denials[i].Count = SupervisorSource, Observed, 1
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"bufio"
@@ -55,7 +55,7 @@ const (
 // IMPORTANT: the listeners are read before the kernel runs the call; a
 // server the command starts at that moment, on that port, is missed (the
 // connect is refused, where it might have raced to success).
-func (s *supervisor) hostLoopback(c call, a sockAddr, op string) decision {
+func (s *Supervisor) hostLoopback(c call, a sockAddr, op string) decision {
 	target := a.addr.Unmap()
 	if target.IsUnspecified() {
 		// Linux connects (and sends) to the unspecified address on
@@ -219,7 +219,7 @@ const (
 // own comes with a user namespace of its own: sbx's is owned by sbx's user
 // namespace (root) or by the user namespace the stage was cloned into, a
 // child of sbx's.
-func (s *supervisor) inSandboxNetNS(tid int) bool {
+func (s *Supervisor) inSandboxNetNS(tid int) bool {
 	ns, err := unix.Open(fmt.Sprintf("/proc/%d/ns/net", tid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return false

@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"encoding/binary"
@@ -22,7 +22,7 @@ import (
 
 // decidePath decides the file-system calls, with the view's idea of the
 // task's root.
-func (s *supervisor) decidePath(v *taskView, c call) decision {
+func (s *Supervisor) decidePath(v *taskView, c call) decision {
 	switch c.nr {
 	case unix.SYS_OPENAT:
 		return s.open(v, c, c.fd(0), c.args[1], uint64(c.u32(2)), 0)
@@ -77,7 +77,7 @@ func (s *supervisor) decidePath(v *taskView, c call) decision {
 // pathArg reads the path at addr and resolves it against dirfd. When it
 // fails, v says whether sbx could not see (v.blind) or the call fails by
 // itself; raw is the path as read, for a denial.
-func (s *supervisor) pathArg(v *taskView, c call, dirfd int32, addr uint64, follow bool) (r resolved, raw string, ok bool) {
+func (s *Supervisor) pathArg(v *taskView, c call, dirfd int32, addr uint64, follow bool) (r resolved, raw string, ok bool) {
 	raw, ok = s.pathString(v, c, addr)
 	if !ok {
 		return resolved{}, "", false
@@ -90,7 +90,7 @@ func (s *supervisor) pathArg(v *taskView, c call, dirfd int32, addr uint64, foll
 // name that does not exist it stands for (Plan.Placeholders): making it is
 // refused, and reported, as making the carve-out; removing it the mount
 // refuses by itself (EBUSY).
-func (s *supervisor) resolveAt(v *taskView, dirfd int32, raw string, follow bool) (resolved, bool) {
+func (s *Supervisor) resolveAt(v *taskView, dirfd int32, raw string, follow bool) (resolved, bool) {
 	r, ok := v.resolveAt(dirfd, raw, follow)
 	if ok && r.exists && slices.Contains(s.in.Placeholders, r.path) {
 		r.exists = false
@@ -99,7 +99,7 @@ func (s *supervisor) resolveAt(v *taskView, dirfd int32, raw string, follow bool
 }
 
 // open decides openat and openat2.
-func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolveFlags uint64) decision {
+func (s *Supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolveFlags uint64) decision {
 	if flags&seccomp.OpenWriteFlags == 0 {
 		return s.read(v, c, dirfd, addr, flags)
 	}
@@ -151,8 +151,8 @@ func (s *supervisor) open(v *taskView, c call, dirfd int32, addr, flags, resolve
 // inside a hidden directory); the supervisor only records that the command
 // tried. A path that does not exist outside the sandbox either is an
 // ordinary ENOENT, not a denial.
-func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) decision {
-	if len(s.in.MaskedMounts) == 0 && !hasReadGlobs(s.in.Policy) {
+func (s *Supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) decision {
+	if len(s.in.MaskedMounts) == 0 && !HasReadGlobs(s.in.Policy) {
 		return cont
 	}
 	// What cannot be resolved continues: the mask is a mount, the kernel's
@@ -177,7 +177,7 @@ func (s *supervisor) read(v *taskView, c call, dirfd int32, addr, flags uint64) 
 		Reason: "forbidden by guard: " + verdict.At + " is hidden"}}})
 }
 
-func (s *supervisor) entryAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64) decision {
+func (s *Supervisor) entryAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64) decision {
 	r, raw, ok := s.pathArg(v, c, dirfd, addr, false)
 	if !ok {
 		return s.unseen(v, c, op, raw)
@@ -186,7 +186,7 @@ func (s *supervisor) entryAt(v *taskView, c call, op string, a denial.Access, di
 }
 
 // entry decides an access that makes or removes the name r.
-func (s *supervisor) entry(c call, op string, a denial.Access, r resolved) decision {
+func (s *Supervisor) entry(c call, op string, a denial.Access, r resolved) decision {
 	d, ok := s.entryVerdict(a, r)
 	if !ok {
 		return s.entryDAC(c, op, a, r)
@@ -203,7 +203,7 @@ type refusal struct {
 // entryVerdict returns the refusal for access a to the name r, or false
 // when the call should continue: the policy allows it, or the kernel would
 // fail it anyway.
-func (s *supervisor) entryVerdict(a denial.Access, r resolved) (refusal, bool) {
+func (s *Supervisor) entryVerdict(a denial.Access, r resolved) (refusal, bool) {
 	switch a {
 	case denial.Create, denial.MakeDevice:
 		if r.exists {
@@ -256,7 +256,7 @@ func (s *supervisor) entryVerdict(a denial.Access, r resolved) (refusal, bool) {
 	return refusal{errno: errno, reason: v.Reason()}, true
 }
 
-func (s *supervisor) objectAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64, follow, emptyPath bool) decision {
+func (s *Supervisor) objectAt(v *taskView, c call, op string, a denial.Access, dirfd int32, addr uint64, follow, emptyPath bool) decision {
 	if emptyPath {
 		if addr == 0 {
 			return s.objectFD(v, c, op, dirfd) // Linux 6.10+ takes NULL for ""
@@ -282,7 +282,7 @@ func (s *supervisor) objectAt(v *taskView, c call, op string, a denial.Access, d
 // objectFD decides fchmod and fchown (and the AT_EMPTY_PATH forms) by the
 // path the fd refers to. An object in no directory (a pipe, an O_TMPFILE, an
 // unlinked file) continues: no rule about paths applies to it.
-func (s *supervisor) objectFD(v *taskView, c call, op string, fd int32) decision {
+func (s *Supervisor) objectFD(v *taskView, c call, op string, fd int32) decision {
 	p, ok := v.fdPath(fd)
 	if !ok {
 		return s.unseen(v, c, op, "")
@@ -297,7 +297,7 @@ func (s *supervisor) objectFD(v *taskView, c call, op string, fd int32) decision
 }
 
 // object decides an access that changes the existing object r.
-func (s *supervisor) object(c call, op string, a denial.Access, r resolved) decision {
+func (s *Supervisor) object(c call, op string, a denial.Access, r resolved) decision {
 	v := s.check.Path(a, r.path)
 	if v.Allowed {
 		d, _ := s.dacDenied(c, op, r.path, r.path, unix.W_OK, r.statOf())
@@ -329,7 +329,7 @@ func (s *supervisor) object(c call, op string, a denial.Access, r resolved) deci
 
 // rename decides renameat and renameat2: each side is checked, and the
 // call refused when either is forbidden, with one denial per side.
-func (s *supervisor) rename(v *taskView, c call, flags uint32) decision {
+func (s *Supervisor) rename(v *taskView, c call, flags uint32) decision {
 	oldR, raw, ok := s.pathArg(v, c, c.fd(0), c.args[1], false)
 	if !ok {
 		return s.unseen(v, c, "rename", raw)
@@ -384,7 +384,7 @@ func (s *supervisor) rename(v *taskView, c call, flags uint32) decision {
 // link decides linkat: the new name is a Create, the old one a LinkSource.
 // An old name that is in no directory (an O_TMPFILE, by AT_EMPTY_PATH or by
 // /proc/self/fd/N) is no source to check: only the new name is.
-func (s *supervisor) link(v *taskView, c call) decision {
+func (s *Supervisor) link(v *taskView, c call) decision {
 	flags := c.u32(4)
 	oldR, nameless, d := s.linkSource(v, c, flags)
 	if d.errno != 0 {
@@ -419,7 +419,7 @@ func (s *supervisor) link(v *taskView, c call) decision {
 
 // linkSource resolves linkat's old name. nameless says it is in no
 // directory; d is a refusal when sbx cannot see it.
-func (s *supervisor) linkSource(v *taskView, c call, flags uint32) (r resolved, nameless bool, d decision) {
+func (s *Supervisor) linkSource(v *taskView, c call, flags uint32) (r resolved, nameless bool, d decision) {
 	raw := ""
 	if flags&unix.AT_EMPTY_PATH != 0 {
 		var ok bool
@@ -451,7 +451,7 @@ func (s *supervisor) linkSource(v *taskView, c call, flags uint32) (r resolved, 
 // give: a read-only mount says EROFS, Landlock EACCES (EXDEV for a link it
 // would not let reparent). chmod and chown are not Landlock's: EPERM, as for
 // a file one does not own.
-func (s *supervisor) errnoFor(a denial.Access, v denial.Verdict) syscall.Errno {
+func (s *Supervisor) errnoFor(a denial.Access, v denial.Verdict) syscall.Errno {
 	switch v.Cause {
 	case denial.CarveOut:
 		if slices.Contains(s.in.ReadOnlyMounts, v.At) {
@@ -476,10 +476,10 @@ func (s *supervisor) errnoFor(a denial.Access, v denial.Verdict) syscall.Errno {
 // root by inode: the same tree reached through another path (a bind mount,
 // a hard link to a granted file), which Landlock allows because its rules
 // belong to inodes, not to spellings. Checked only before a refusal.
-func (s *supervisor) underWriteRootInode(p string) bool {
+func (s *Supervisor) underWriteRootInode(p string) bool {
 	for {
 		var st unix.Stat_t
-		if unix.Lstat(p, &st) == nil && s.roots[devIno{st.Dev, st.Ino}] {
+		if unix.Lstat(p, &st) == nil && s.roots[DevIno{st.Dev, st.Ino}] {
 			return true
 		}
 		if p == "/" {

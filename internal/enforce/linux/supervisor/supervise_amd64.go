@@ -1,8 +1,10 @@
 //go:build linux
 
-package linux
+package supervisor
 
-import "golang.org/x/sys/unix"
+import (
+	"golang.org/x/sys/unix"
+)
 
 // atFDCWDArg is AT_FDCWD (-100) as a syscall argument.
 const atFDCWDArg = uint64(^uint32(99))

@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"net"
@@ -147,7 +147,7 @@ func TestHostTakes(t *testing.T) {
 // namespace, which is the sandbox's only for a plan without a user
 // namespace.
 func TestInSandboxNetNS(t *testing.T) {
-	s := &supervisor{}
+	s := &Supervisor{}
 	if !s.inSandboxNetNS(os.Getpid()) {
 		t.Error("own network namespace not recognised as owned by own user namespace")
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"encoding/binary"
@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -125,7 +126,7 @@ func (t *taskSocket) close() {
 // for the address a when one is given, the task's root too (see
 // openTaskSocket); when it cannot, t is nil and d answers the call: the
 // call's own failure (EBADF), or a refusal of what sbx could not see.
-func (s *supervisor) takeSocket(c call, op string, a *sockaddrCopy) (t *taskSocket, d decision) {
+func (s *Supervisor) takeSocket(c call, op string, a *sockaddrCopy) (t *taskSocket, d decision) {
 	var errno syscall.Errno
 	var blind, path string
 	if a == nil {
@@ -305,12 +306,12 @@ func resolveSocket(root int, path string) (*socketInode, error) {
 // mounts, as Landlock walks) until the task's root. This is where
 // Landlock ABI 9 would look for RESOLVE_UNIX, which the plan grants on the
 // write roots.
-func (s *supervisor) underWriteRoot(t *taskSocket, si *socketInode) (bool, error) {
+func (s *Supervisor) underWriteRoot(t *taskSocket, si *socketInode) (bool, error) {
 	var st, rootSt unix.Stat_t
 	if err := unix.Fstat(t.root, &rootSt); err != nil {
 		return false, err
 	}
-	if unix.Fstat(si.obj, &st) == nil && s.roots[devIno{st.Dev, st.Ino}] {
+	if unix.Fstat(si.obj, &st) == nil && s.roots[DevIno{st.Dev, st.Ino}] {
 		return true, nil
 	}
 	cur, err := unix.Dup(si.dir)
@@ -322,7 +323,7 @@ func (s *supervisor) underWriteRoot(t *taskSocket, si *socketInode) (bool, error
 		if err := unix.Fstat(cur, &st); err != nil {
 			return false, err
 		}
-		if s.roots[devIno{st.Dev, st.Ino}] {
+		if s.roots[DevIno{st.Dev, st.Ino}] {
 			return true, nil
 		}
 		if st.Dev == rootSt.Dev && st.Ino == rootSt.Ino {
@@ -349,7 +350,7 @@ const unixOutsideReason = "a unix socket outside the writable roots is not reach
 // unixTarget resolves the pathname address a for the operation op of c on
 // t, and decides: a socket outside the writable roots is refused; the
 // O_PATH fd of one inside is returned for the caller to reach it through.
-func (s *supervisor) unixTarget(c call, op string, t *taskSocket, a sockaddrCopy) (*socketInode, *outcome) {
+func (s *Supervisor) unixTarget(c call, op string, t *taskSocket, a sockaddrCopy) (*socketInode, *outcome) {
 	path := a.unixPath
 	if !filepath.IsAbs(path) {
 		path = t.cwd + "/" + path
@@ -403,7 +404,7 @@ func procSockaddr(fd int) []byte {
 // unixConnect decides a connect on a network-off plan by carrying it out
 // (see the top of this file). A socket that is not AF_UNIX with an address
 // that is not AF_UNIX goes to network: the private namespace is its wall.
-func (s *supervisor) unixConnect(c call) decision {
+func (s *Supervisor) unixConnect(c call) decision {
 	a, ok := readSockaddr(c.tid, c.args[1], c.args[2])
 	if !ok {
 		return s.blind(c, "connect", "", "cannot read the socket address from the task's memory")
@@ -416,7 +417,7 @@ func (s *supervisor) unixConnect(c call) decision {
 		return d
 	}
 	var pre decision
-	if t.domain != unix.AF_UNIX && a.family() != unix.AF_UNIX && s.in.Sockets == SocketsLoopbackNetns {
+	if t.domain != unix.AF_UNIX && a.family() != unix.AF_UNIX && s.in.Sockets == seccomp.SocketsLoopbackNetns {
 		// An inet connect inside the private namespace: decided as ever,
 		// then carried out too, so that neither a racing dup2 nor a
 		// rewritten address turns it into a unix connect after the check.
@@ -453,7 +454,7 @@ const maxDatagram = 4 << 20
 // that neither a racing dup2 nor a rewritten address turns it into one to
 // a unix path after the check, except with ancillary data (UDP GSO,
 // IP_PKTINFO), which continues.
-func (s *supervisor) unixSend(c call, a sockaddrCopy, iov []remoteIovec, flags int, control bool, pre decision) decision {
+func (s *Supervisor) unixSend(c call, a sockaddrCopy, iov []remoteIovec, flags int, control bool, pre decision) decision {
 	if a.abstract && s.in.AbstractScoped {
 		return pre // IMPORTANT: see the top of this file
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"encoding/binary"
@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy/denial"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -66,7 +67,7 @@ func (m *taskMessage) close() {
 // (MSG_FASTOPEN makes an address a connect: sendOp). d is set when
 // the call ends there: its own failure (EFAULT, EINVAL, EMSGSIZE), a
 // refusal, or (d.errno 0) a continue.
-func (s *supervisor) readMessage(c call, t *taskSocket, p uint64, budget, flags int) (m *taskMessage, d *decision) {
+func (s *Supervisor) readMessage(c call, t *taskSocket, p uint64, budget, flags int) (m *taskMessage, d *decision) {
 	fail := func(errno syscall.Errno) (*taskMessage, *decision) { return nil, &decision{errno: errno} }
 	blind := func(what string) (*taskMessage, *decision) {
 		b := s.blind(c, "send", "", what)
@@ -135,7 +136,7 @@ func (s *supervisor) readMessage(c call, t *taskSocket, p uint64, budget, flags 
 			return fail(errno)
 		}
 	}
-	if a, ok := inetRaw(m.addr.raw); ok && s.in.Sockets == SocketsLoopbackNetns {
+	if a, ok := inetRaw(m.addr.raw); ok && s.in.Sockets == seccomp.SocketsLoopbackNetns {
 		op := sendOp(c.tid, c.fd(0), flags)
 		switch {
 		case denial.IsolatedNetworkAllows(a.addr):
@@ -207,7 +208,7 @@ func translateControl(t *taskSocket, raw []byte) (out []byte, fds []int, errno s
 }
 
 // sendMsg decides a sendmsg on a network-off plan by carrying it out.
-func (s *supervisor) sendMsg(c call) decision {
+func (s *Supervisor) sendMsg(c call) decision {
 	t, failed := s.takeSocket(c, "send", nil)
 	if t == nil {
 		return failed
@@ -228,7 +229,7 @@ func (s *supervisor) sendMsg(c call) decision {
 // sendMmsg decides a sendmmsg on a network-off plan by carrying it out,
 // message by message, as sendmsg; it answers with the count sent, and
 // writes each msg_len as the kernel does.
-func (s *supervisor) sendMmsg(c call) decision {
+func (s *Supervisor) sendMmsg(c call) decision {
 	t, failed := s.takeSocket(c, "send", nil)
 	if t == nil {
 		return failed
@@ -280,7 +281,7 @@ func (s *supervisor) sendMmsg(c call) decision {
 
 // sendMessages is the performed operation of sendmsg (lens nil) or
 // sendmmsg (lens: where to write each message's msg_len in the task).
-func (s *supervisor) sendMessages(c call, t *taskSocket, msgs []*taskMessage, lens []uint64, flags int) *performed {
+func (s *Supervisor) sendMessages(c call, t *taskSocket, msgs []*taskMessage, lens []uint64, flags int) *performed {
 	addrs := make([][]byte, len(msgs))
 	var sis []*socketInode
 	limit := len(msgs)

@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"fmt"
@@ -47,7 +47,7 @@ type performed struct {
 // nothing the task changes later is read again. refuse, when not nil, may
 // still refuse once the target is known, or prepare the task's socket for
 // it (a connect's is marked as a call's: markCallSocket).
-func (s *supervisor) performAt(c call, op string, t *taskSocket, a sockaddrCopy, refuse func(si *socketInode) *outcome, act func(addr []byte) outcome) *performed {
+func (s *Supervisor) performAt(c call, op string, t *taskSocket, a sockaddrCopy, refuse func(si *socketInode) *outcome, act func(addr []byte) outcome) *performed {
 	addr := a.raw
 	var si *socketInode
 	return &performed{
@@ -102,7 +102,7 @@ func rawSockaddrCall(nr uintptr, fd int, addr []byte) syscall.Errno {
 // when prepare ended the operation (the caller answers it); otherwise the
 // goroutine acts and answers the notification id on listener, which it
 // closes, by itself, since acting can block.
-func (s *supervisor) runPerformed(listener int, id uint64, op *performed) *outcome {
+func (s *Supervisor) runPerformed(listener int, id uint64, op *performed) *outcome {
 	decided := make(chan *outcome, 1)
 	go func() {
 		if s.euid == 0 {

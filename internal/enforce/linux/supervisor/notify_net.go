@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy/denial"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -22,7 +23,7 @@ import (
 // mknod of a socket; inet addresses are the network's (network, with the
 // network off inside a private namespace; otherwise nothing to check).
 // An abstract or unnamed AF_UNIX address makes no file.
-func (s *supervisor) bind(c call) decision {
+func (s *Supervisor) bind(c call) decision {
 	addr, n := c.args[1], c.args[2]
 	var fam [2]byte
 	if n < 2 {
@@ -32,7 +33,7 @@ func (s *supervisor) bind(c call) decision {
 		return s.blind(c, "bind", "", "cannot read the socket address from the task's memory")
 	}
 	if binary.LittleEndian.Uint16(fam[:]) != unix.AF_UNIX {
-		if s.in.Sockets == SocketsLoopbackNetns {
+		if s.in.Sockets == seccomp.SocketsLoopbackNetns {
 			return s.network(c)
 		}
 		return cont
@@ -72,7 +73,7 @@ func (s *supervisor) bind(c call) decision {
 // network namespace): loopback and wildcard addresses continue, except a
 // connect to a port only the host serves (hostLoopback); anything else is
 // refused with what the namespace would say.
-func (s *supervisor) network(c call) decision {
+func (s *Supervisor) network(c call) decision {
 	a, ok := inetSockaddr(c.tid, c.args[1], c.args[2])
 	if !ok {
 		return cont // unix sockets and AF_UNSPEC are not the network
@@ -103,7 +104,7 @@ func (s *supervisor) network(c call) decision {
 // send that names an address, for the same race (a racing dup2 or a
 // rewritten address). A sendto without an address is not notified: its
 // address pointer is a register, which no thread can fill afterwards.
-func (s *supervisor) send(c call) decision {
+func (s *Supervisor) send(c call) decision {
 	addr, n := c.args[4], c.args[5]
 	flags := int(c.u32(3))
 	iov := []remoteIovec{{c.args[1], c.args[2]}}
@@ -115,7 +116,7 @@ func (s *supervisor) send(c call) decision {
 		return s.blind(c, "send", "", "cannot read the socket address from the task's memory")
 	}
 	pre := cont
-	if a, ok := inetRaw(sa.raw); ok && s.in.Sockets == SocketsLoopbackNetns {
+	if a, ok := inetRaw(sa.raw); ok && s.in.Sockets == seccomp.SocketsLoopbackNetns {
 		op := sendOp(c.tid, c.fd(0), flags)
 		switch {
 		case denial.IsolatedNetworkAllows(a.addr):

@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"crypto/rand"
@@ -23,7 +23,7 @@ import (
 // kernel says about the peer, never from its uid or a path.
 //
 // Every call that has a sandbox runs in a PID namespace of its own whose
-// init is sbx's: the thread launch's init program (pidinit.go), or the
+// init is sbx's: the thread launch's init program (enforce/linux/pidinit.go), or the
 // unprivileged launch's stage (stageInit). Each names itself CallInitName
 // (prctl PR_SET_NAME) before anything of the call runs. Only a task can
 // change its own name: a write to /proc/PID/comm of another thread group
@@ -55,10 +55,10 @@ const CallInitName = "sbx-init"
 // supervisor binds a call's unix socket to before it connects it.
 const CallSocketPrefix = "sbx-call/"
 
-// nameCallInit names the calling thread CallInitName: the unprivileged
+// NameCallInit names the calling thread CallInitName: the unprivileged
 // stage, PID 1 of its call, calls it on its main thread (whose name is the
 // process's in /proc/PID/status) before it forks the command.
-func nameCallInit() error {
+func NameCallInit() error {
 	name := []byte(CallInitName + "\x00")
 	if err := unix.Prctl(unix.PR_SET_NAME, uintptr(unsafe.Pointer(&name[0])), 0, 0, 0); err != nil {
 		return fmt.Errorf("prctl(PR_SET_NAME, %s): %w", CallInitName, err)
@@ -293,7 +293,7 @@ func scanChildren(ppid int) ([]int, error) {
 // with no retry), since the server would not see the mark. A bind cannot
 // be undone, so a task cannot shed the mark once set; a socket the
 // supervisor marked in an earlier attempt (EINTR, EINPROGRESS) keeps it.
-func (s *supervisor) markCallSocket(c call, t *taskSocket, si *socketInode) *outcome {
+func (s *Supervisor) markCallSocket(c call, t *taskSocket, si *socketInode) *outcome {
 	if t.domain != unix.AF_UNIX || (t.sotype != unix.SOCK_STREAM && t.sotype != unix.SOCK_SEQPACKET) {
 		return nil // a datagram socket reaches no listening server
 	}
@@ -321,7 +321,7 @@ func (s *supervisor) markCallSocket(c call, t *taskSocket, si *socketInode) *out
 	return nil
 }
 
-func (s *supervisor) callSocketBound(c call, si *socketInode) *outcome {
+func (s *Supervisor) callSocketBound(c call, si *socketInode) *outcome {
 	d := s.refuse(unix.EACCES, report.Denial{Operation: "connect", Path: si.path, Syscall: c.name, PID: c.tid,
 		Address: &report.Address{Family: "unix", Address: si.path}, Reason: report.ReasonCallSocketBound})
 	return &outcome{errno: d.errno, denials: d.denials}
@@ -358,7 +358,7 @@ func boundName(fd int) (string, error) {
 // up to refusalWait: every other server may well wait for its client to speak
 // first. A server that sbx cannot see (another PID namespace) refuses the
 // call all the same, without this denial.
-func (s *supervisor) controlPlaneDenial(c call, sock int, path string) []report.Denial {
+func (s *Supervisor) controlPlaneDenial(c call, sock int, path string) []report.Denial {
 	cred, err := unix.GetsockoptUcred(sock, unix.SOL_SOCKET, unix.SO_PEERCRED)
 	if err != nil || cred.Pid <= 0 {
 		return nil

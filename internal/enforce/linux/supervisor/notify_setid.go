@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"errors"
@@ -45,7 +45,7 @@ const (
 )
 
 // setid decides a call whose mode holds a set-id bit (setidMode).
-func (s *supervisor) setid(v *taskView, c call, mode uint32, chmod bool) decision {
+func (s *Supervisor) setid(v *taskView, c call, mode uint32, chmod bool) decision {
 	switch {
 	case mode&unix.S_ISUID != 0:
 		return s.refuse(unix.EPERM, report.Denial{Operation: SetidOperation, Path: s.setidPath(c), Syscall: c.name, PID: c.tid, Reason: setuidReason})
@@ -62,7 +62,7 @@ func (s *supervisor) setid(v *taskView, c call, mode uint32, chmod bool) decisio
 
 // setidPath is the path of c's object for a denial, best effort: the
 // refusal does not depend on it.
-func (s *supervisor) setidPath(c call) string {
+func (s *Supervisor) setidPath(c call) string {
 	v := newTaskView(c.tid)
 	if c.nr == unix.SYS_FCHMOD {
 		p, _ := v.fdPath(c.fd(0))
@@ -80,7 +80,7 @@ func (s *supervisor) setidPath(c call) string {
 
 // chmodSetgid carries out the chmod c (S_ISGID in mode) for the task: see
 // the top of this file.
-func (s *supervisor) chmodSetgid(v *taskView, c call, mode uint32) decision {
+func (s *Supervisor) chmodSetgid(v *taskView, c call, mode uint32) decision {
 	if !v.loadRoot() {
 		return s.blind(c, "chmod", "", v.blind)
 	}
@@ -149,7 +149,7 @@ func (s *supervisor) chmodSetgid(v *taskView, c call, mode uint32) decision {
 
 // setgidChmod is one chmod with S_ISGID the supervisor carries out.
 type setgidChmod struct {
-	s        *supervisor
+	s        *Supervisor
 	c        call
 	mode     uint32
 	path     string // as the task names it: looked up in root, reported

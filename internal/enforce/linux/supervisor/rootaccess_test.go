@@ -1,6 +1,6 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
 	"testing"
@@ -31,7 +31,7 @@ func TestCredsPermitted(t *testing.T) {
 		{"owner bits rule even when others may: 0507", dir(0, 0, 0o507), false},
 		{"sticky 1777", dir(1000, 1000, 0o1777), true},
 	} {
-		if got := root.permitted(tt.st, wx); got != tt.want {
+		if got := root.Permitted(tt.st, wx); got != tt.want {
 			t.Errorf("%s: permitted %v, want %v", tt.name, got, tt.want)
 		}
 	}

@@ -1,9 +1,8 @@
 //go:build linux
 
-package linux
+package supervisor
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
 	"sync"
@@ -12,7 +11,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy/denial"
 	"github.com/sbx-sandbox/sbx/internal/report"
 	"github.com/sbx-sandbox/sbx/internal/steptrace"
@@ -98,8 +96,8 @@ const (
 	Inferred         = report.ConfidenceInferred
 )
 
-// SupervisionResult is what the supervisor saw during one call.
-type SupervisionResult struct {
+// Result is what the supervisor saw during one call.
+type Result struct {
 	Denials []report.Denial
 	// Dropped counts occurrences of denials past the cap.
 	Dropped int
@@ -114,15 +112,14 @@ type SupervisionResult struct {
 	Notified int
 }
 
-// supervisor answers one call's notifications. Create it with
-// newSupervisor, hand it the listener with start (or receive), and end it
-// with finish.
-type supervisor struct {
-	in    supervisorInput // what it knows of the plan, and all it knows
+// Supervisor answers one call's notifications. Create it with New, hand
+// it the listener with Attach (or Receive), and end it with Finish.
+type Supervisor struct {
+	in    Input // what it knows of the plan, and all it knows
 	check *denial.Checker
 	log   *denial.Log
 	euid  int
-	roots map[devIno]bool // write roots by inode, see confirmOutside
+	roots map[DevIno]bool // write roots by inode, see confirmOutside
 
 	stop int // eventfd: ask asks run to end; -1 once finish closed it (under mu)
 	done chan struct{}
@@ -138,38 +135,35 @@ type supervisor struct {
 	downgrade *report.Downgrade
 }
 
-type devIno struct{ dev, ino uint64 }
+// DevIno names an inode: a write root's, or a masked file's (MaskedInodes).
+type DevIno struct{ Dev, Ino uint64 }
 
-// newSupervisor makes the supervisor of a call under plan p, from what it
-// may know of p (Plan.supervisorInput).
-func newSupervisor(p *Plan) (*supervisor, error) { return newSupervisorOf(p.supervisorInput()) }
-
-// newSupervisorOf makes a supervisor that knows in and nothing else.
-func newSupervisorOf(in supervisorInput) (*supervisor, error) {
+// New makes a supervisor that knows in and nothing else.
+func New(in Input) (*Supervisor, error) {
 	stop, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("supervisor: eventfd: %w", err)
 	}
-	s := &supervisor{
+	s := &Supervisor{
 		in:    in,
 		check: denial.NewChecker(in.Policy, denial.Extra{Devices: in.Devices}),
 		log:   denial.NewLog(denial.DefaultCap),
 		euid:  unix.Geteuid(),
-		roots: map[devIno]bool{},
+		roots: map[DevIno]bool{},
 		stop:  stop,
 		done:  make(chan struct{}),
 	}
 	for _, r := range in.Policy.WriteRoots {
 		var st unix.Stat_t
 		if unix.Stat(r, &st) == nil {
-			s.roots[devIno{st.Dev, st.Ino}] = true
+			s.roots[DevIno{st.Dev, st.Ino}] = true
 		}
 	}
 	return s, nil
 }
 
 // start runs the supervisor on listener, which it then owns.
-func (s *supervisor) start(listener int) {
+func (s *Supervisor) start(listener int) {
 	go func() {
 		defer close(s.done)
 		s.run(listener)
@@ -178,23 +172,23 @@ func (s *supervisor) start(listener int) {
 }
 
 // unavailable records that no listener could be had, and why.
-func (s *supervisor) unavailable(reason string) {
+func (s *Supervisor) unavailable(reason string) {
 	s.mu.Lock()
 	s.downgrade = &report.Downgrade{Feature: report.FeatureDenialReports, Reason: reason}
 	s.mu.Unlock()
 }
 
-// finish ends supervision after the command has ended: it answers what is
+// Finish ends supervision after the command has ended: it answers what is
 // still pending, closes the listener (a survivor's next supervised call
 // then fails with ENOSYS) and returns what was seen.
-func (s *supervisor) finish() SupervisionResult {
-	s.ask()
+func (s *Supervisor) Finish() Result {
+	s.Ask()
 	<-s.done
 	s.mu.Lock()
 	unix.Close(s.stop)
 	s.stop = -1
 	s.mu.Unlock()
-	var res SupervisionResult
+	var res Result
 	res.Denials, res.Dropped = s.log.Denials()
 	for nr, n := range s.notified {
 		res.Notified += n
@@ -208,11 +202,11 @@ func (s *supervisor) finish() SupervisionResult {
 	return res
 }
 
-// ask asks run to end, without waiting: Process.Wait asks once the
+// Ask asks run to end, without waiting: Process.Wait asks once the
 // command is gone and what is left of its tree is about to be killed, so
 // that the supervisor's thread wakes and ends beside that (a wake-up of
 // ~0.1 ms here, on the call's path when finish asked alone).
-func (s *supervisor) ask() {
+func (s *Supervisor) Ask() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.stop >= 0 {
@@ -223,7 +217,7 @@ func (s *supervisor) ask() {
 
 // run answers notifications until the stop eventfd fires or no task uses
 // the filter any more (POLLHUP).
-func (s *supervisor) run(listener int) {
+func (s *Supervisor) run(listener int) {
 	syncWakeUp(listener)
 	fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}, {Fd: int32(s.stop), Events: unix.POLLIN}}
 	for {
@@ -263,7 +257,7 @@ func syncWakeUp(listener int) {
 }
 
 // drain answers the notifications already pending, without waiting.
-func (s *supervisor) drain(listener int) {
+func (s *Supervisor) drain(listener int) {
 	fds := []unix.PollFd{{Fd: int32(listener), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents = 0
@@ -279,7 +273,7 @@ func (s *supervisor) drain(listener int) {
 }
 
 // answerOne receives one notification, decides and answers it.
-func (s *supervisor) answerOne(listener int) {
+func (s *Supervisor) answerOne(listener int) {
 	var n seccompNotif
 	if err := ioctlPtr(listener, unix.SECCOMP_IOCTL_NOTIF_RECV, unsafe.Pointer(&n)); err != nil {
 		// EINTR, or ENOENT: the caller was killed or interrupted by a
@@ -362,79 +356,53 @@ type decision struct {
 
 var cont = decision{}
 
-func (s *supervisor) refuse(errno syscall.Errno, d report.Denial) decision {
+func (s *Supervisor) refuse(errno syscall.Errno, d report.Denial) decision {
 	return s.refuseAll(decision{errno: errno, denials: []report.Denial{d}})
 }
 
-// listener is the outcome of loading a plan's filter: the listener fd (-1
-// when there is none) and, when supervision was planned but is not
-// possible, why.
-type listener struct {
-	fd          int
-	unavailable string
+// Listener is the outcome of loading a plan's filter (enforce/linux's
+// loadFilter): the listener fd (-1 when there is none) and, when
+// supervision was planned but is not possible, why.
+type Listener struct {
+	FD          int
+	Unavailable string
 }
 
-// loadFilter loads the plan's seccomp filter on the calling thread, with a
-// listener when the plan is supervised. Under SuperviseBestEffort a filter
-// that cannot have a listener is replaced by the same filter without its
-// notification rules; under SuperviseRequired that is an
-// UnsupportedFeatureError for "denial-reports".
-func loadFilter(p *Plan) (listener, error) {
-	if p.Supervise == SuperviseOff {
-		return listener{fd: -1}, seccomp.LoadSeccomp(p.SeccompProg)
-	}
-	fd, err := seccomp.LoadSeccompListener(p.SeccompProg)
-	if err == nil {
-		return listener{fd: fd}, nil
-	}
-	reason := "no seccomp listener: " + err.Error()
-	if errors.Is(err, unix.EBUSY) {
-		reason = "no seccomp listener: sbx itself runs under a filter with one (a sandbox inside a sandbox)"
-	}
-	if p.Supervise == SuperviseRequired || len(p.SeccompPlainProg) == 0 {
-		return listener{fd: -1}, &report.UnsupportedFeatureError{Feature: report.FeatureDenialReports, Reason: reason}
-	}
-	if err := seccomp.LoadSeccomp(p.SeccompPlainProg); err != nil {
-		return listener{fd: -1}, err
-	}
-	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported" + unsupervisedSetgid}, nil
-}
-
-// attach gives the supervisor what loadFilter produced on the launcher
+// Attach gives the supervisor what enforce/linux's loadFilter produced on the launcher
 // thread.
-func (s *supervisor) attach(l listener) {
+func (s *Supervisor) Attach(l Listener) {
 	s.attached = true
-	if l.fd >= 0 {
-		s.start(l.fd)
+	if l.FD >= 0 {
+		s.start(l.FD)
 		return
 	}
-	if l.unavailable != "" {
-		s.unavailable(l.unavailable)
+	if l.Unavailable != "" {
+		s.unavailable(l.Unavailable)
 	}
 	close(s.done)
 }
 
-// release ends a supervisor whose command never started.
-func (s *supervisor) release() {
+// Release ends a supervisor whose command never started.
+func (s *Supervisor) Release() {
 	if s.attached {
-		s.finish()
+		s.Finish()
 		return
 	}
 	unix.Close(s.stop)
 }
 
-// sendListener tells the parent, over the unix socket sock, the number of
+// SendListener tells the parent, over the unix socket sock, the number of
 // the stage's listener fd, or why there is none, and waits for the parent
 // to have taken it (pidfd_getfd: the stage is its child, same uid) before
 // the stage execs the command. It uses write and read, which the filter
 // does not hand to the supervisor: a sendmsg carrying the listener would
 // wait for the very supervisor it is handing the listener to.
-func sendListener(sock int, l listener) error {
-	if l.fd < 0 {
-		_, err := unix.Write(sock, []byte("N"+l.unavailable))
+func SendListener(sock int, l Listener) error {
+	if l.FD < 0 {
+		_, err := unix.Write(sock, []byte("N"+l.Unavailable))
 		return err
 	}
-	if _, err := unix.Write(sock, []byte("L"+strconv.Itoa(l.fd))); err != nil {
+	if _, err := unix.Write(sock, []byte("L"+strconv.Itoa(l.FD))); err != nil {
 		return fmt.Errorf("send seccomp listener: %w", err)
 	}
 	var ack [1]byte
@@ -450,10 +418,10 @@ func sendListener(sock int, l listener) error {
 	}
 }
 
-// receive takes the stage's listener (see sendListener) and runs on it;
+// Receive takes the stage's listener (see SendListener) and runs on it;
 // sock it closes. A stage that ends before sending one reports its own
 // error.
-func (s *supervisor) receive(sock int, stagePid int) {
+func (s *Supervisor) Receive(sock int, stagePid int) {
 	s.attached = true
 	go func() {
 		defer close(s.done)
@@ -467,7 +435,7 @@ func (s *supervisor) receive(sock int, stagePid int) {
 	}()
 }
 
-func (s *supervisor) awaitListener(sock int, stagePid int) (int, bool) {
+func (s *Supervisor) awaitListener(sock int, stagePid int) (int, bool) {
 	fds := []unix.PollFd{{Fd: int32(sock), Events: unix.POLLIN}, {Fd: int32(s.stop), Events: unix.POLLIN}}
 	for {
 		fds[0].Revents, fds[1].Revents = 0, 0
