@@ -30,8 +30,11 @@
 // where that lives.
 //
 // Adding a supervised syscall touches the seccomp package's table (a
-// notify row), atForm (supervise_amd64.go) when it has a legacy form, and
-// the decision in notify.go; package seccomp's TestSeccompTableCoversEveryRule
-// and enforce/linux's supervise_test.go (a probe op per syscall) fail until
-// both sides are done.
+// notify row in seccomp.go, with its reason), atForm (supervise_amd64.go)
+// when it has a legacy form, and its decoding and handler here (notify.go's
+// dispatch and name table, then notify_fs.go or notify_net.go). Package
+// seccomp's TestSeccompTableCoversEveryRule fails until the row has a case,
+// enforce/linux's explain goldens (testdata/explain, -update) until they
+// print it, and enforce/linux's supervise_test.go is where a probe op runs
+// it under the real kernel.
 package supervisor
