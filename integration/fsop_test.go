@@ -400,7 +400,7 @@ func TestFSDeniedByKernel(t *testing.T) {
 			return
 		case !c.supervised:
 			// IMPORTANT: Landlock does not restrict chmod; only the
-			// supervisor does (enforce/linux/seccomp.go), and the report
+			// supervisor does (internal/enforce/linux/seccomp/seccomp.go), and the report
 			// says file-attributes is degraded.
 			r.wantOK(t)
 			wantMode(t, target, 0o700)

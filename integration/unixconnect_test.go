@@ -13,7 +13,7 @@ import (
 )
 
 // unixOutsideReason is the supervisor's reason for a pathname unix socket
-// outside the writable roots (enforce/linux/unixconnect.go).
+// outside the writable roots (internal/enforce/linux/supervisor/unixconnect.go).
 const unixOutsideReason = "a unix socket outside the writable roots is not reachable with the network off"
 
 // shortWorkspace is a workspace with a short path: a sockaddr_un path has

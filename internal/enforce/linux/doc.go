@@ -16,7 +16,8 @@
 //     namespaces in plan_namespaces.go, the downgrades that hang on the
 //     supervisor in plan_supervisor.go, StageSpec the part a launch applies
 //     in the command's process, and String (plan_string.go) what `sbx
-//     explain` prints; landlock.go, seccomp.go and bpf.go the kernel rules it holds,
+//     explain` prints; landlock.go and the seccomp package (the filter's table
+//     and its BPF compiler, named here in filter.go) the kernel rules it holds,
 //     cgroup.go and rlimit.go its limits, denyglob.go, maskinode.go and
 //     placeholder.go (the missing carve-outs: watched, or a placeholder)
 //     what the mounts cannot do alone.
@@ -35,10 +36,11 @@
 //   - namespaces.go, mounts.go: the steps inside the new namespaces, shared
 //     by the launcher thread and the stage; caps.go the capability drop.
 //   - process.go: the started call, Wait and Signal.
-//   - supervise.go: the seccomp supervisor in sbx; notify.go decodes a
-//     notified call, notify_fs.go and notify_net.go decide it, resolve.go
-//     resolves its paths, unixconnect.go, sendmsg.go, hostlisten.go and
-//     proxy.go the network with the network off or by domain.
+//   - supervision.go: the seccomp supervisor in sbx, package supervisor
+//     (it decodes a notified call, decides it, resolves its paths, and
+//     carries out the network with the network off), started from what it
+//     may know of the plan (Plan.supervisorInput); loadFilter loads the
+//     filter on the launcher thread. proxy.go: the network by domain.
 //   - doctor.go: `sbx doctor`.
 //
 // Guarantees: every restriction is applied before the command's first

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -38,17 +39,6 @@ import (
 // one call, since the walk is paid on every call.
 const maskLinkLimit = 4096
 
-// MaskedLink is a file a guard mask hides that has names no mask covers:
-// hard links made before the call.
-type MaskedLink struct {
-	Dev, Ino uint64
-	// Mask is the masked path that hides the file; Path is the file's
-	// name under it (Mask itself for a masked file).
-	Mask, Path string
-	// Uncovered counts the file's names outside every mask.
-	Uncovered uint64
-}
-
 // maskScan is what maskLinks found.
 type maskScan struct {
 	links []MaskedLink
@@ -73,10 +63,10 @@ func maskLinks(masked []string, limit int) maskScan {
 		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 			return
 		}
-		k := devIno{uint64(st.Dev), st.Ino}
+		k := devIno{Dev: uint64(st.Dev), Ino: st.Ino}
 		f := files[k]
 		if f == nil {
-			f = &seen{link: MaskedLink{Dev: k.dev, Ino: k.ino, Mask: mask, Path: path}, nlink: uint64(st.Nlink)}
+			f = &seen{link: MaskedLink{Dev: k.Dev, Ino: k.Ino, Mask: mask, Path: path}, nlink: uint64(st.Nlink)}
 			files[k] = f
 			order = append(order, k)
 		}
@@ -197,42 +187,12 @@ func (p *Plan) compileMaskLinks(masked []string) {
 	p.MaskedLinks = scan.links
 	p.maskedInodes = make(map[devIno]int, len(scan.links))
 	for i, l := range scan.links {
-		p.maskedInodes[devIno{l.Dev, l.Ino}] = i
+		p.maskedInodes[devIno{Dev: l.Dev, Ino: l.Ino}] = i
 	}
 }
 
 // maskedLink returns the masked file that path (resolved in sbx's view, a
 // final symlink not followed) is another name of, if any.
 func (p *Plan) maskedLink(path string) (MaskedLink, bool) {
-	if len(p.maskedInodes) == 0 {
-		return MaskedLink{}, false
-	}
-	var st unix.Stat_t
-	if unix.Lstat(path, &st) != nil {
-		return MaskedLink{}, false
-	}
-	i, ok := p.maskedInodes[devIno{uint64(st.Dev), st.Ino}]
-	if !ok {
-		return MaskedLink{}, false
-	}
-	return p.MaskedLinks[i], true
-}
-
-// linkOfMasked refuses an open of r, an existing path, when no mask covers
-// it and it is another name of a masked file: the mount hides only the
-// masked name, so here the supervisor is the only check (best effort, see
-// the top of this file). op is "read" or "write".
-func (s *supervisor) linkOfMasked(c call, op string, r resolved) (decision, bool) {
-	if r.mode&unix.S_IFMT != unix.S_IFREG || fspath.CoveredBy(r.path, s.plan.MaskedMounts) {
-		return cont, false // the mount decides a masked name
-	}
-	m, ok := s.plan.maskedLink(r.path)
-	if !ok {
-		return cont, false
-	}
-	reason := "forbidden by guard: a hard link of " + m.Path + ", which is hidden"
-	if m.Path != m.Mask {
-		reason = "forbidden by guard: a hard link of " + m.Path + ", hidden under " + m.Mask
-	}
-	return s.refuse(unix.EACCES, report.Denial{Operation: op, Path: r.path, Syscall: c.name, PID: c.tid, Reason: reason}), true
+	return supervise.MaskedLinkOf(p.MaskedLinks, p.maskedInodes, path)
 }

@@ -5,13 +5,12 @@ package linux
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/sbx-sandbox/sbx/internal/policy/denial"
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -31,14 +30,6 @@ import (
 // a root an ACL makes writable is still named, and a write an ACL refuses
 // is not reported. The kernel decides either way; the check only explains.
 
-// Creds are the command's credentials for file permission checks: its uid
-// (fsuid) and groups. The command holds no capability (but those
-// Plan.Capabilities keeps), so only the mode bits decide.
-type Creds struct {
-	UID  uint32
-	GIDs []uint32
-}
-
 // probeCreds are sbx's own credentials, which the command keeps (root's
 // thread launch changes no id), when sbx runs as root; nil else. Only
 // root's command loses what it has bare (CAP_DAC_OVERRIDE, CAP_FOWNER): an
@@ -57,23 +48,6 @@ func probeCreds() *Creds {
 	}
 	return c
 }
-
-// permitted reports whether c may access st with the rights of want
-// (a mix of unix.W_OK, unix.X_OK, unix.R_OK) by its mode bits: the owner's
-// bits for the owner, the group's for a member, the others' else, as the
-// kernel's generic_permission does without capabilities.
-func (c Creds) permitted(st *unix.Stat_t, want uint32) bool {
-	bits := st.Mode & 0o7
-	switch {
-	case st.Uid == c.UID:
-		bits = st.Mode >> 6 & 0o7
-	case slices.Contains(c.GIDs, st.Gid):
-		bits = st.Mode >> 3 & 0o7
-	}
-	return bits&want == want
-}
-
-func (c Creds) String() string { return fmt.Sprintf("uid %d, gids %v", c.UID, c.GIDs) }
 
 // keeps reports whether the plan keeps capability cap for the command.
 func (p *Plan) keeps(cap int) bool { return slices.Contains(p.Capabilities, cap) }
@@ -120,7 +94,7 @@ func (p *Plan) checkRootAccess(root string) {
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR {
 		want |= unix.X_OK
 	}
-	if !p.Creds.permitted(&st, want) {
+	if !p.Creds.Permitted(&st, want) {
 		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureRootAccess, Reason: p.dacReason(root, &st, unix.CAP_DAC_OVERRIDE, "cannot write it, and the kernel refuses the command's writes there (EACCES)")})
 	}
 }
@@ -130,80 +104,7 @@ func (p *Plan) checkRootAccess(root string) {
 // the capability that would let it through; report.NeededCapability reads
 // that capability back for the retry.
 func (p *Plan) dacReason(path string, st *unix.Stat_t, cap int, what string) string {
-	need := report.CapabilityReason(capName(cap))
-	if !p.credsCanKeep {
-		// compileCapabilities would refuse cap_add.
-		need = report.NoCapabilityReason
-	}
-	return fmt.Sprintf("%s (owner uid %d, gid %d, mode %04o): the command (%s, no capability) %s; %s", path, st.Uid, st.Gid, st.Mode&0o7777, *p.Creds, what, need)
-}
-
-func capName(cap int) string {
-	switch cap {
-	case unix.CAP_DAC_OVERRIDE:
-		return "CAP_DAC_OVERRIDE"
-	case unix.CAP_FOWNER:
-		return "CAP_FOWNER"
-	}
-	return fmt.Sprintf("capability %d", cap)
-}
-
-// dacDenied is the inferred denial of a write the policy allows but the
-// command's credentials do not: op on path, which needs want on the object
-// at check (the path itself, or the directory a name is made in or removed
-// from); for a chmod, ownership (CAP_FOWNER). The call continues: the
-// kernel refuses it by itself, and a race can only make the report wrong,
-// never let anything through. ok is false when the check passes or cannot
-// be made. known, when not nil, is the stat of check that resolving it
-// already made (the common allowed write then costs no second stat).
-func (s *supervisor) dacDenied(c call, op, path, check string, want uint32, known *unix.Stat_t) (decision, bool) {
-	cr := s.plan.Creds
-	if cr == nil {
-		return cont, false
-	}
-	var st unix.Stat_t
-	if known != nil {
-		st = *known
-	} else if unix.Stat(check, &st) != nil {
-		return cont, false
-	}
-	cap, what := unix.CAP_DAC_OVERRIDE, "cannot write it: the kernel refuses the call (EACCES)"
-	switch {
-	case op == "chmod":
-		if st.Uid == cr.UID || s.plan.keeps(unix.CAP_FOWNER) {
-			return cont, false
-		}
-		cap, what = unix.CAP_FOWNER, "does not own it: the kernel refuses the chmod (EPERM)"
-	case cr.permitted(&st, want):
-		return cont, false
-	case check != path:
-		what = "cannot write this directory: the kernel refuses the call (EACCES)"
-	}
-	return decision{denials: []report.Denial{{Operation: op, Path: path, Syscall: c.name, PID: c.tid,
-		Source: SupervisorSource, Confidence: Inferred, Count: 1, Reason: s.plan.dacReason(check, &st, cap, what)}}}, true
-}
-
-// entryDAC is dacDenied for a call the policy lets make or remove the name
-// r: its directory must be writable and searchable. A call that fails by
-// itself for another reason (EEXIST, ENOENT) is not reported.
-func (s *supervisor) entryDAC(c call, op string, a denial.Access, r resolved) decision {
-	switch a {
-	case denial.Create, denial.MakeDevice:
-		if r.exists {
-			return cont
-		}
-	case denial.Remove, denial.RenameFrom:
-		if !r.exists {
-			return cont
-		}
-	default:
-		return cont
-	}
-	if !s.check.Path(a, r.path).Allowed {
-		return cont
-	}
-	d, _ := s.dacDenied(c, op, r.path, filepath.Dir(r.path), unix.W_OK|unix.X_OK, nil)
-	return d
+	return supervise.DacReason(*p.Creds, p.credsCanKeep, path, st, cap, what)
 }
 
 // rootAccessCheck is doctor's writable-root-access line: whether the

@@ -14,6 +14,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// atFDCWDArg is AT_FDCWD (-100) as a syscall argument.
+const atFDCWDArg = uint64(^uint32(99))
+
 // setidProbeOp is the probe's "setid CALL PATH MODE": CALL with MODE (octal)
 // on PATH, through the raw system call (the legacy ones too).
 func setidProbeOp(op []string) (error, bool) {

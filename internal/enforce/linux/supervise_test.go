@@ -376,7 +376,7 @@ func TestSupervisorFileSystem(t *testing.T) {
 				{"create outside", e, []string{"create", out + "/new"}, "EACCES", []wantDenial{{"create", out + "/new"}}},
 				{"relative create outside", e, []string{"create", "../out/rel"}, "EACCES", []wantDenial{{"create", out + "/rel"}}},
 				// openat2's mode is behind a pointer: ENOSYS, so callers
-				// fall back to openat (seccomp_setid.go).
+				// fall back to openat (seccomp/seccomp_setid.go).
 				{"openat2 create outside", e, []string{"openat2", out + "/o2"}, "ENOSYS", nil},
 				{"O_TMPFILE outside", e, []string{"tmpfile", out}, "EACCES", []wantDenial{{"write", out}}},
 				{"O_TMPFILE inside", e, []string{"tmpfile", ws}, "OK", nil},

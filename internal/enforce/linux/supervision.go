@@ -1,0 +1,131 @@
+//go:build linux
+
+package linux
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
+	"github.com/sbx-sandbox/sbx/internal/policy"
+	"github.com/sbx-sandbox/sbx/internal/report"
+)
+
+// The seccomp supervisor lives in the leaf package enforce/linux/supervisor
+// (imported as supervise: "supervisor" is the launch paths' name for the
+// one a call holds). What it may know of a plan is supervise.Input, which
+// Plan.supervisorInput fills; this file is all that joins the two: the
+// launch paths hold a *supervisor, load the filter (loadFilter) and hand
+// the listener over. The aliases keep this package's exported names as
+// they were (issue 32: a refactor changes no exported name).
+
+type (
+	SupervisionResult = supervise.Result
+	Creds             = supervise.Creds
+	MaskedLink        = supervise.MaskedLink
+	devIno            = supervise.DevIno
+)
+
+const (
+	SupervisorSource = supervise.SupervisorSource
+	Observed         = supervise.Observed
+	Inferred         = supervise.Inferred
+	CallInitName     = supervise.CallInitName
+	CallSocketPrefix = supervise.CallSocketPrefix
+	SetidOperation   = supervise.SetidOperation
+)
+
+// CallPeer is supervise.CallPeer: the call a socket's peer belongs to.
+func CallPeer(fd int) (string, error) { return supervise.CallPeer(fd) }
+
+// nameCallInit names the calling process as a call's init (CallInitName).
+func nameCallInit() error { return supervise.NameCallInit() }
+
+// hasReadGlobs reports whether some deny pattern forbids reading: opens
+// for reading are then supervised too.
+func hasReadGlobs(pol policy.Policy) bool { return supervise.HasReadGlobs(pol) }
+
+// supervisor is the supervisor of one call, as the launch paths hold it.
+type supervisor struct{ s *supervise.Supervisor }
+
+// newSupervisor makes the supervisor of a call under plan p, from what it
+// may know of p (Plan.supervisorInput).
+func newSupervisor(p *Plan) (*supervisor, error) {
+	s, err := supervise.New(p.supervisorInput())
+	if err != nil {
+		return nil, err
+	}
+	return &supervisor{s}, nil
+}
+
+func (s *supervisor) attach(l listener) {
+	s.s.Attach(supervise.Listener{FD: l.fd, Unavailable: l.unavailable})
+}
+func (s *supervisor) release()                       { s.s.Release() }
+func (s *supervisor) receive(sock int, stagePid int) { s.s.Receive(sock, stagePid) }
+func (s *supervisor) ask()                           { s.s.Ask() }
+func (s *supervisor) finish() SupervisionResult      { return s.s.Finish() }
+
+// listener is what loadFilter made on the launcher thread: the listener
+// fd (-1 when there is none) and, when supervision was planned but is not
+// possible, why (supervise.Listener).
+type listener struct {
+	fd          int
+	unavailable string
+}
+
+// sendListener hands l from the stage to the parent (supervise.SendListener).
+func sendListener(sock int, l listener) error {
+	return supervise.SendListener(sock, supervise.Listener{FD: l.fd, Unavailable: l.unavailable})
+}
+
+// supervisorInput is the part of p the supervisor reads.
+func (p *Plan) supervisorInput() supervise.Input {
+	in := supervise.Input{
+		Policy:         p.Policy,
+		Devices:        p.Devices,
+		Sockets:        p.Sockets,
+		NewUserNS:      p.NewUserNS,
+		Placeholders:   p.Placeholders,
+		ReadOnlyMounts: p.ReadOnlyMounts,
+		MaskedMounts:   p.MaskedMounts,
+		MaskedLinks:    p.MaskedLinks,
+		MaskedInodes:   p.maskedInodes,
+		Capabilities:   p.Capabilities,
+		Creds:          p.Creds,
+		CredsCanKeep:   p.credsCanKeep,
+	}
+	if lp := p.Landlock; lp != nil {
+		in.LandlockUnix = lp.HandledFS&unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX != 0
+		in.AbstractScoped = !p.NewNetNS && lp.Scoped&unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET != 0
+	}
+	return in
+}
+
+// loadFilter loads the plan's seccomp filter on the calling thread, with a
+// listener when the plan is supervised. Under SuperviseBestEffort a filter
+// that cannot have a listener is replaced by the same filter without its
+// notification rules; under SuperviseRequired that is an
+// UnsupportedFeatureError for "denial-reports".
+func loadFilter(p *Plan) (listener, error) {
+	if p.Supervise == SuperviseOff {
+		return listener{fd: -1}, seccomp.LoadSeccomp(p.SeccompProg)
+	}
+	fd, err := seccomp.LoadSeccompListener(p.SeccompProg)
+	if err == nil {
+		return listener{fd: fd}, nil
+	}
+	reason := "no seccomp listener: " + err.Error()
+	if errors.Is(err, unix.EBUSY) {
+		reason = "no seccomp listener: sbx itself runs under a filter with one (a sandbox inside a sandbox)"
+	}
+	if p.Supervise == SuperviseRequired || len(p.SeccompPlainProg) == 0 {
+		return listener{fd: -1}, &report.UnsupportedFeatureError{Feature: report.FeatureDenialReports, Reason: reason}
+	}
+	if err := seccomp.LoadSeccomp(p.SeccompPlainProg); err != nil {
+		return listener{fd: -1}, err
+	}
+	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported" + unsupervisedSetgid}, nil
+}
