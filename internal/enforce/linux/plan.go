@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -382,25 +383,12 @@ func (p *Plan) Enforcement() report.Enforcement {
 	}
 	e.Seccomp = &report.SeccompInfo{Sockets: p.Sockets.String(), Rules: len(p.Seccomp)}
 	if lp := p.Landlock; lp != nil {
-		li := &report.LandlockInfo{ABI: lp.ABI, FS: true, NetTCP: lp.HandledNet != 0, Rules: len(lp.Rules)}
-		if lp.Scoped&unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET != 0 {
-			li.Scopes = append(li.Scopes, "abstract_unix_socket")
-		}
-		if lp.Scoped&unix.LANDLOCK_SCOPE_SIGNAL != 0 {
-			li.Scopes = append(li.Scopes, "signal")
-		}
-		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_REFER != 0 {
-			li.Features = append(li.Features, "refer")
-		}
-		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_TRUNCATE != 0 {
-			li.Features = append(li.Features, "truncate")
-		}
-		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_IOCTL_DEV != 0 {
-			li.Features = append(li.Features, "ioctl_dev")
-		}
-		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX != 0 {
-			li.Features = append(li.Features, "resolve_unix")
-		}
+		// The rights after ABI 1 the plan handles, and its scopes, spelt
+		// as internal/landlock's table spells them: a right added there
+		// is named here with no other change.
+		later := lp.HandledFS &^ landlock.Mask(landlock.FS, 1, landlock.Always)
+		li := &report.LandlockInfo{ABI: lp.ABI, FS: true, NetTCP: lp.HandledNet != 0, Rules: len(lp.Rules),
+			Scopes: landlock.NameList(landlock.Scope, lp.Scoped), Features: landlock.NameList(landlock.FS, later)}
 		e.Landlock = li
 	}
 	return e
