@@ -84,7 +84,7 @@ func StageMain() int {
 	}
 	if err == nil {
 		var lis listener
-		lis, err = restrictThread(spec.plan())
+		lis, err = restrictThread(spec)
 		if err == nil && pl.ListenerSocket > 0 {
 			// Before exec, so the parent is supervising by the time the
 			// command makes its first supervised call (which would wait for

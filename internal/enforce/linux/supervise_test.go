@@ -594,7 +594,7 @@ func TestSupervisorListenerNotInherited(t *testing.T) {
 // so the kernel is never asked and nothing is restricted.)
 func TestLoadFilterRequired(t *testing.T) {
 	for _, sup := range []Supervise{SuperviseBestEffort, SuperviseRequired} {
-		_, err := loadFilter(&Plan{StageSpec: StageSpec{Supervise: sup}})
+		_, err := loadFilter(&StageSpec{Supervise: sup})
 		var ufe *report.UnsupportedFeatureError
 		if !errors.As(err, &ufe) || ufe.Feature != "denial-reports" {
 			t.Errorf("supervise %d: got %v, want an UnsupportedFeatureError for denial-reports", sup, err)

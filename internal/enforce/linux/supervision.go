@@ -109,11 +109,11 @@ func (p *Plan) supervisorInput() supervise.Input {
 // that cannot have a listener is replaced by the same filter without its
 // notification rules; under SuperviseRequired that is an
 // UnsupportedFeatureError for "denial-reports".
-func loadFilter(p *Plan) (listener, error) {
-	if p.Supervise == SuperviseOff {
-		return listener{fd: -1}, seccomp.LoadSeccomp(p.SeccompProg)
+func loadFilter(s *StageSpec) (listener, error) {
+	if s.Supervise == SuperviseOff {
+		return listener{fd: -1}, seccomp.LoadSeccomp(s.SeccompProg)
 	}
-	fd, err := seccomp.LoadSeccompListener(p.SeccompProg)
+	fd, err := seccomp.LoadSeccompListener(s.SeccompProg)
 	if err == nil {
 		return listener{fd: fd}, nil
 	}
@@ -121,10 +121,10 @@ func loadFilter(p *Plan) (listener, error) {
 	if errors.Is(err, unix.EBUSY) {
 		reason = "no seccomp listener: sbx itself runs under a filter with one (a sandbox inside a sandbox)"
 	}
-	if p.Supervise == SuperviseRequired || len(p.SeccompPlainProg) == 0 {
+	if s.Supervise == SuperviseRequired || len(s.SeccompPlainProg) == 0 {
 		return listener{fd: -1}, &report.UnsupportedFeatureError{Feature: report.FeatureDenialReports, Reason: reason}
 	}
-	if err := seccomp.LoadSeccomp(p.SeccompPlainProg); err != nil {
+	if err := seccomp.LoadSeccomp(s.SeccompPlainProg); err != nil {
 		return listener{fd: -1}, err
 	}
 	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported" + unsupervisedSetgid}, nil

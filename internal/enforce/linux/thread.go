@@ -120,7 +120,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 			}
 			steptrace.Mark("capabilities")
 			if err == nil {
-				st.lis, err = restrictThread(p)
+				st.lis, err = restrictThread(&p.StageSpec)
 			}
 			if err != nil {
 				st.err = err
