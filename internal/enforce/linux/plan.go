@@ -130,7 +130,7 @@ type StageSpec struct {
 	// an empty read-only tmpfs (directories) or /dev/null (files).
 	MaskedMounts []string      `json:",omitempty"`
 	Landlock     *LandlockPlan `json:",omitempty"`
-	// Supervise says whether the seccomp supervisor runs (supervise.go).
+	// Supervise says whether the seccomp supervisor runs (supervisor/supervise.go).
 	Supervise   Supervise
 	SeccompProg BPFProgram
 	// SeccompPlainProg is the filter without its user-notification rules,

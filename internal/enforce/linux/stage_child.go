@@ -128,7 +128,7 @@ func StageMain() int {
 // parent-death signal does.
 func stageInit(pl stagePayload) int {
 	// The mark of a call's PID namespace init, which sbx servers refuse
-	// (callpeer.go): set before the command exists, by the stage itself
+	// (supervisor/callpeer.go): set before the command exists, by the stage itself
 	// (only a task names itself), on this main thread, whose name is the
 	// process's.
 	if err := nameCallInit(); err != nil {
