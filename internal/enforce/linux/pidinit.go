@@ -72,7 +72,7 @@ var initCode = []byte{
 	0x0F, 0x05, //                   syscall
 	'p', 'r', 'o', 'c', 0, //        "proc"
 	'/', 'p', 'r', 'o', 'c', 0, //   "/proc"
-	's', 'b', 'x', '-', 'i', 'n', 'i', 't', 0, // "sbx-init" (CallInitName)
+	's', 'b', 'x', '-', 'i', 'n', 'i', 't', 0, // "sbx-init" (supervise.CallInitName)
 }
 
 const initBase = 0x400000

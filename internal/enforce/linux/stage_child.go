@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 )
 
 // stageFailure is the stage's side of stageStatus for a failure: marker
@@ -131,7 +133,7 @@ func stageInit(pl stagePayload) int {
 	// (supervisor/callpeer.go): set before the command exists, by the stage itself
 	// (only a task names itself), on this main thread, whose name is the
 	// process's.
-	if err := nameCallInit(); err != nil {
+	if err := supervise.NameCallInit(); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
 		return 125
 	}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
-	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -18,34 +17,14 @@ import (
 // one a call holds). What it may know of a plan is supervise.Input, which
 // Plan.supervisorInput fills; this file is all that joins the two: the
 // launch paths hold a *supervisor, load the filter (loadFilter) and hand
-// the listener over. The aliases keep this package's exported names as
-// they were (issue 32: a refactor changes no exported name).
+// the listener over. Code here spells the supervisor's names as its
+// package does (supervise.Result, supervise.Creds, ...): no alias is kept
+// but CallPeer, which enforce/host uses.
 
-type (
-	SupervisionResult = supervise.Result
-	Creds             = supervise.Creds
-	MaskedLink        = supervise.MaskedLink
-	devIno            = supervise.DevIno
-)
-
-const (
-	SupervisorSource = supervise.SupervisorSource
-	Observed         = supervise.Observed
-	Inferred         = supervise.Inferred
-	CallInitName     = supervise.CallInitName
-	CallSocketPrefix = supervise.CallSocketPrefix
-	SetidOperation   = supervise.SetidOperation
-)
-
-// CallPeer is supervise.CallPeer: the call a socket's peer belongs to.
+// CallPeer is supervise.CallPeer: the call a socket's peer belongs to
+// (enforce/host's server asks it; the one name of the supervisor package
+// that something outside enforce/linux uses).
 func CallPeer(fd int) (string, error) { return supervise.CallPeer(fd) }
-
-// nameCallInit names the calling process as a call's init (CallInitName).
-func nameCallInit() error { return supervise.NameCallInit() }
-
-// hasReadGlobs reports whether some deny pattern forbids reading: opens
-// for reading are then supervised too.
-func hasReadGlobs(pol policy.Policy) bool { return supervise.HasReadGlobs(pol) }
 
 // supervisor is the supervisor of one call, as the launch paths hold it.
 type supervisor struct{ s *supervise.Supervisor }
@@ -66,7 +45,7 @@ func (s *supervisor) attach(l listener) {
 func (s *supervisor) release()                       { s.s.Release() }
 func (s *supervisor) receive(sock int, stagePid int) { s.s.Receive(sock, stagePid) }
 func (s *supervisor) ask()                           { s.s.Ask() }
-func (s *supervisor) finish() SupervisionResult      { return s.s.Finish() }
+func (s *supervisor) finish() supervise.Result       { return s.s.Finish() }
 
 // listener is what loadFilter made on the launcher thread: the listener
 // fd (-1 when there is none) and, when supervision was planned but is not
@@ -127,5 +106,5 @@ func loadFilter(s *StageSpec) (listener, error) {
 	if err := seccomp.LoadSeccomp(s.SeccompPlainProg); err != nil {
 		return listener{fd: -1}, err
 	}
-	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported" + unsupervisedSetgid}, nil
+	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported" + seccomp.UnsupervisedSetgid}, nil
 }
