@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce"
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 	"github.com/sbx-sandbox/sbx/internal/steptrace"
 )
 
@@ -151,13 +152,13 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 // It takes the StageSpec, not the Plan: the stage has nothing else, so a
 // field it came to read outside the spec would not compile, rather than be
 // zero in the stage alone.
-func restrictThread(s *StageSpec) (listener, error) {
+func restrictThread(s *StageSpec) (supervise.Listener, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return listener{fd: -1}, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+		return supervise.Listener{FD: -1}, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	if s.Landlock != nil {
 		if err := s.Landlock.apply(); err != nil {
-			return listener{fd: -1}, err
+			return supervise.Listener{FD: -1}, err
 		}
 		steptrace.Mark("landlock")
 	}

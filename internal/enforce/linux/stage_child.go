@@ -85,17 +85,17 @@ func StageMain() int {
 		err = dropCapabilities(spec.Capabilities, false)
 	}
 	if err == nil {
-		var lis listener
+		var lis supervise.Listener
 		lis, err = restrictThread(spec)
 		if err == nil && pl.ListenerSocket > 0 {
 			// Before exec, so the parent is supervising by the time the
 			// command makes its first supervised call (which would wait for
 			// it anyway). Neither fd reaches the command.
-			err = sendListener(pl.ListenerSocket, lis)
+			err = supervise.SendListener(pl.ListenerSocket, lis)
 			unix.Close(pl.ListenerSocket)
 		}
-		if lis.fd >= 0 {
-			unix.Close(lis.fd)
+		if lis.FD >= 0 {
+			unix.Close(lis.FD)
 		}
 	}
 	if err == nil {
@@ -146,7 +146,7 @@ func stageInit(pl stagePayload) int {
 	// memory and environment, which sbx has (it made that namespace) and
 	// the command has not. Everything that needed the stage dumpable is
 	// done by now: sbx wrote the uid map before the stage's exec, and took
-	// the seccomp listener (sendListener waits for its ack). The fork
+	// the seccomp listener (supervise.SendListener waits for its ack). The fork
 	// below keeps the flag only until the command's exec resets it.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: prctl(PR_SET_DUMPABLE): %v\n", err)

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 )
 
 // TestStageSpecRoundTrip: every field of StageSpec, set, reaches the stage
@@ -75,6 +77,6 @@ func fill(t *testing.T, v reflect.Value, name string) {
 // (see stagePayload): this fails to compile should one take a Plan again,
 // which would let it read a field the stage never receives.
 var (
-	_ func(*StageSpec) (listener, error) = restrictThread
-	_ func(*StageSpec) (listener, error) = loadFilter
+	_ func(*StageSpec) (supervise.Listener, error) = restrictThread
+	_ func(*StageSpec) (supervise.Listener, error) = loadFilter
 )

@@ -39,26 +39,11 @@ func newSupervisor(p *Plan) (*supervisor, error) {
 	return &supervisor{s}, nil
 }
 
-func (s *supervisor) attach(l listener) {
-	s.s.Attach(supervise.Listener{FD: l.fd, Unavailable: l.unavailable})
-}
+func (s *supervisor) attach(l supervise.Listener)    { s.s.Attach(l) }
 func (s *supervisor) release()                       { s.s.Release() }
 func (s *supervisor) receive(sock int, stagePid int) { s.s.Receive(sock, stagePid) }
 func (s *supervisor) ask()                           { s.s.Ask() }
 func (s *supervisor) finish() supervise.Result       { return s.s.Finish() }
-
-// listener is what loadFilter made on the launcher thread: the listener
-// fd (-1 when there is none) and, when supervision was planned but is not
-// possible, why (supervise.Listener).
-type listener struct {
-	fd          int
-	unavailable string
-}
-
-// sendListener hands l from the stage to the parent (supervise.SendListener).
-func sendListener(sock int, l listener) error {
-	return supervise.SendListener(sock, supervise.Listener{FD: l.fd, Unavailable: l.unavailable})
-}
 
 // supervisorInput is the part of p the supervisor reads.
 func (p *Plan) supervisorInput() supervise.Input {
@@ -88,23 +73,23 @@ func (p *Plan) supervisorInput() supervise.Input {
 // that cannot have a listener is replaced by the same filter without its
 // notification rules; under SuperviseRequired that is an
 // UnsupportedFeatureError for "denial-reports".
-func loadFilter(s *StageSpec) (listener, error) {
+func loadFilter(s *StageSpec) (supervise.Listener, error) {
 	if s.Supervise == SuperviseOff {
-		return listener{fd: -1}, seccomp.LoadSeccomp(s.SeccompProg)
+		return supervise.Listener{FD: -1}, seccomp.LoadSeccomp(s.SeccompProg)
 	}
 	fd, err := seccomp.LoadSeccompListener(s.SeccompProg)
 	if err == nil {
-		return listener{fd: fd}, nil
+		return supervise.Listener{FD: fd}, nil
 	}
 	reason := "no seccomp listener: " + err.Error()
 	if errors.Is(err, unix.EBUSY) {
 		reason = "no seccomp listener: sbx itself runs under a filter with one (a sandbox inside a sandbox)"
 	}
 	if s.Supervise == SuperviseRequired || len(s.SeccompPlainProg) == 0 {
-		return listener{fd: -1}, &report.UnsupportedFeatureError{Feature: report.FeatureDenialReports, Reason: reason}
+		return supervise.Listener{FD: -1}, &report.UnsupportedFeatureError{Feature: report.FeatureDenialReports, Reason: reason}
 	}
 	if err := seccomp.LoadSeccomp(s.SeccompPlainProg); err != nil {
-		return listener{fd: -1}, err
+		return supervise.Listener{FD: -1}, err
 	}
-	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported" + seccomp.UnsupervisedSetgid}, nil
+	return supervise.Listener{FD: -1, Unavailable: reason + "; operations the sandbox blocks are not reported" + seccomp.UnsupervisedSetgid}, nil
 }
