@@ -247,14 +247,18 @@ func FileRights() uint64 {
 }
 
 // Names spells the rights of kind k in mask, in bit order, comma-separated.
-func Names(k Kind, mask uint64) string {
+func Names(k Kind, mask uint64) string { return strings.Join(NameList(k, mask), ",") }
+
+// NameList is Names as a list (nil for none): the report's Landlock
+// features and scopes are lists.
+func NameList(k Kind, mask uint64) []string {
 	var out []string
 	for _, r := range Rights() {
 		if r.Kind == k && mask&r.Bit != 0 {
 			out = append(out, r.Name)
 		}
 	}
-	return strings.Join(out, ",")
+	return out
 }
 
 // ByFeature returns the row of the ABI that stands for feature, or false.

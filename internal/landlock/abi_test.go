@@ -74,6 +74,13 @@ func TestDerived(t *testing.T) {
 	if got := Names(FS, Mask(FS, 2, Always)&^Mask(FS, 1, Always)); got != "refer" {
 		t.Errorf("ABI 2 adds %q, want refer", got)
 	}
+	// The report's lists: nil for none (its JSON omits them), else Names' order.
+	if got := NameList(Scope, 0); got != nil {
+		t.Errorf("NameList(Scope, 0) = %#v, want nil", got)
+	}
+	if got := NameList(Net, Mask(Net, 4, NoNetNS)); !slices.Equal(got, []string{"bind_tcp", "connect_tcp"}) {
+		t.Errorf("NameList(Net, ABI 4) = %q, want [bind_tcp connect_tcp]", got)
+	}
 	for _, tt := range []struct{ feature, want string }{
 		{FeatureLandlock, "Linux 5.13, Landlock ABI 1"},
 		{FeatureRefer, "Linux 5.19, Landlock ABI 2"},

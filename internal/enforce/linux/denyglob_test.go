@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -34,7 +35,7 @@ func TestPlanDenyGlobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if reason(plain.Downgrades, "deny-glob-create") != "" || reflect.DeepEqual(plain.Seccomp, SeccompTable(plain.Sockets, NotifyReads)) {
+	if reason(plain.Downgrades, "deny-glob-create") != "" || reflect.DeepEqual(plain.Seccomp, seccomp.SeccompTable(plain.Sockets, seccomp.NotifyReads)) {
 		t.Errorf("no deny patterns: downgrades %v", plain.Downgrades)
 	}
 	pol.DenyGlobs = []policy.DenyGlob{{Pattern: ws + "/**/.env", Given: "**/.env", Access: policy.DenyRead}}
@@ -58,7 +59,7 @@ func TestPlanDenyGlobs(t *testing.T) {
 		if notif && !strings.Contains(reason(plan.UnsupervisedDowngrades(), "deny-glob-create"), "not prevented") {
 			t.Errorf("without the supervisor at launch: %v", plan.UnsupervisedDowngrades())
 		}
-		if notif && !reflect.DeepEqual(plan.Seccomp, SeccompTable(plan.Sockets, NotifyReads)) {
+		if notif && !reflect.DeepEqual(plan.Seccomp, seccomp.SeccompTable(plan.Sockets, seccomp.NotifyReads)) {
 			t.Error("a deny_read pattern without supervised reads")
 		}
 		if err := report.CheckRequired([]report.Feature{report.FeatureDenyGlobCreate}, plan.Downgrades); err == nil {

@@ -17,7 +17,7 @@
 //     supervisor in plan_supervisor.go, StageSpec the part a launch applies
 //     in the command's process, and String (plan_string.go) what `sbx
 //     explain` prints; landlock.go and the seccomp package (the filter's table
-//     and its BPF compiler, named here in filter.go) the kernel rules it holds,
+//     and its BPF compiler, spelt seccomp.X here) the kernel rules it holds,
 //     cgroup.go and rlimit.go its limits, denyglob.go, maskinode.go and
 //     placeholder.go (the missing carve-outs: watched, or a placeholder)
 //     what the mounts cannot do alone.

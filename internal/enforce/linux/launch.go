@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce"
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 	"github.com/sbx-sandbox/sbx/internal/steptrace"
 )
 
@@ -148,17 +149,20 @@ func Start(p *Plan, spec enforce.Command) (*Process, error) {
 // restrictThread applies no_new_privs, Landlock and seccomp to the calling
 // thread, in that order: seccomp last so the filter need not allow the
 // Landlock syscalls. For a supervised plan it returns the filter's listener.
-func restrictThread(p *Plan) (listener, error) {
+// It takes the StageSpec, not the Plan: the stage has nothing else, so a
+// field it came to read outside the spec would not compile, rather than be
+// zero in the stage alone.
+func restrictThread(s *StageSpec) (supervise.Listener, error) {
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return listener{fd: -1}, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
+		return supervise.Listener{FD: -1}, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
-	if p.Landlock != nil {
-		if err := p.Landlock.apply(); err != nil {
-			return listener{fd: -1}, err
+	if s.Landlock != nil {
+		if err := s.Landlock.apply(); err != nil {
+			return supervise.Listener{FD: -1}, err
 		}
 		steptrace.Mark("landlock")
 	}
-	lis, err := loadFilter(p)
+	lis, err := loadFilter(s)
 	steptrace.Mark("seccomp: load the filter")
 	return lis, err
 }

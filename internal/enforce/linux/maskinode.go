@@ -41,7 +41,7 @@ const maskLinkLimit = 4096
 
 // maskScan is what maskLinks found.
 type maskScan struct {
-	links []MaskedLink
+	links []supervise.MaskedLink
 	// gaps, by mask, say what was not checked: entries past the limit,
 	// directories that could not be read.
 	gaps map[string]string
@@ -53,20 +53,20 @@ type maskScan struct {
 func maskLinks(masked []string, limit int) maskScan {
 	scan := maskScan{gaps: map[string]string{}}
 	type seen struct {
-		link  MaskedLink
+		link  supervise.MaskedLink
 		nlink uint64
 		names uint64 // names found under the masks
 	}
-	files := map[devIno]*seen{}
-	var order []devIno
+	files := map[supervise.DevIno]*seen{}
+	var order []supervise.DevIno
 	add := func(mask, path string, st *unix.Stat_t) {
 		if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Nlink < 2 {
 			return
 		}
-		k := devIno{Dev: uint64(st.Dev), Ino: st.Ino}
+		k := supervise.DevIno{Dev: uint64(st.Dev), Ino: st.Ino}
 		f := files[k]
 		if f == nil {
-			f = &seen{link: MaskedLink{Dev: k.Dev, Ino: k.Ino, Mask: mask, Path: path}, nlink: uint64(st.Nlink)}
+			f = &seen{link: supervise.MaskedLink{Dev: k.Dev, Ino: k.Ino, Mask: mask, Path: path}, nlink: uint64(st.Nlink)}
 			files[k] = f
 			order = append(order, k)
 		}
@@ -149,7 +149,7 @@ func (p *Plan) compileMaskLinks(masked []string) {
 		return
 	}
 	mounted := len(p.MaskedMounts) > 0
-	byMask := map[string][]MaskedLink{}
+	byMask := map[string][]supervise.MaskedLink{}
 	for _, l := range scan.links {
 		byMask[l.Mask] = append(byMask[l.Mask], l)
 	}
@@ -185,14 +185,14 @@ func (p *Plan) compileMaskLinks(masked []string) {
 		return
 	}
 	p.MaskedLinks = scan.links
-	p.maskedInodes = make(map[devIno]int, len(scan.links))
+	p.maskedInodes = make(map[supervise.DevIno]int, len(scan.links))
 	for i, l := range scan.links {
-		p.maskedInodes[devIno{Dev: l.Dev, Ino: l.Ino}] = i
+		p.maskedInodes[supervise.DevIno{Dev: l.Dev, Ino: l.Ino}] = i
 	}
 }
 
 // maskedLink returns the masked file that path (resolved in sbx's view, a
 // final symlink not followed) is another name of, if any.
-func (p *Plan) maskedLink(path string) (MaskedLink, bool) {
+func (p *Plan) maskedLink(path string) (supervise.MaskedLink, bool) {
 	return supervise.MaskedLinkOf(p.MaskedLinks, p.maskedInodes, path)
 }

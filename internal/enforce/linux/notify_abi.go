@@ -34,7 +34,7 @@ func SigsysDenial(p *Plan, ws syscall.WaitStatus) []report.Denial {
 		return nil
 	}
 	return []report.Denial{{
-		Operation: "syscall", Source: SeccompSource, Confidence: Inferred, Count: 1,
+		Operation: "syscall", Source: SeccompSource, Confidence: report.ConfidenceInferred, Count: 1,
 		Reason: "the command was killed by SIGSYS: the seccomp filter kills a syscall of an ABI other than the native one (" + seccomp.NativeABIName() +
 			": an i386 syscall through int $0x80, an x32 syscall number) when no supervisor runs; the kernel does not say which syscall it was (without a supervisor, and when the process sent itself SIGSYS, nothing does)",
 	}}

@@ -15,7 +15,7 @@ import (
 // namespace, and a second Go start would cost ~2 ms per call. So init is
 // this 131-byte x86-64 program, loaded from a memfd:
 //
-//	      prctl(PR_SET_NAME, "sbx-init")  the mark by which sbx servers refuse the call (callpeer.go)
+//	      prctl(PR_SET_NAME, "sbx-init")  the mark by which sbx servers refuse the call (supervisor/callpeer.go)
 //	loop: n = read(0, sp, 1)         fd 0 is a pipe whose write end only sbx holds
 //	      if n == -EINTR: jmp loop
 //	      if n != 1: exit(0)         end of file: sbx closed it or died
@@ -72,7 +72,7 @@ var initCode = []byte{
 	0x0F, 0x05, //                   syscall
 	'p', 'r', 'o', 'c', 0, //        "proc"
 	'/', 'p', 'r', 'o', 'c', 0, //   "/proc"
-	's', 'b', 'x', '-', 'i', 'n', 'i', 't', 0, // "sbx-init" (CallInitName)
+	's', 'b', 'x', '-', 'i', 'n', 'i', 't', 0, // "sbx-init" (supervise.CallInitName)
 }
 
 const initBase = 0x400000

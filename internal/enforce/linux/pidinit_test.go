@@ -7,6 +7,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"testing"
+
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 )
 
 // TestInitELF checks the hand-made init executable against Go's ELF reader:
@@ -41,7 +43,7 @@ func TestInitELF(t *testing.T) {
 	for _, l := range []struct {
 		at   int
 		want string
-	}{{0x05, CallInitName + "\x00"}, {0x2d, "proc\x00"}, {0x34, "/proc\x00"}} {
+	}{{0x05, supervise.CallInitName + "\x00"}, {0x2d, "proc\x00"}, {0x34, "/proc\x00"}} {
 		off := l.at + 7 + int(int32(binary.LittleEndian.Uint32(initCode[l.at+3:])))
 		if got := string(initCode[off : off+len(l.want)]); got != l.want {
 			t.Errorf("lea at %#x points at %q, want %q", l.at, got, l.want)

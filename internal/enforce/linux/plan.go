@@ -11,6 +11,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -30,8 +33,8 @@ type Plan struct {
 	// StageSpec is the part of the plan the launch applies inside the
 	// command's namespaces: a stage receives it alone (stagePayload).
 	StageSpec
-	Seccomp []SeccompRule `json:"-"`
-	Sockets SocketPolicy
+	Seccomp []seccomp.SeccompRule `json:"-"`
+	Sockets seccomp.SocketPolicy
 	// Proxy: network by domain (Policy.Domains). The launcher makes the
 	// proxy's listening sockets inside the call's network namespace and sbx
 	// serves them from its own (proxy.go).
@@ -45,7 +48,7 @@ type Plan struct {
 	ServerUserNS bool `json:",omitempty"`
 	// Creds are the command's credentials the supervisor checks a write
 	// the policy allows with (rootaccess.go); nil: no check.
-	Creds        *Creds `json:"-"`
+	Creds        *supervise.Creds `json:"-"`
 	credsCanKeep bool
 	// Watched are the missing carve-outs that get no placeholder, so that
 	// the command sees them as missing, as it does bare: the supervisor
@@ -56,8 +59,8 @@ type Plan struct {
 	// MaskedLinks are the files under MaskedMounts that have names no mask
 	// covers (hard links made earlier), which only the supervisor refuses,
 	// best effort (maskinode.go); maskedInodes indexes them by inode.
-	MaskedLinks  []MaskedLink `json:",omitempty"`
-	maskedInodes map[devIno]int
+	MaskedLinks  []supervise.MaskedLink `json:",omitempty"`
+	maskedInodes map[supervise.DevIno]int
 	// Devices are the device files the command may write: the policy's and
 	// the terminals behind sbx's standard streams, resolved.
 	Devices []string
@@ -129,13 +132,13 @@ type StageSpec struct {
 	// an empty read-only tmpfs (directories) or /dev/null (files).
 	MaskedMounts []string      `json:",omitempty"`
 	Landlock     *LandlockPlan `json:",omitempty"`
-	// Supervise says whether the seccomp supervisor runs (supervise.go).
+	// Supervise says whether the seccomp supervisor runs (supervisor/supervise.go).
 	Supervise   Supervise
-	SeccompProg BPFProgram
+	SeccompProg seccomp.BPFProgram
 	// SeccompPlainProg is the filter without its user-notification rules,
 	// loaded instead when no listener can be had at launch (Supervise is
 	// SuperviseBestEffort).
-	SeccompPlainProg BPFProgram `json:",omitempty"`
+	SeccompPlainProg seccomp.BPFProgram `json:",omitempty"`
 	// Rlimits stand in for the cgroup controllers a stage cannot write
 	// (setLimits, cgroup.go); the stage's limit shim sets them (rlimit.go).
 	Rlimits []Rlimit `json:",omitempty"`
@@ -203,12 +206,12 @@ func compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
 		return nil, err
 	}
 	p.compileRootAccess(sys)
-	sup := NotifyNone
+	sup := seccomp.NotifyNone
 	if sys.UserNotif {
-		p.Supervise, sup = SuperviseBestEffort, NotifyWrites
+		p.Supervise, sup = SuperviseBestEffort, seccomp.NotifyWrites
 	} else {
 		p.Downgrades = append(p.Downgrades, report.Downgrade{Feature: report.FeatureDenialReports,
-			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported" + unsupervisedSetgid})
+			Reason: sys.UserNotifReason + ": operations the sandbox blocks are not reported" + seccomp.UnsupervisedSetgid})
 	}
 	// Every sandboxed call gets a PID namespace, so that the whole tree dies
 	// with sbx; hence namespaces are always needed.
@@ -244,14 +247,14 @@ func compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
 // supervisor (reads too where a read can be a denial), and the plain
 // program is the same table without the supervisor, for a launch that
 // cannot have one.
-func (p *Plan) compileSeccomp(sup NotifyScope) error {
-	if sup == NotifyWrites && (p.reportedMasks() || len(p.MaskedLinks) > 0 || hasReadGlobs(p.Policy)) {
+func (p *Plan) compileSeccomp(sup seccomp.NotifyScope) error {
+	if sup == seccomp.NotifyWrites && (p.reportedMasks() || len(p.MaskedLinks) > 0 || supervise.HasReadGlobs(p.Policy)) {
 		// Reads are supervised only where a read can be a denial: a path
 		// the mount namespace hides (without one, the mask downgrade says
 		// it stays readable, so its reads are no denials) and whose reads
 		// are reported, or a hard link of a hidden file, which only the
 		// supervisor keeps closed.
-		sup = NotifyReads
+		sup = seccomp.NotifyReads
 	}
 	f, err := seccompFilters(p.Sockets, sup)
 	if err != nil {
@@ -275,8 +278,8 @@ func (p *Plan) reportedMasks() bool {
 
 // seccompFilter is what compileSeccomp makes of one (sockets, scope).
 type seccompFilter struct {
-	table       []SeccompRule
-	prog, plain BPFProgram
+	table       []seccomp.SeccompRule
+	prog, plain seccomp.BPFProgram
 }
 
 // seccompCache keeps each (sockets, scope)'s filter once compiled: the
@@ -288,23 +291,23 @@ type seccompFilter struct {
 var seccompCache sync.Map // seccompKey -> *seccompFilter
 
 type seccompKey struct {
-	sockets SocketPolicy
-	sup     NotifyScope
+	sockets seccomp.SocketPolicy
+	sup     seccomp.NotifyScope
 }
 
 // seccompFilters returns the filter of (sockets, sup), compiled once.
-func seccompFilters(sockets SocketPolicy, sup NotifyScope) (*seccompFilter, error) {
+func seccompFilters(sockets seccomp.SocketPolicy, sup seccomp.NotifyScope) (*seccompFilter, error) {
 	key := seccompKey{sockets, sup}
 	if f, ok := seccompCache.Load(key); ok {
 		return f.(*seccompFilter), nil
 	}
-	f := &seccompFilter{table: SeccompTable(sockets, sup)}
+	f := &seccompFilter{table: seccomp.SeccompTable(sockets, sup)}
 	var err error
-	if f.prog, err = CompileSeccomp(f.table); err != nil {
+	if f.prog, err = seccomp.CompileSeccomp(f.table); err != nil {
 		return nil, err
 	}
-	if sup != NotifyNone {
-		if f.plain, err = CompileSeccomp(SeccompRules(sockets)); err != nil {
+	if sup != seccomp.NotifyNone {
+		if f.plain, err = seccomp.CompileSeccomp(seccomp.SeccompRules(sockets)); err != nil {
 			return nil, err
 		}
 	}
@@ -382,25 +385,12 @@ func (p *Plan) Enforcement() report.Enforcement {
 	}
 	e.Seccomp = &report.SeccompInfo{Sockets: p.Sockets.String(), Rules: len(p.Seccomp)}
 	if lp := p.Landlock; lp != nil {
-		li := &report.LandlockInfo{ABI: lp.ABI, FS: true, NetTCP: lp.HandledNet != 0, Rules: len(lp.Rules)}
-		if lp.Scoped&unix.LANDLOCK_SCOPE_ABSTRACT_UNIX_SOCKET != 0 {
-			li.Scopes = append(li.Scopes, "abstract_unix_socket")
-		}
-		if lp.Scoped&unix.LANDLOCK_SCOPE_SIGNAL != 0 {
-			li.Scopes = append(li.Scopes, "signal")
-		}
-		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_REFER != 0 {
-			li.Features = append(li.Features, "refer")
-		}
-		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_TRUNCATE != 0 {
-			li.Features = append(li.Features, "truncate")
-		}
-		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_IOCTL_DEV != 0 {
-			li.Features = append(li.Features, "ioctl_dev")
-		}
-		if lp.HandledFS&unix.LANDLOCK_ACCESS_FS_RESOLVE_UNIX != 0 {
-			li.Features = append(li.Features, "resolve_unix")
-		}
+		// The rights after ABI 1 the plan handles, and its scopes, spelt
+		// as internal/landlock's table spells them: a right added there
+		// is named here with no other change.
+		later := lp.HandledFS &^ landlock.Mask(landlock.FS, 1, landlock.Always)
+		li := &report.LandlockInfo{ABI: lp.ABI, FS: true, NetTCP: lp.HandledNet != 0, Rules: len(lp.Rules),
+			Scopes: landlock.NameList(landlock.Scope, lp.Scoped), Features: landlock.NameList(landlock.FS, later)}
 		e.Landlock = li
 	}
 	return e

@@ -115,8 +115,8 @@ func (p *Plan) downgradeLacking(abi int, k landlock.Kind) {
 // Below ABI 9 (lp nil: no Landlock) the seccomp supervisor keeps them out of
 // reach instead, race-free: it carries out every connect and every
 // datagram sent to an address itself, on the command's own socket, after
-// resolving the path once inside the command's root (unixconnect.go), and
-// every sendmsg and sendmmsg, with a destination or not (sendmsg.go). So
+// resolving the path once inside the command's root (supervisor/unixconnect.go), and
+// every sendmsg and sendmmsg, with a destination or not (supervisor/sendmsg.go). So
 // with the supervisor there is no downgrade; without it (none can be had,
 // or --no-denial-reports) there is, and --require landlock-resolve-unix
 // makes the supervisor required (requireSupervisorFor).
@@ -134,7 +134,7 @@ func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
 		}
 		// The supervisor carries out every connect, every datagram sent
 		// to an address and every sendmsg and sendmmsg itself
-		// (unixconnect.go, sendmsg.go), so with it nothing is degraded;
+		// (supervisor/unixconnect.go, supervisor/sendmsg.go), so with it nothing is degraded;
 		// only a plan without it has the downgrade.
 		p.supervisorFeatures = append(p.supervisorFeatures, d.Feature)
 		if lp != nil && lp.ABI >= 6 && !p.NewNetNS {

@@ -96,7 +96,7 @@ func lineDiff(got, want string) string {
 }
 
 // TestLandlockEnforcementNames: the report's Landlock features and scopes
-// (Enforcement, written out in plan.go) name exactly the rights after ABI 1
+// (Enforcement derives them from internal/landlock's table) name exactly the rights after ABI 1
 // and the scopes a plan handles, spelt as the table spells them: a right
 // added to the table and handled fails here until the report names it.
 func TestLandlockEnforcementNames(t *testing.T) {
@@ -121,5 +121,42 @@ func TestLandlockEnforcementNames(t *testing.T) {
 				t.Errorf("ABI %d network %t: scopes %q, want %q", abi, network, got, want)
 			}
 		}
+	}
+}
+
+// TestLandlockSpelling pins the report's and explain's Landlock names as
+// the wire has them (issue 32 derived them from the table; before, plan.go
+// and plan_string.go spelt them out): a plan that handles every right and
+// scope a network-off call without a network namespace gets, and one of
+// ABI 1, which reports no feature and no scope (the JSON omits both).
+func TestLandlockSpelling(t *testing.T) {
+	ws := t.TempDir()
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Compile(pol, System{LandlockABI: 9, UserNSReason: "off", UserNotif: true}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	li := p.Enforcement().Landlock
+	if got, want := strings.Join(li.Features, ","), "refer,truncate,ioctl_dev,resolve_unix"; got != want {
+		t.Errorf("features %q, want %q", got, want)
+	}
+	if got, want := strings.Join(li.Scopes, ","), "abstract_unix_socket,signal"; got != want {
+		t.Errorf("scopes %q, want %q", got, want)
+	}
+	if !li.NetTCP || !strings.Contains(p.String(), "\nlandlock: handled_net=bind_tcp,connect_tcp (no port allowed)\n") {
+		t.Errorf("net_tcp %t, explain:\n%s", li.NetTCP, p)
+	}
+	p, err = Compile(pol, System{LandlockABI: 1, Privileged: true, UserNotif: true}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if li := p.Enforcement().Landlock; li.Features != nil || li.Scopes != nil || li.NetTCP {
+		t.Errorf("ABI 1: features %#v, scopes %#v, net_tcp %t; want none", li.Features, li.Scopes, li.NetTCP)
+	}
+	if strings.Contains(p.String(), "handled_net") {
+		t.Errorf("ABI 1 with a network namespace handles no network right:\n%s", p)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce"
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -95,11 +96,11 @@ func (p *Plan) compileNetwork(sys System, needNS bool) {
 	}
 	switch {
 	case pol.Network == policy.NetworkFull:
-		p.Sockets = SocketsAny
+		p.Sockets = seccomp.SocketsAny
 	case p.NewNetNS:
-		p.Sockets = SocketsLoopbackNetns
+		p.Sockets = seccomp.SocketsLoopbackNetns
 	default:
-		p.Sockets = SocketsUnixOnly
+		p.Sockets = seccomp.SocketsUnixOnly
 	}
 }
 

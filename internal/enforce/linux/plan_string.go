@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
@@ -58,7 +59,7 @@ func (p *Plan) String() string {
 	if lp := p.Landlock; lp != nil {
 		fmt.Fprintf(&b, "landlock: abi=%d handled_fs=%s\n", lp.ABI, accessString(lp.HandledFS))
 		if lp.HandledNet != 0 {
-			b.WriteString("landlock: handled_net=bind_tcp,connect_tcp (no port allowed)\n")
+			fmt.Fprintf(&b, "landlock: handled_net=%s (no port allowed)\n", landlock.Names(landlock.Net, lp.HandledNet))
 		}
 		for _, r := range lp.Rules {
 			fmt.Fprintf(&b, "landlock: allow %s %s\n", r.Path, accessString(r.Access&lp.HandledFS))

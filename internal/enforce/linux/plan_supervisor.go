@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -52,7 +53,7 @@ func (p *Plan) degrade(feature report.Feature, plain, supervised string) {
 }
 
 // UnsupervisedDowngrades is Downgrades as they read when the supervisor
-// could not be set up at launch (SupervisionResult.Downgrades says so).
+// could not be set up at launch (supervise.Result.Downgrades says so).
 func (p *Plan) UnsupervisedDowngrades() []report.Downgrade {
 	out := slices.Clone(p.Downgrades)
 	for i, d := range p.unsupervised {
@@ -70,7 +71,7 @@ func (p *Plan) withoutSupervisor() {
 		return
 	}
 	p.Downgrades = append(p.UnsupervisedDowngrades(), report.Downgrade{Feature: report.FeatureDenialReports,
-		Reason: "turned off by the caller: operations the sandbox blocks are not reported" + unsupervisedSetgid})
+		Reason: "turned off by the caller: operations the sandbox blocks are not reported" + seccomp.UnsupervisedSetgid})
 	p.SeccompProg, p.Supervise = p.SeccompPlainProg, SuperviseOff
 	p.unsupervised, p.unsupervisedOnly, p.supervisorFeatures = nil, nil, nil
 }

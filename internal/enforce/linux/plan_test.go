@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -118,7 +119,7 @@ func TestPlanProxy(t *testing.T) {
 		if plan.Proxy != tt.proxy || degraded == tt.proxy || plan.NewNetNS != tt.proxy || plan.Enforcement().NetworkDomains != tt.proxy {
 			t.Errorf("%s: proxy %v, netns %v, downgraded %v; want proxy %v", tt.name, plan.Proxy, plan.NewNetNS, degraded, tt.proxy)
 		}
-		if !tt.proxy && plan.Sockets != SocketsUnixOnly {
+		if !tt.proxy && plan.Sockets != seccomp.SocketsUnixOnly {
 			t.Errorf("%s: sockets %v, want unix only", tt.name, plan.Sockets)
 		}
 		if err := report.CheckRequired([]report.Feature{report.FeatureNetworkDomains}, plan.Downgrades); (err != nil) == tt.proxy {

@@ -403,7 +403,7 @@ func TestStagePlan(t *testing.T) {
 	if err := json.Unmarshal(b, &pl); err != nil {
 		t.Fatal(err)
 	}
-	got := pl.Plan.plan()
+	got := pl.Plan
 	if got.NewPIDNS != p.NewPIDNS || got.NewNetNS != p.NewNetNS || got.needsMountNS() != p.needsMountNS() ||
 		!slices.Equal(got.ReadOnlyMounts, p.ReadOnlyMounts) || !slices.Equal(got.MaskedMounts, p.MaskedMounts) ||
 		!slices.Equal(got.WriteRoots, p.Policy.WriteRoots) || got.Supervise != p.Supervise ||

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 )
 
 // This file is what Probe learns of the running kernel and user (System).
@@ -42,7 +44,7 @@ type System struct {
 	ServerUserNS bool
 	// Creds are the command's credentials for file permissions (sbx's
 	// own); nil skips the writable-root-access check (rootaccess.go).
-	Creds *Creds
+	Creds *supervise.Creds
 }
 
 // Probe inspects the running kernel and user. It makes no namespaces: the

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -64,11 +65,11 @@ type exitResult struct {
 // and returns what it saw. Without a supervisor it returns nothing.
 // The watched carve-outs that appeared (sweep) are among its denials, with
 // or without a supervisor.
-func (pr *Process) EndSupervision() SupervisionResult {
+func (pr *Process) EndSupervision() supervise.Result {
 	swept := pr.swept
 	pr.swept = nil
 	if pr.sup == nil {
-		return SupervisionResult{Denials: swept}
+		return supervise.Result{Denials: swept}
 	}
 	res := pr.sup.finish()
 	pr.sup = nil

@@ -108,7 +108,7 @@ func withProxyEnv(env []string, addr string) []string {
 }
 
 // The stage's message with the proxy's sockets, on its listener
-// socketpair, before the seccomp listener's (sendListener): 'P' and the
+// socketpair, before the seccomp listener's (supervise.SendListener): 'P' and the
 // sockets as SCM_RIGHTS, or 'E' and the error's text.
 const (
 	proxyMsgSockets = 'P'

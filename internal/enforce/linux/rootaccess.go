@@ -35,11 +35,11 @@ import (
 // root's command loses what it has bare (CAP_DAC_OVERRIDE, CAP_FOWNER): an
 // unprivileged caller's command is refused by file permissions exactly
 // where the caller is, which is no sandbox's doing.
-func probeCreds() *Creds {
+func probeCreds() *supervise.Creds {
 	if os.Geteuid() != 0 {
 		return nil
 	}
-	c := &Creds{UID: uint32(os.Geteuid()), GIDs: []uint32{uint32(os.Getegid())}}
+	c := &supervise.Creds{UID: uint32(os.Geteuid()), GIDs: []uint32{uint32(os.Getegid())}}
 	groups, _ := os.Getgroups()
 	for _, g := range groups {
 		if !slices.Contains(c.GIDs, uint32(g)) {

@@ -13,7 +13,12 @@ type stagePayload struct {
 	// StatusFD is the stage's fd for the command's wait status when the
 	// stage is PID 1 of a new PID namespace (0: exec the command instead).
 	StatusFD int
-	// Plan is all of the plan the stage applies (see StageSpec).
+	// Plan is all of the plan the stage applies (see StageSpec). Every
+	// step of the stage (enterNamespaces, privateMounts, setupMounts,
+	// dropCapabilities, restrictThread and its loadFilter, setRlimits)
+	// takes the StageSpec itself, never a Plan, so that a step reading a
+	// field outside the spec does not compile, rather than finding it
+	// zero in the stage alone and applying less than a thread launch.
 	Plan *StageSpec
 	Path string
 	Argv []string
@@ -29,18 +34,6 @@ type stagePayload struct {
 	// listening sockets on (sendProxy), before the seccomp listener; 0
 	// without network by domain.
 	ProxySocket int `json:",omitempty"`
-}
-
-// plan is the Plan restrictThread takes in the stage: the spec, nothing
-// else. The stage's other steps (enterNamespaces, privateMounts,
-// setupMounts, dropCapabilities, setRlimits) take the StageSpec itself, so
-// that a field outside it does not compile there.
-// IMPORTANT: restrictThread and the supervisor's loadFilter still take a
-// Plan; a field of Plan outside StageSpec that they come to read is zero
-// here, and the stage would apply less than a thread launch, with nothing
-// to say so: what a launch step reads belongs in StageSpec.
-func (s *StageSpec) plan() *Plan {
-	return &Plan{StageSpec: *s}
 }
 
 // The stage's fds past stdio (see stagePayload).

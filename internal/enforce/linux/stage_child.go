@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 )
 
 // stageFailure is the stage's side of stageStatus for a failure: marker
@@ -83,17 +85,17 @@ func StageMain() int {
 		err = dropCapabilities(spec.Capabilities, false)
 	}
 	if err == nil {
-		var lis listener
-		lis, err = restrictThread(spec.plan())
+		var lis supervise.Listener
+		lis, err = restrictThread(spec)
 		if err == nil && pl.ListenerSocket > 0 {
 			// Before exec, so the parent is supervising by the time the
 			// command makes its first supervised call (which would wait for
 			// it anyway). Neither fd reaches the command.
-			err = sendListener(pl.ListenerSocket, lis)
+			err = supervise.SendListener(pl.ListenerSocket, lis)
 			unix.Close(pl.ListenerSocket)
 		}
-		if lis.fd >= 0 {
-			unix.Close(lis.fd)
+		if lis.FD >= 0 {
+			unix.Close(lis.FD)
 		}
 	}
 	if err == nil {
@@ -128,10 +130,10 @@ func StageMain() int {
 // parent-death signal does.
 func stageInit(pl stagePayload) int {
 	// The mark of a call's PID namespace init, which sbx servers refuse
-	// (callpeer.go): set before the command exists, by the stage itself
+	// (supervisor/callpeer.go): set before the command exists, by the stage itself
 	// (only a task names itself), on this main thread, whose name is the
 	// process's.
-	if err := nameCallInit(); err != nil {
+	if err := supervise.NameCallInit(); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: %v\n", err)
 		return 125
 	}
@@ -144,7 +146,7 @@ func stageInit(pl stagePayload) int {
 	// memory and environment, which sbx has (it made that namespace) and
 	// the command has not. Everything that needed the stage dumpable is
 	// done by now: sbx wrote the uid map before the stage's exec, and took
-	// the seccomp listener (sendListener waits for its ack). The fork
+	// the seccomp listener (supervise.SendListener waits for its ack). The fork
 	// below keeps the flag only until the command's exec resets it.
 	if err := unix.Prctl(unix.PR_SET_DUMPABLE, 0, 0, 0, 0); err != nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: prctl(PR_SET_DUMPABLE): %v\n", err)

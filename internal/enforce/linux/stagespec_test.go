@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"reflect"
 	"testing"
+
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 )
 
 // TestStageSpecRoundTrip: every field of StageSpec, set, reaches the stage
-// as it was: the payload's JSON carries the whole struct, and the stage's
-// Plan is the spec it decoded. A field the JSON drops (unexported, tagged
+// as it was: the payload's JSON carries the whole struct, and every step of
+// the stage takes the spec it decoded. A field the JSON drops (unexported, tagged
 // "-", a type that does not survive encoding) fails here, not as a stage
 // that silently skips a step.
 func TestStageSpecRoundTrip(t *testing.T) {
@@ -30,7 +32,7 @@ func TestStageSpecRoundTrip(t *testing.T) {
 	if err := json.Unmarshal(b, &pl); err != nil {
 		t.Fatal(err)
 	}
-	got := pl.Plan.plan().StageSpec
+	got := *pl.Plan
 	gv := reflect.ValueOf(got)
 	for i := range v.NumField() {
 		if !reflect.DeepEqual(gv.Field(i).Interface(), v.Field(i).Interface()) {
@@ -70,3 +72,11 @@ func fill(t *testing.T, v reflect.Value, name string) {
 		t.Fatalf("%s: fill has no value for a %s", name, v.Kind())
 	}
 }
+
+// The stage's Landlock and seccomp loads take the StageSpec, never a Plan
+// (see stagePayload): this fails to compile should one take a Plan again,
+// which would let it read a field the stage never receives.
+var (
+	_ func(*StageSpec) (supervise.Listener, error) = restrictThread
+	_ func(*StageSpec) (supervise.Listener, error) = loadFilter
+)

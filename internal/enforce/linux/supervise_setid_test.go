@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 )
 
 // atFDCWDArg is AT_FDCWD (-100) as a syscall argument.
@@ -113,7 +115,7 @@ func TestSetidNeverLeft(t *testing.T) {
 						if call == "tmpfile" {
 							p = filepath.Dir(target) // the unnamed file's directory
 						}
-						wantD = []wantDenial{{SetidOperation, p}}
+						wantD = []wantDenial{{supervise.SetidOperation, p}}
 					}
 					if g := denialSet(res.Denials); !slices.Equal(g, wantD) {
 						t.Errorf("%s %s: denials %v, want %v (%+v)", call, mode, g, wantD, res.Denials)

@@ -20,6 +20,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce"
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 	"github.com/sbx-sandbox/sbx/internal/fspath"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
@@ -284,12 +286,12 @@ func launchVariants(t *testing.T) map[string]System {
 
 // runProbe runs the probe under pol and returns its output and what the
 // supervisor recorded.
-func runProbe(t *testing.T, pol policy.Policy, sys System, dir string, ops ...string) (string, SupervisionResult, *Plan) {
+func runProbe(t *testing.T, pol policy.Policy, sys System, dir string, ops ...string) (string, supervise.Result, *Plan) {
 	t.Helper()
 	return runProbeOpts(t, pol, sys, dir, Options{}, ops...)
 }
 
-func runProbeOpts(t *testing.T, pol policy.Policy, sys System, dir string, opts Options, ops ...string) (string, SupervisionResult, *Plan) {
+func runProbeOpts(t *testing.T, pol policy.Policy, sys System, dir string, opts Options, ops ...string) (string, supervise.Result, *Plan) {
 	t.Helper()
 	plan, err := Compile(pol, sys, opts)
 	if err != nil {
@@ -437,11 +439,11 @@ func TestSupervisorFileSystem(t *testing.T) {
 						t.Errorf("denials: got %v, want %v (%+v)", g, tt.denials, res.Denials)
 					}
 					for _, d := range res.Denials {
-						confidence := Observed
+						confidence := report.ConfidenceObserved
 						if report.NeededCapability(d.Reason) != "" || strings.HasSuffix(d.Reason, report.NoCapabilityReason) {
-							confidence = Inferred
+							confidence = report.ConfidenceInferred
 						}
-						if d.Source != SupervisorSource || d.Confidence != confidence || d.Count != 1 || d.PID <= 0 || d.Syscall == "" || d.Reason == "" {
+						if d.Source != supervise.SupervisorSource || d.Confidence != confidence || d.Count != 1 || d.PID <= 0 || d.Syscall == "" || d.Reason == "" {
 							t.Errorf("incomplete denial %+v", d)
 						}
 					}
@@ -501,7 +503,7 @@ func TestSupervisorUnixOnlySocket(t *testing.T) {
 	sys.Privileged, sys.UserNS, sys.UserNSReason = false, false, "test"
 	e := newSuperviseEnv(t, false)
 	got, res, plan := runProbe(t, e.pol, sys, e.ws, "socket-inet")
-	if plan.Sockets != SocketsUnixOnly {
+	if plan.Sockets != seccomp.SocketsUnixOnly {
 		t.Fatalf("sockets %s, want unix-only", plan.Sockets)
 	}
 	if got != "EAFNOSUPPORT" {
@@ -594,7 +596,7 @@ func TestSupervisorListenerNotInherited(t *testing.T) {
 // so the kernel is never asked and nothing is restricted.)
 func TestLoadFilterRequired(t *testing.T) {
 	for _, sup := range []Supervise{SuperviseBestEffort, SuperviseRequired} {
-		_, err := loadFilter(&Plan{StageSpec: StageSpec{Supervise: sup}})
+		_, err := loadFilter(&StageSpec{Supervise: sup})
 		var ufe *report.UnsupportedFeatureError
 		if !errors.As(err, &ufe) || ufe.Feature != "denial-reports" {
 			t.Errorf("supervise %d: got %v, want an UnsupportedFeatureError for denial-reports", sup, err)

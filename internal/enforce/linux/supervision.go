@@ -9,7 +9,6 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
-	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
@@ -18,34 +17,14 @@ import (
 // one a call holds). What it may know of a plan is supervise.Input, which
 // Plan.supervisorInput fills; this file is all that joins the two: the
 // launch paths hold a *supervisor, load the filter (loadFilter) and hand
-// the listener over. The aliases keep this package's exported names as
-// they were (issue 32: a refactor changes no exported name).
+// the listener over. Code here spells the supervisor's names as its
+// package does (supervise.Result, supervise.Creds, ...): no alias is kept
+// but CallPeer, which enforce/host uses.
 
-type (
-	SupervisionResult = supervise.Result
-	Creds             = supervise.Creds
-	MaskedLink        = supervise.MaskedLink
-	devIno            = supervise.DevIno
-)
-
-const (
-	SupervisorSource = supervise.SupervisorSource
-	Observed         = supervise.Observed
-	Inferred         = supervise.Inferred
-	CallInitName     = supervise.CallInitName
-	CallSocketPrefix = supervise.CallSocketPrefix
-	SetidOperation   = supervise.SetidOperation
-)
-
-// CallPeer is supervise.CallPeer: the call a socket's peer belongs to.
+// CallPeer is supervise.CallPeer: the call a socket's peer belongs to
+// (enforce/host's server asks it; the one name of the supervisor package
+// that something outside enforce/linux uses).
 func CallPeer(fd int) (string, error) { return supervise.CallPeer(fd) }
-
-// nameCallInit names the calling process as a call's init (CallInitName).
-func nameCallInit() error { return supervise.NameCallInit() }
-
-// hasReadGlobs reports whether some deny pattern forbids reading: opens
-// for reading are then supervised too.
-func hasReadGlobs(pol policy.Policy) bool { return supervise.HasReadGlobs(pol) }
 
 // supervisor is the supervisor of one call, as the launch paths hold it.
 type supervisor struct{ s *supervise.Supervisor }
@@ -60,26 +39,11 @@ func newSupervisor(p *Plan) (*supervisor, error) {
 	return &supervisor{s}, nil
 }
 
-func (s *supervisor) attach(l listener) {
-	s.s.Attach(supervise.Listener{FD: l.fd, Unavailable: l.unavailable})
-}
+func (s *supervisor) attach(l supervise.Listener)    { s.s.Attach(l) }
 func (s *supervisor) release()                       { s.s.Release() }
 func (s *supervisor) receive(sock int, stagePid int) { s.s.Receive(sock, stagePid) }
 func (s *supervisor) ask()                           { s.s.Ask() }
-func (s *supervisor) finish() SupervisionResult      { return s.s.Finish() }
-
-// listener is what loadFilter made on the launcher thread: the listener
-// fd (-1 when there is none) and, when supervision was planned but is not
-// possible, why (supervise.Listener).
-type listener struct {
-	fd          int
-	unavailable string
-}
-
-// sendListener hands l from the stage to the parent (supervise.SendListener).
-func sendListener(sock int, l listener) error {
-	return supervise.SendListener(sock, supervise.Listener{FD: l.fd, Unavailable: l.unavailable})
-}
+func (s *supervisor) finish() supervise.Result       { return s.s.Finish() }
 
 // supervisorInput is the part of p the supervisor reads.
 func (p *Plan) supervisorInput() supervise.Input {
@@ -109,23 +73,23 @@ func (p *Plan) supervisorInput() supervise.Input {
 // that cannot have a listener is replaced by the same filter without its
 // notification rules; under SuperviseRequired that is an
 // UnsupportedFeatureError for "denial-reports".
-func loadFilter(p *Plan) (listener, error) {
-	if p.Supervise == SuperviseOff {
-		return listener{fd: -1}, seccomp.LoadSeccomp(p.SeccompProg)
+func loadFilter(s *StageSpec) (supervise.Listener, error) {
+	if s.Supervise == SuperviseOff {
+		return supervise.Listener{FD: -1}, seccomp.LoadSeccomp(s.SeccompProg)
 	}
-	fd, err := seccomp.LoadSeccompListener(p.SeccompProg)
+	fd, err := seccomp.LoadSeccompListener(s.SeccompProg)
 	if err == nil {
-		return listener{fd: fd}, nil
+		return supervise.Listener{FD: fd}, nil
 	}
 	reason := "no seccomp listener: " + err.Error()
 	if errors.Is(err, unix.EBUSY) {
 		reason = "no seccomp listener: sbx itself runs under a filter with one (a sandbox inside a sandbox)"
 	}
-	if p.Supervise == SuperviseRequired || len(p.SeccompPlainProg) == 0 {
-		return listener{fd: -1}, &report.UnsupportedFeatureError{Feature: report.FeatureDenialReports, Reason: reason}
+	if s.Supervise == SuperviseRequired || len(s.SeccompPlainProg) == 0 {
+		return supervise.Listener{FD: -1}, &report.UnsupportedFeatureError{Feature: report.FeatureDenialReports, Reason: reason}
 	}
-	if err := seccomp.LoadSeccomp(p.SeccompPlainProg); err != nil {
-		return listener{fd: -1}, err
+	if err := seccomp.LoadSeccomp(s.SeccompPlainProg); err != nil {
+		return supervise.Listener{FD: -1}, err
 	}
-	return listener{fd: -1, unavailable: reason + "; operations the sandbox blocks are not reported" + unsupervisedSetgid}, nil
+	return supervise.Listener{FD: -1, Unavailable: reason + "; operations the sandbox blocks are not reported" + seccomp.UnsupervisedSetgid}, nil
 }

@@ -101,7 +101,7 @@ func sweep(pol policy.Policy, ws []watch) []report.Denial {
 			reason += "; " + what + " appeared during the call (the supervisor refuses creating it: a racing thread changed the path after the check) and was removed after the call"
 		}
 		out = append(out, report.Denial{Operation: "create", Path: w.path, Source: PostCallSource,
-			Confidence: Observed, Count: 1, Reason: reason})
+			Confidence: report.ConfidenceObserved, Count: 1, Reason: reason})
 	}
 	return out
 }

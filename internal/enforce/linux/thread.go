@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce"
+	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
 	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"golang.org/x/sys/unix"
 )
@@ -47,7 +48,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 	type started struct {
 		pid, initPid int
 		lifeline     *os.File
-		lis          listener
+		lis          supervise.Listener
 		proxy        *proxyServer
 		err          error
 	}
@@ -61,7 +62,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 	done := make(chan exitResult, 1)
 	pr := &Process{done: done}
 	launch := func(pre nsDone) {
-		st := started{lis: listener{fd: -1}}
+		st := started{lis: supervise.Listener{FD: -1}}
 		if cg != nil {
 			if err := cg.joinV1(); err != nil {
 				st.err = err
@@ -120,7 +121,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 			}
 			steptrace.Mark("capabilities")
 			if err == nil {
-				st.lis, err = restrictThread(p)
+				st.lis, err = restrictThread(&p.StageSpec)
 			}
 			if err != nil {
 				st.err = err
@@ -135,7 +136,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 			// (The runtime starts the supervisor's threads from its
 			// template thread, never from this restricted one.)
 			sup.attach(st.lis)
-			st.lis = listener{fd: -1}
+			st.lis = supervise.Listener{FD: -1}
 		}
 		attr := procAttr(spec)
 		if st.initPid > 0 {
@@ -187,16 +188,16 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 	pr.initPid, pr.lifeline, pr.proxy = s.initPid, s.lifeline, s.proxy
 	if s.err != nil {
 		pr.proxy.close()
-		if s.lis.fd >= 0 {
-			unix.Close(s.lis.fd)
+		if s.lis.FD >= 0 {
+			unix.Close(s.lis.FD)
 		}
 		pr.stopInit()
 		return nil, s.err
 	}
 	if sup != nil {
 		pr.sup = sup
-	} else if s.lis.fd >= 0 {
-		unix.Close(s.lis.fd)
+	} else if s.lis.FD >= 0 {
+		unix.Close(s.lis.FD)
 	}
 	pr.Pid = s.pid
 	return pr, nil

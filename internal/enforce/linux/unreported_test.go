@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
@@ -31,7 +32,7 @@ func TestPlanUnreportedMasks(t *testing.T) {
 	}
 	pol.Masked = []string{state}
 	sys := System{LandlockABI: 7, Privileged: true, UserNotif: true, UserNS: true}
-	scope := func(p policy.Policy) NotifyScope {
+	scope := func(p policy.Policy) seccomp.NotifyScope {
 		t.Helper()
 		plan, err := Compile(p, sys, Options{})
 		if err != nil {
@@ -40,26 +41,26 @@ func TestPlanUnreportedMasks(t *testing.T) {
 		if len(plan.MaskedMounts) != 1 {
 			t.Fatalf("masked mounts %v, want %s", plan.MaskedMounts, state)
 		}
-		for _, s := range []NotifyScope{NotifyWrites, NotifyReads} {
-			if reflect.DeepEqual(plan.Seccomp, SeccompTable(plan.Sockets, s)) {
+		for _, s := range []seccomp.NotifyScope{seccomp.NotifyWrites, seccomp.NotifyReads} {
+			if reflect.DeepEqual(plan.Seccomp, seccomp.SeccompTable(plan.Sockets, s)) {
 				return s
 			}
 		}
 		t.Fatalf("the plan's table is neither scope's")
-		return NotifyNone
+		return seccomp.NotifyNone
 	}
-	if got := scope(pol); got != NotifyReads {
-		t.Errorf("a reported mask: %v, want %v", got, NotifyReads)
+	if got := scope(pol); got != seccomp.NotifyReads {
+		t.Errorf("a reported mask: %v, want %v", got, seccomp.NotifyReads)
 	}
 	quiet := pol
 	quiet.Unreported = []string{state}
-	if got := scope(quiet); got != NotifyWrites {
-		t.Errorf("an unreported mask: %v, want %v", got, NotifyWrites)
+	if got := scope(quiet); got != seccomp.NotifyWrites {
+		t.Errorf("an unreported mask: %v, want %v", got, seccomp.NotifyWrites)
 	}
 	if err := os.Link(filepath.Join(state, "log"), filepath.Join(ws, "link")); err != nil {
 		t.Fatal(err)
 	}
-	if got := scope(quiet); got != NotifyReads {
-		t.Errorf("an unreported mask with a hard link outside it: %v, want %v", got, NotifyReads)
+	if got := scope(quiet); got != seccomp.NotifyReads {
+		t.Errorf("an unreported mask with a hard link outside it: %v, want %v", got, seccomp.NotifyReads)
 	}
 }

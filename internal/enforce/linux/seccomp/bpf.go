@@ -144,7 +144,7 @@ var errJumpTooFar = errors.New("jump offset exceeds 255 instructions")
 //     (seccompLeaf), then their rules in table order; the first rule whose
 //     Nr and every ArgCond match returns SECCOMP_RET_ERRNO|rule.Errno, or
 //     SECCOMP_RET_USER_NOTIF for an ActNotify rule (the supervisor decides;
-//     see enforce/linux/supervise.go)
+//     see enforce/linux/supervisor/supervise.go)
 //  4. SECCOMP_RET_ALLOW, at the end of each leaf
 //
 // Rules of different syscall numbers never both match, so sorting them by

@@ -42,7 +42,7 @@ const (
 	ActErrno RuleAction = iota
 	// ActNotify hands the call to the supervisor in the sbx parent
 	// (SECCOMP_RET_USER_NOTIF), which refuses it with an errno or lets the
-	// kernel run it, where Landlock still applies (enforce/linux/supervise.go).
+	// kernel run it, where Landlock still applies (enforce/linux/supervisor/supervise.go).
 	ActNotify
 )
 
@@ -138,7 +138,7 @@ func SeccompRules(s SocketPolicy) []SeccompRule { return SeccompTable(s, NotifyN
 // SocketsUnixOnly, inet and inet6 socket() calls are notified before the
 // family rule that would refuse them, so that the refusal is seen. The
 // supervisor refuses those with the family rule's EAFNOSUPPORT, always: it
-// never lets one through (see enforce/linux/supervise.go), and without a listener the
+// never lets one through (see enforce/linux/supervisor/supervise.go), and without a listener the
 // kernel fails them with ENOSYS. Either way the call is refused.
 func SeccompTable(s SocketPolicy, sup NotifyScope) []SeccompRule {
 	// The set-id rows come before every notification rule of the same
@@ -183,7 +183,7 @@ const OpenWriteFlags = unix.O_WRONLY | unix.O_RDWR | unix.O_CREAT | unix.O_TRUNC
 // writeNotifyRules send every call that can change a file-system object to
 // the supervisor. Each is one the kernel would otherwise check against
 // Landlock (or, for chmod and chown, not check at all: see the IMPORTANT
-// note in enforce/linux/supervise.go). Reads never go there: they are not restricted, so
+// note in enforce/linux/supervisor/supervise.go). Reads never go there: they are not restricted, so
 // supervising them would only cost time.
 func writeNotifyRules() []SeccompRule {
 	n := func(name string, nr uint32, reason string, args ...ArgCond) SeccompRule {
@@ -232,7 +232,7 @@ func readNotifyRules() []SeccompRule {
 // record of it; and below Landlock ABI 9 nothing in the kernel keeps a
 // pathname unix socket outside the writable roots (a host daemon's,
 // ssh-agent's) out of reach, which the supervisor does by carrying the
-// call out itself (enforce/linux/unixconnect.go). With the network on nothing is
+// call out itself (enforce/linux/supervisor/unixconnect.go). With the network on nothing is
 // supervised.
 func netNotifyRules() []SeccompRule {
 	return []SeccompRule{

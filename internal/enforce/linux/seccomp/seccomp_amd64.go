@@ -6,7 +6,7 @@ import "golang.org/x/sys/unix"
 
 // legacyWriteNotifyRules are the pre-*at forms of writeNotifyRules' calls,
 // which amd64 still has (arm64 and newer architectures have only the *at
-// forms). enforce/linux/supervise_amd64.go maps each to its *at form.
+// forms). enforce/linux/supervisor/supervise_amd64.go maps each to its *at form.
 func legacyWriteNotifyRules(n func(string, uint32, string, ...ArgCond) SeccompRule) []SeccompRule {
 	return []SeccompRule{
 		n("open", unix.SYS_OPEN, "open for writing, creating or truncating", argAnySet(1, OpenWriteFlags)),

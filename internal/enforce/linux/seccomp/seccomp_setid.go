@@ -22,7 +22,7 @@ import "golang.org/x/sys/unix"
 //     them all; supervised it hands them to the supervisor, which carries
 //     the chmod out itself on the object it opened, with the command's
 //     capabilities, for a directory, and refuses it for anything else
-//     (enforce/linux/notify_setid.go). It never lets the kernel run the call.
+//     (enforce/linux/supervisor/notify_setid.go). It never lets the kernel run the call.
 //   - openat2, whose mode is behind a pointer the filter cannot read,
 //     answers ENOSYS, as a kernel before 5.6 does: callers fall back to
 //     openat.

@@ -30,7 +30,7 @@
 // where that lives.
 //
 // Adding a supervised syscall touches the seccomp package's table (a
-// notify row in seccomp.go, with its reason), atForm (supervise_amd64.go)
+// notify row in seccomp/seccomp.go, with its reason), atForm (supervise_amd64.go)
 // when it has a legacy form, and its decoding and handler here (notify.go's
 // dispatch and name table, then notify_fs.go or notify_net.go). Package
 // seccomp's TestSeccompTableCoversEveryRule fails until the row has a case,

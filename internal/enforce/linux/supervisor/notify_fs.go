@@ -27,7 +27,7 @@ func (s *Supervisor) decidePath(v *taskView, c call) decision {
 	case unix.SYS_OPENAT:
 		return s.open(v, c, c.fd(0), c.args[1], uint64(c.u32(2)), 0)
 	case unix.SYS_OPENAT2:
-		// The filter answers openat2 ENOSYS (seccomp/seccomp_setid.go), so none
+		// The filter answers openat2 ENOSYS (enforce/linux/seccomp/seccomp_setid.go), so none
 		// comes here; still decoded, so that a table that routes it
 		// again is decided rather than refused blind.
 		var how [24]byte // struct open_how: flags, mode, resolve (u64 each)

@@ -13,7 +13,7 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/report"
 )
 
-// The supervisor's half of the set-id rows (seccomp/seccomp_setid.go). The filter
+// The supervisor's half of the set-id rows (enforce/linux/seccomp/seccomp_setid.go). The filter
 // hands it every call whose mode register holds S_ISUID or S_ISGID; it
 // decides from those registers alone, as the filter did:
 //
