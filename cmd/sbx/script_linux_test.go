@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce/linux"
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 )
 
 // scriptCondition answers the conditions scripts use beyond testscript's:
@@ -23,7 +24,7 @@ func scriptCondition(cond string) (bool, error) {
 		if err != nil || n < 1 {
 			return false, fmt.Errorf("condition [%s]: want [landlock:N] with N an ABI from 1", cond)
 		}
-		return linux.LandlockABI() >= n, nil
+		return landlock.RunningABI() >= n, nil
 	case "userns":
 		return arg == "" && linux.TryUserNS() == nil, nil
 	case "root":

@@ -167,11 +167,11 @@ var ABIs = []ABI{
 	// The audit flags of landlock_restrict_self are not passed: by default
 	// Landlock logs no denial after an execve, and sbx does not read the
 	// audit log (that needs CAP_AUDIT_READ); denial reports come from the
-	// seccomp supervisor (enforce/linux's LandlockPlan.apply).
+	// seccomp supervisor (Ruleset.RestrictSelf).
 	{Version: 7, Linux: "6.15", Feature: FeatureAudit,
 		Check: "denials logged to the audit subsystem"},
 	// LANDLOCK_RESTRICT_SELF_TSYNC is not passed: neither launch path
-	// wants every thread of sbx in the domain (LandlockPlan.apply).
+	// wants every thread of sbx in the domain (Ruleset.RestrictSelf).
 	{Version: 8, Linux: "7.0"},
 	{Version: 9, Linux: "7.0", Feature: FeatureResolveUnix,
 		Check:       "with the network off, pathname unix sockets outside writable roots unreachable",

@@ -157,7 +157,7 @@ func restrictThread(s *StageSpec) (supervise.Listener, error) {
 		return supervise.Listener{FD: -1}, fmt.Errorf("prctl(PR_SET_NO_NEW_PRIVS): %w", err)
 	}
 	if s.Landlock != nil {
-		if err := s.Landlock.apply(); err != nil {
+		if err := s.Landlock.RestrictSelf(); err != nil {
 			return supervise.Listener{FD: -1}, err
 		}
 		steptrace.Mark("landlock")

@@ -131,7 +131,7 @@ type StageSpec struct {
 	// MaskedMounts are existing paths the guard forbids reading, hidden under
 	// an empty read-only tmpfs (directories) or /dev/null (files).
 	MaskedMounts []string      `json:",omitempty"`
-	Landlock     *LandlockPlan `json:",omitempty"`
+	Landlock     *landlock.Ruleset `json:",omitempty"`
 	// Supervise says whether the seccomp supervisor runs (supervisor/supervise.go).
 	Supervise   Supervise
 	SeccompProg seccomp.BPFProgram

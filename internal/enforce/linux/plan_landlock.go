@@ -33,9 +33,9 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 		return
 	}
 	pol := p.Policy
-	lp := &LandlockPlan{ABI: abi, HandledFS: handledFS(abi)}
+	lp := &landlock.Ruleset{ABI: abi, HandledFS: handledFS(abi)}
 	for _, r := range pol.ReadRoots {
-		lp.Rules = append(lp.Rules, LandlockRule{Path: r, Access: llRead})
+		lp.Rules = append(lp.Rules, landlock.Rule{Path: r, Access: llRead})
 	}
 	for _, d := range p.Devices {
 		if !pathOpens(d) {
@@ -44,10 +44,10 @@ func (p *Plan) compileLandlock(abi int, mountNS bool) {
 			// either: no rule, nothing lost.
 			continue
 		}
-		lp.Rules = append(lp.Rules, LandlockRule{Path: d, Access: llDevice})
+		lp.Rules = append(lp.Rules, landlock.Rule{Path: d, Access: llDevice})
 	}
 	for _, w := range pol.WriteRoots {
-		lp.Rules = append(lp.Rules, LandlockRule{Path: w, Access: llRead | llWrite})
+		lp.Rules = append(lp.Rules, landlock.Rule{Path: w, Access: llRead | llWrite})
 	}
 	// The downgrades follow the ruleset's fields: file-system rights, the
 	// network (and unix sockets), then scopes.
@@ -120,7 +120,7 @@ func (p *Plan) downgradeLacking(abi int, k landlock.Kind) {
 // with the supervisor there is no downgrade; without it (none can be had,
 // or --no-denial-reports) there is, and --require landlock-resolve-unix
 // makes the supervisor required (requireSupervisorFor).
-func (p *Plan) restrictUnixSockets(lp *LandlockPlan) {
+func (p *Plan) restrictUnixSockets(lp *landlock.Ruleset) {
 	if lp == nil || lp.ABI < resolveUnixABI {
 		reason := "Landlock is not available on this kernel"
 		if lp != nil {

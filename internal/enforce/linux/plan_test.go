@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -146,7 +147,7 @@ func TestProbeKeepsFileFacts(t *testing.T) {
 	if s.UserNSReason != "kept (test)" {
 		t.Errorf("within the TTL Probe read the files again: UserNSReason %q", s.UserNSReason)
 	}
-	if s.LandlockABI != LandlockABI() || s.Privileged != hasCapSysAdmin() {
+	if s.LandlockABI != landlock.RunningABI() || s.Privileged != hasCapSysAdmin() {
 		t.Errorf("Probe kept LandlockABI %d, Privileged %t", s.LandlockABI, s.Privileged)
 	}
 	probed.Lock()

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	supervise "github.com/sbx-sandbox/sbx/internal/enforce/linux/supervisor"
+	"github.com/sbx-sandbox/sbx/internal/landlock"
 )
 
 // This file is what Probe learns of the running kernel and user (System).
@@ -64,7 +65,7 @@ func Probe() System {
 	}
 	s := probed.sys
 	probed.Unlock()
-	s.LandlockABI, s.Privileged = LandlockABI(), hasCapSysAdmin()
+	s.LandlockABI, s.Privileged = landlock.RunningABI(), hasCapSysAdmin()
 	s.ServerUserNS = inServerUserNS
 	if !s.ServerUserNS {
 		// Inside the unprivileged server's namespace uid 0 is the
