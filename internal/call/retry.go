@@ -191,9 +191,12 @@ func argvChanges(r escalate.Retry, orig profiles.Profile, haveCaps []string) []c
 	if !needNetwork && r.AdditionalPermissions != nil && r.AdditionalPermissions.NetworkMode() == profiles.NetworkDomains {
 		// Exactly the hosts refused, never --network.
 		var newDomains []string
-		for _, d := range r.AdditionalPermissions.AllowedDomains() {
-			if dp, err := profiles.ParseDomainPattern(d); err == nil && !profiles.DomainsWithin(dp, orig.AllowedDomains()) {
-				newDomains = append(newDomains, d)
+		had := orig.AllowedPatterns()
+		for _, dp := range r.AdditionalPermissions.AllowedPatterns() {
+			if !profiles.DomainsWithin(dp, had) {
+				// The retry's profile was built canonical (profiles.New):
+				// its spelling is the pattern's.
+				newDomains = append(newDomains, dp.String())
 			}
 		}
 		if len(newDomains) > 0 {

@@ -69,8 +69,8 @@ func domainPattern(host string, port int) string {
 
 // deniesDomain reports whether the guard's deny_domains match host:port.
 func (g Guard) deniesDomain(host string, port int) bool {
-	for _, s := range g.DenyDomains {
-		if p, err := profiles.ParseDomainPattern(s); err == nil && p.Matches(host, port) {
+	for _, p := range profiles.Patterns(g.DenyDomains) {
+		if p.Matches(host, port) {
 			return true
 		}
 	}

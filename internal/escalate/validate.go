@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/sbx-sandbox/sbx/internal/fspath"
@@ -225,12 +224,17 @@ func missingNetwork(s Standing, granted, p profiles.Profile) *profiles.Network {
 	case p.NetworkMode() != profiles.NetworkDomains:
 		return nil
 	}
-	have := append(slices.Clone(s.Domains), granted.AllowedDomains()...)
+	have := append(profiles.Patterns(s.Domains), granted.AllowedPatterns()...)
 	var missing []string
-	for _, d := range p.AllowedDomains() {
-		dp, err := profiles.ParseDomainPattern(d)
-		if err != nil || !profiles.DomainsWithin(dp, have) {
-			missing = append(missing, d)
+	if asked := p.AllowedPatterns(); len(asked) != len(p.AllowedDomains()) {
+		// An entry that does not parse is covered by nothing: all of
+		// them are missing (the edge refused such a profile).
+		missing = p.AllowedDomains()
+	} else {
+		for i, dp := range asked {
+			if !profiles.DomainsWithin(dp, have) {
+				missing = append(missing, p.AllowedDomains()[i])
+			}
 		}
 	}
 	private := p.AllowPrivateAddresses() && !s.PrivateAddresses && !granted.AllowPrivateAddresses()

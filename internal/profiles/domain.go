@@ -37,15 +37,36 @@ func ParseDomainPatterns(list []string, field string) ([]DomainPattern, error) {
 	return ps, err
 }
 
-// foldDomains canonicalises, sorts, de-duplicates and drops patterns
-// within another of the list. Invalid entries must have been refused before.
-func foldDomains(list []string) []string {
+// Patterns reads back a list of patterns that the edge validated and
+// spelt canonically (validateNetwork, ParseGuard, the CLI's flags): the
+// permission model compares, merges and folds them typed, and this is
+// where its stored text becomes typed values, once per list.
+//
+// IMPORTANT: the profile's wire type (Network) keeps its patterns as text,
+// so a Profile carries no typed form of them; an entry that does not parse
+// (a Profile built around validation) is dropped here, as foldDomains
+// always did, and policy.Build, which alone turns patterns into rules,
+// refuses such a profile naming the field (ParseDomainPatterns) rather
+// than dropping a denied entry.
+func Patterns(list []string) []DomainPattern {
 	var ps []DomainPattern
 	for _, s := range list {
-		if p, err := ParseDomainPattern(s); err == nil {
+		if p, err := netrule.ParsePattern(s); err == nil {
 			ps = append(ps, p)
 		}
 	}
+	return ps
+}
+
+// AllowedPatterns returns network.allowed_domains typed (Patterns).
+func (p Profile) AllowedPatterns() []DomainPattern { return Patterns(p.AllowedDomains()) }
+
+// DeniedPatterns returns network.denied_domains typed (Patterns).
+func (p Profile) DeniedPatterns() []DomainPattern { return Patterns(p.DeniedDomains()) }
+
+// foldDomains sorts, de-duplicates and drops patterns within another of
+// the list, and spells what is left canonically.
+func foldDomains(ps []DomainPattern) []string {
 	var out []string
 	for i, p := range ps {
 		covered := false
@@ -65,9 +86,9 @@ func foldDomains(list []string) []string {
 }
 
 // DomainsWithin reports whether p lies within one of qs.
-func DomainsWithin(p DomainPattern, qs []string) bool {
-	for _, s := range qs {
-		if q, err := ParseDomainPattern(s); err == nil && p.Within(q) {
+func DomainsWithin(p DomainPattern, qs []DomainPattern) bool {
+	for _, q := range qs {
+		if p.Within(q) {
 			return true
 		}
 	}

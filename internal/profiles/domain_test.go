@@ -161,3 +161,24 @@ func TestNormalizeResponseDomains(t *testing.T) {
 		t.Errorf("bad granted pattern: err = %v", err)
 	}
 }
+
+// TestPatternsBuiltAroundValidation: the one reader of a profile's stored
+// patterns drops an entry that does not parse (a Profile made without
+// Normalize or New), and the comparisons built on it fail closed: such an
+// entry is covered by nothing, so Covers is false for a profile that has
+// one, however wide the other side.
+func TestPatternsBuiltAroundValidation(t *testing.T) {
+	raw := Profile{Network: &Network{Enabled: true, AllowedDomains: []string{"a.test", "a.test:x"}, DeniedDomains: []string{"*"}}}
+	if got := raw.AllowedPatterns(); len(got) != 1 || got[0].String() != "a.test" {
+		t.Errorf("AllowedPatterns = %v, want [a.test]", got)
+	}
+	if got := raw.DeniedPatterns(); got != nil {
+		t.Errorf("DeniedPatterns = %v, want none", got)
+	}
+	if wide := dom([]string{"*.test", "a.test"}, nil, false); wide.Covers(raw) {
+		t.Error("an entry that does not parse is covered")
+	}
+	if !dom([]string{"*.test", "a.test"}, nil, false).Covers(dom([]string{"a.test"}, nil, false)) {
+		t.Error("a valid entry is not covered")
+	}
+}

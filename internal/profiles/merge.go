@@ -47,12 +47,9 @@ func intersectNetwork(requested, granted Profile) *Network {
 	case rq == NetworkAll && gr == NetworkAll:
 		out.Enabled = true
 	case rq != NetworkNone && gr == NetworkDomains:
-		for _, s := range granted.AllowedDomains() {
-			g, err := ParseDomainPattern(s)
-			if err != nil {
-				continue
-			}
-			if rq == NetworkAll || DomainsWithin(g, requested.AllowedDomains()) {
+		reqAllowed := requested.AllowedPatterns()
+		for _, g := range granted.AllowedPatterns() {
+			if rq == NetworkAll || DomainsWithin(g, reqAllowed) {
 				out.AllowedDomains = append(out.AllowedDomains, g.String())
 			}
 		}
@@ -72,12 +69,17 @@ func coversNetwork(q, p Profile) bool {
 		if q.NetworkMode() == NetworkNone {
 			return false
 		}
-		for _, s := range p.AllowedDomains() {
-			d, err := ParseDomainPattern(s)
-			if err != nil || DomainsWithin(d, q.DeniedDomains()) {
+		allowed := p.AllowedPatterns()
+		if len(allowed) != len(p.AllowedDomains()) {
+			// An entry that does not parse is covered by nothing.
+			return false
+		}
+		qAllowed, qDenied := q.AllowedPatterns(), q.DeniedPatterns()
+		for _, d := range allowed {
+			if DomainsWithin(d, qDenied) {
 				return false
 			}
-			if q.NetworkMode() == NetworkDomains && !DomainsWithin(d, q.AllowedDomains()) {
+			if q.NetworkMode() == NetworkDomains && !DomainsWithin(d, qAllowed) {
 				return false
 			}
 		}

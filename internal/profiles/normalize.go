@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/sbx-sandbox/sbx/internal/enum"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
@@ -234,18 +235,11 @@ func canonicalNetwork(n *Network) (*Network, error) {
 	if n == nil {
 		return nil, nil
 	}
-	if err := validateNetwork(n); err != nil {
+	allowed, denied, err := validateNetwork(n)
+	if err != nil {
 		return nil, err
 	}
 	out := *n
-	out.AllowedDomains, out.DeniedDomains = nil, nil
-	for _, s := range n.AllowedDomains {
-		d, _ := ParseDomainPattern(s)
-		out.AllowedDomains = append(out.AllowedDomains, d.String())
-	}
-	for _, s := range n.DeniedDomains {
-		d, _ := ParseDomainPattern(s)
-		out.DeniedDomains = append(out.DeniedDomains, d.String())
-	}
+	out.AllowedDomains, out.DeniedDomains = netrule.Strings(allowed), netrule.Strings(denied)
 	return &out, nil
 }

@@ -182,7 +182,7 @@ func (p Profile) Normalize(cwd string) (Profile, error) {
 	if err != nil {
 		return Profile{}, err
 	}
-	if err := validateNetwork(p.Network); err != nil {
+	if _, _, err := validateNetwork(p.Network); err != nil {
 		return Profile{}, err
 	}
 	dr, dw, err := normalizeDenies(p)
@@ -193,24 +193,26 @@ func (p Profile) Normalize(cwd string) (Profile, error) {
 }
 
 // validateNetwork refuses invalid patterns and the combinations whose
-// meaning would be a guess. Errors name the field.
-func validateNetwork(n *Network) error {
+// meaning would be a guess, and returns the patterns parsed: the edge of
+// a profile's network, where its text is parsed (once). Errors name the
+// field.
+func validateNetwork(n *Network) (allowed, denied []DomainPattern, err error) {
 	if n == nil {
-		return nil
+		return nil, nil, nil
 	}
-	if _, err := ParseDomainPatterns(n.AllowedDomains, "network.allowed_domains"); err != nil {
-		return err
+	if allowed, err = ParseDomainPatterns(n.AllowedDomains, "network.allowed_domains"); err != nil {
+		return nil, nil, err
 	}
-	if _, err := ParseDomainPatterns(n.DeniedDomains, "network.denied_domains"); err != nil {
-		return err
+	if denied, err = ParseDomainPatterns(n.DeniedDomains, "network.denied_domains"); err != nil {
+		return nil, nil, err
 	}
 	if !n.Enabled && len(n.AllowedDomains) > 0 {
-		return &strictjson.FieldError{Field: "network.allowed_domains", Err: errors.New("needs network.enabled: true")}
+		return nil, nil, &strictjson.FieldError{Field: "network.allowed_domains", Err: errors.New("needs network.enabled: true")}
 	}
 	if !n.Enabled && n.AllowPrivateAddresses {
-		return &strictjson.FieldError{Field: "network.allow_private_addresses", Err: errors.New("needs network.enabled: true")}
+		return nil, nil, &strictjson.FieldError{Field: "network.allow_private_addresses", Err: errors.New("needs network.enabled: true")}
 	}
-	return nil
+	return allowed, denied, nil
 }
 
 // foldNetwork returns n's canonical form: full network drops its allowed
@@ -222,8 +224,8 @@ func foldNetwork(n *Network) *Network {
 	}
 	out := &Network{
 		Enabled:        n.Enabled,
-		AllowedDomains: foldDomains(n.AllowedDomains),
-		DeniedDomains:  foldDomains(n.DeniedDomains),
+		AllowedDomains: foldDomains(Patterns(n.AllowedDomains)),
+		DeniedDomains:  foldDomains(Patterns(n.DeniedDomains)),
 	}
 	if len(n.AllowedDomains) > 0 && len(out.AllowedDomains) == 0 {
 		// Every entry was invalid: never let that read as full network.
