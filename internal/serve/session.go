@@ -69,7 +69,7 @@ func (s *session) opened() journal.SessionOpened {
 	return s.st.Opened
 }
 
-// child reports whether the session is a delegated child (its approval
+// childLocked reports whether the session is a delegated child (its approval
 // policy is pinned to never); sess.mu or sess.logMu is held.
 func (s *session) childLocked() bool { return s.st.Opened.ParentSessionID != "" }
 
