@@ -137,6 +137,11 @@ func (s *session) appliedLocked(p journal.Payload) {
 // group commit (LaterLog), not before later returns. A Log that cannot
 // (MemLog) appends it durable at once. The state is stepped when it takes
 // its place: no effect waits for it.
+//
+// IMPORTANT: the state then says the call finished before the log has it
+// on disk; a crash in between loses the record, and the restarted server
+// finishes the call "lost" (docs/log.md): the one place live and restored
+// state may differ, and only across a crash.
 func (s *session) later(p journal.Payload) error {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
@@ -153,6 +158,11 @@ func (s *session) later(p journal.Payload) error {
 // queue (QueueLog) appends it here, durable at once. The state is stepped
 // when the record takes its place (the order is the log's): what it says
 // (a call started) is acted on only after durable.
+//
+// IMPORTANT: should that fsync fail, the state holds a call/started the
+// log may not: the Writer is poisoned then (every later record fails, the
+// call does not run), so the session writes nothing more that could build
+// on it.
 func (s *session) queue(p journal.Payload) (durable func() error, err error) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
