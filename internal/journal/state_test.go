@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"errors"
 	"reflect"
 	"slices"
 	"strings"
@@ -122,17 +123,12 @@ func TestCheckChangesNothing(t *testing.T) {
 		{"stopped", rec("s", 2, "call/exploded", `{}`)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st := NewState("s")
+			st, before := NewState("s"), NewState("s")
 			for _, r := range []Record{open, rec("s", 2, TypeTurnBegun, `{"turn_id":"t1"}`),
 				rec("s", 3, TypeApprovalAsked, `{"approval_id":"a1","session_id":"s","turn_id":"t1","tool_name":"shell","reason":"r"}`)} {
-				if err := st.Apply(r); err != nil {
+				if err := errors.Join(st.Apply(r), before.Apply(r)); err != nil {
 					t.Fatal(err)
 				}
-			}
-			before := NewState("s")
-			for _, r := range []Record{open, rec("s", 2, TypeTurnBegun, `{"turn_id":"t1"}`),
-				rec("s", 3, TypeApprovalAsked, `{"approval_id":"a1","session_id":"s","turn_id":"t1","tool_name":"shell","reason":"r"}`)} {
-				_ = before.Apply(r)
 			}
 			cerr := st.Check(tt.r)
 			if !reflect.DeepEqual(st, before) {
