@@ -49,7 +49,8 @@
 //     a gap.
 //   - The record types and their payloads are one table (vocab.go), and
 //     State.Apply (state.go) is the one transition function: replay,
-//     Append, Pending and a server restoring a session all step it.
+//     Append, Pending, a server restoring a session and the live server
+//     (each record it writes, after State.Check) all step it.
 //   - The session's rules are checked at replay and at Append alike: an
 //     approval/decided without its approval/asked, a second decided, a
 //     turn ended that was not open, is rejected (a Problem; not applied).

@@ -27,6 +27,8 @@ type State struct {
 	// decided maps each asked approval id to whether it was decided.
 	decided map[string]bool
 	asked   []string // approval ids in the order asked
+	// undecided is the data of each asked approval not yet decided.
+	undecided map[string]ApprovalAsked
 	// open maps each begun turn id to whether it is still open.
 	open  map[string]bool
 	turns []string // turn ids in the order begun
@@ -50,7 +52,7 @@ type State struct {
 
 // NewState is the state of session id before its first record.
 func NewState(id string) *State {
-	return &State{id: id, next: 1, decided: map[string]bool{}, open: map[string]bool{}, calls: map[string]bool{}, Grants: map[string]*EnvGrants{}}
+	return &State{id: id, next: 1, decided: map[string]bool{}, undecided: map[string]ApprovalAsked{}, open: map[string]bool{}, calls: map[string]bool{}, Grants: map[string]*EnvGrants{}}
 }
 
 // ID is the session's id.
@@ -136,6 +138,23 @@ func (s *State) Apply(rec Record) error {
 // step is Apply without taking a rejected record's place: Append refuses
 // such a record instead of writing it.
 func (s *State) step(rec Record) *ruleError {
+	p, k, rerr := s.judge(rec)
+	if rerr != nil && rerr.level != levelServer {
+		return rerr
+	}
+	s.apply(rec, k)
+	if rerr == nil {
+		// A record that breaks a server's rule changes none of the
+		// server's facts: a server does not serve the session from it.
+		s.serveApply(p)
+	}
+	return rerr
+}
+
+// judge is every rule Apply checks, the log's and the server's, without
+// changing anything: rec's payload (nil when it did not decode strictly),
+// the keys the log's rules read, and the first rule rec breaks.
+func (s *State) judge(rec Record) (Payload, recordKeys, *ruleError) {
 	// Data is decoded once, strictly into its payload; the log's rules
 	// read their keys from that, or, when it does not decode (a server's
 	// rule), leniently as before.
@@ -146,14 +165,19 @@ func (s *State) step(rec Record) *ruleError {
 	}
 	k, rerr := s.check(rec, p)
 	if rerr != nil {
+		return p, k, rerr
+	}
+	return p, k, s.serveCheck(rec, p, perr)
+}
+
+// Check says what Apply would say of rec, and changes nothing: a live
+// server checks each record before it writes it, so that it never makes
+// durable a record its own state (or a restarted server's) would refuse.
+func (s *State) Check(rec Record) error {
+	if _, _, rerr := s.judge(rec); rerr != nil {
 		return rerr
 	}
-	serr := s.serve(rec, p, perr)
-	if serr != nil && serr.level != levelServer {
-		return serr
-	}
-	s.apply(rec, k)
-	return serr
+	return nil
 }
 
 // place says whether rec may sit next in the session's file: its session,
@@ -293,16 +317,17 @@ func (s *State) apply(rec Record, k recordKeys) {
 		s.asked = append(s.asked, k.ApprovalID)
 	case TypeApprovalDecided:
 		s.decided[k.ApprovalID] = true
+		delete(s.undecided, k.ApprovalID)
 	case TypeSessionClosed:
 		s.closed = true
 	}
 }
 
-// serve checks rec (checked by the log's rules) against the server's facts
-// and applies it to them, before apply: a rule here reads the state rec
-// comes after. p and perr are Decode(rec) (nil, nil for session/closed).
-// Its errors are levelServer, but for a type with no case.
-func (s *State) serve(rec Record, p Payload, perr error) *ruleError {
+// serveCheck checks rec (checked by the log's rules) against the server's
+// facts, changing nothing: a rule here reads the state rec comes after. p
+// and perr are Decode(rec) (nil, nil for session/closed). Its errors are
+// levelServer, but for a type with no case.
+func (s *State) serveCheck(rec Record, p Payload, perr error) *ruleError {
 	if rec.Type == TypeSessionClosed {
 		// Its data is {} and nothing reads it. The log's rules saw to the
 		// approvals and turns; a server also waits for its calls.
@@ -319,24 +344,16 @@ func (s *State) serve(rec Record, p Payload, perr error) *ruleError {
 		if p.SessionID != s.id {
 			return serverf("the log of %s opened session %s", s.id, p.SessionID)
 		}
-		s.Opened = *p
-		s.Mode, s.Policy, s.ExplicitMode, s.Preset = p.SandboxMode, p.ApprovalPolicy, p.ExplicitMode, p.Preset
-	case *PresetIntent:
-		s.Preset, s.ExplicitMode = p.Key, true
 	case *KnobChanged:
 		switch p.Knob {
 		case KnobSandboxMode:
-			m, err := profiles.ParseMode(p.To)
-			if err != nil {
+			if _, err := profiles.ParseMode(p.To); err != nil {
 				return serverf("%s: %v", rec.Type, err)
 			}
-			s.Mode = m
 		case KnobApprovalPolicy:
-			pol, err := profiles.ParseApprovalPolicy(p.To)
-			if err != nil {
+			if _, err := profiles.ParseApprovalPolicy(p.To); err != nil {
 				return serverf("%s: %v", rec.Type, err)
 			}
-			s.Policy = pol
 		default:
 			return serverf("%s: unknown knob %q", rec.Type, p.Knob)
 		}
@@ -345,15 +362,42 @@ func (s *State) serve(rec Record, p Payload, perr error) *ruleError {
 		if t := s.OpenTurn(); t != "" {
 			return serverf("turn %s begun while %s is open", p.TurnID, t)
 		}
-	case *TurnEnded:
-		EndTurn(s.Grants, p.TurnID)
 	case *GrantApplied:
 		if p.Withheld == "" && p.Scope == profiles.ScopeTurn && s.OpenTurn() != p.TurnID {
 			return serverf("a grant of turn %s outside it", p.TurnID)
 		}
+	case *PresetIntent, *TurnEnded, *ApprovalAsked, *ApprovalDecided, *CallStarted, *CallFinished:
+		// No rule of the server's beyond a strict decode.
+	default:
+		return stopf("%s: %v", rec.Type, errNoTransition)
+	}
+	return nil
+}
+
+// serveApply applies p (rec's payload, every rule checked) to the server's
+// facts; p is nil for session/closed, whose effect is the log's (apply).
+func (s *State) serveApply(p Payload) {
+	switch p := p.(type) {
+	case *SessionOpened:
+		s.Opened = *p
+		s.Mode, s.Policy, s.ExplicitMode, s.Preset = p.SandboxMode, p.ApprovalPolicy, p.ExplicitMode, p.Preset
+	case *PresetIntent:
+		s.Preset, s.ExplicitMode = p.Key, true
+	case *KnobChanged:
+		// Checked: the value parses (serveCheck).
+		if p.Knob == KnobSandboxMode {
+			s.Mode, _ = profiles.ParseMode(p.To)
+		} else {
+			s.Policy, _ = profiles.ParseApprovalPolicy(p.To)
+		}
+	case *TurnEnded:
+		EndTurn(s.Grants, p.TurnID)
+	case *GrantApplied:
 		ApplyGrant(s.Grants, *p)
-	case *ApprovalAsked, *ApprovalDecided:
-		// The log's rules (check, apply) are all there is to them.
+	case *ApprovalAsked:
+		// Kept until decided (apply drops it): what a live server shows
+		// of a question still waiting for its answer (Undecided).
+		s.undecided[p.ApprovalID] = *p
 	case *CallStarted:
 		if _, seen := s.calls[p.CallID]; !seen {
 			s.callOrder = append(s.callOrder, p.CallID)
@@ -361,10 +405,19 @@ func (s *State) serve(rec Record, p Payload, perr error) *ruleError {
 		s.calls[p.CallID] = true
 	case *CallFinished:
 		s.calls[p.CallID] = false
-	default:
-		return stopf("%s: %v", rec.Type, errNoTransition)
 	}
-	return nil
+}
+
+// Undecided is the approval/asked records not yet decided, oldest first
+// (those whose data decoded strictly: a server serves no other).
+func (s *State) Undecided() []ApprovalAsked {
+	var out []ApprovalAsked
+	for _, id := range s.asked {
+		if a, ok := s.undecided[id]; ok && !s.decided[id] {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // Pending is the approvals asked and not decided, and the turns begun and

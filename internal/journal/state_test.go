@@ -1,6 +1,8 @@
 package journal
 
 import (
+	"errors"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -103,5 +105,50 @@ func TestKeysOf(t *testing.T) {
 	_ = st.Apply(rec("s", 1, TypeSessionOpened, ""))
 	if err := st.Apply(rec("s", 2, TypeTurnBegun, `null`)); err == nil || ServerOnly(err) || !strings.Contains(err.Error(), "not a JSON object") {
 		t.Errorf("Apply(null data) = %v, want rejected: not a JSON object", err)
+	}
+}
+
+// TestCheckChangesNothing: Check says what Apply would of each record, of
+// every kind of answer (accepted, a server's rule, rejected, stopped), and
+// leaves the state as it was; Undecided follows the approvals.
+func TestCheckChangesNothing(t *testing.T) {
+	open := rec("s", 1, TypeSessionOpened, `{"session_id":"s","cwd":"/w","environment_id":"e","sandbox_mode":"read-only","approval_policy":"on-request","explicit_mode":false,"preset":"read-only"}`)
+	for _, tt := range []struct {
+		name string
+		r    Record
+	}{
+		{"accepted", rec("s", 2, TypeApprovalAsked, `{"approval_id":"a2","session_id":"s","turn_id":"t1","tool_name":"shell","reason":"r"}`)},
+		{"server-rule", rec("s", 2, TypeTurnBegun, `{"turn_id":"t2"}`)},
+		{"rejected", rec("s", 2, TypeApprovalDecided, `{"approval_id":"nope","outcome":"rejected"}`)},
+		{"stopped", rec("s", 2, "call/exploded", `{}`)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, before := NewState("s"), NewState("s")
+			for _, r := range []Record{open, rec("s", 2, TypeTurnBegun, `{"turn_id":"t1"}`),
+				rec("s", 3, TypeApprovalAsked, `{"approval_id":"a1","session_id":"s","turn_id":"t1","tool_name":"shell","reason":"r"}`)} {
+				if err := errors.Join(st.Apply(r), before.Apply(r)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cerr := st.Check(tt.r)
+			if !reflect.DeepEqual(st, before) {
+				t.Fatalf("Check changed the state")
+			}
+			aerr := st.Apply(tt.r)
+			if (cerr == nil) != (aerr == nil) || (cerr != nil && (cerr.Error() != aerr.Error() || ServerOnly(cerr) != ServerOnly(aerr))) {
+				t.Errorf("Check = %v, Apply = %v", cerr, aerr)
+			}
+		})
+	}
+	st := NewState("s")
+	for _, r := range []Record{open, rec("s", 2, TypeApprovalAsked, `{"approval_id":"a1","session_id":"s","turn_id":"","tool_name":"shell","reason":"r"}`),
+		rec("s", 3, TypeApprovalAsked, `{"approval_id":"a2","session_id":"s","turn_id":"","tool_name":"fs","reason":"r"}`),
+		rec("s", 4, TypeApprovalDecided, `{"approval_id":"a1","outcome":"rejected"}`)} {
+		if err := st.Apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u := st.Undecided(); len(u) != 1 || u[0].ApprovalID != "a2" || u[0].ToolName != "fs" {
+		t.Errorf("Undecided = %+v, want a2 alone", u)
 	}
 }

@@ -240,7 +240,7 @@ func TestACPBinding(t *testing.T) {
 	if problems := srv.Restore(replayed(c.logs, "bound")); len(problems) > 0 {
 		t.Fatalf("restore: %v", problems)
 	}
-	if s := srv.sessions["bound"]; s == nil || s.acpSessionID != "acp-7" {
+	if s := srv.sessions["bound"]; s == nil || s.opened().ACPSessionID != "acp-7" {
 		t.Errorf("restored %+v", s)
 	}
 

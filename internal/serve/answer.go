@@ -93,16 +93,14 @@ func (a *approval) Approve(_ context.Context, req escalate.ApprovalRequest) (esc
 	}
 	asked := askedRecord{ApprovalID: req.ApprovalID, SessionID: a.sess.id, TurnID: a.turnID, ToolName: toolName(req),
 		CallID: a.callID, Reason: req.Justification}
-	if err := a.sess.append(RecApprovalAsked, asked); err != nil {
+	if err := a.sess.append(asked); err != nil {
 		return escalate.Unavailable, fmt.Errorf("%w: %v", errLog, err)
 	}
 	a.mu.Lock()
 	a.asked = true
 	a.mu.Unlock()
-	a.sess.noteAsked(asked)
 	outcome := a.answer(ctx, req)
-	a.sess.noteDecided(req.ApprovalID)
-	if err := a.sess.append(RecApprovalDecided, decidedRecord{ApprovalID: req.ApprovalID, Outcome: string(outcome)}); err != nil {
+	if err := a.sess.append(decidedRecord{ApprovalID: req.ApprovalID, Outcome: string(outcome)}); err != nil {
 		// The call proceeds only once the decided record is durable.
 		return escalate.Unavailable, fmt.Errorf("%w: %v", errLog, err)
 	}
@@ -129,7 +127,7 @@ func (a *approval) answer(ctx context.Context, req escalate.ApprovalRequest) esc
 	if timeout <= 0 {
 		timeout = DefaultAnswerTimeout
 	}
-	req.SessionID, req.TurnID, req.ACPSessionID = a.sess.id, a.turnID, a.sess.acpSessionID
+	req.SessionID, req.TurnID, req.ACPSessionID = a.sess.id, a.turnID, a.sess.opened().ACPSessionID
 	answerer, by := a.metrics.answeredBy(a.answerer) // metrics: approvals by answerer
 	o, _ := escalate.Ask(ctx, answerer, req, timeout)
 	a.metrics.approval(o, by())

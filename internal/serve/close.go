@@ -71,9 +71,9 @@ func (s *Server) beginClose(id string) (*session, []*runningCall, *Error) {
 // (closing is undone: what is recorded is what happened, a turn ended at
 // most) and the error says so.
 func (s *Server) finishClose(sess *session) *Error {
-	sess.mu.Lock()
+	sess.logMu.Lock()
 	err := sess.closeLocked()
-	sess.mu.Unlock()
+	sess.logMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if err != nil {
@@ -87,18 +87,13 @@ func (s *Server) finishClose(sess *session) *Error {
 	return nil
 }
 
-// closeLocked ends the open turn and records session/closed; sess.mu is
-// held.
+// closeLocked ends the open turn and records session/closed; sess.logMu
+// is held.
 func (sess *session) closeLocked() error {
-	if sess.turn != nil {
-		if err := sess.append(RecTurnEnded, turnEndedRecord{TurnID: sess.turn.id}); err != nil {
+	if open := sess.st.OpenTurn(); open != "" {
+		if err := sess.appendLocked(turnEndedRecord{TurnID: open}); err != nil {
 			return err
 		}
-		sess.endTurnLocked()
 	}
-	if err := sess.append(RecSessionClosed, closedRecord{}); err != nil {
-		return err
-	}
-	sess.closed = true
-	return nil
+	return sess.appendLocked(closedRecord{})
 }

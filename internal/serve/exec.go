@@ -122,12 +122,10 @@ func (c *conn) exec(ctx context.Context, params json.RawMessage, r *replier) err
 	if e != nil {
 		return e
 	}
-	sess.mu.Lock()
 	env := p.EnvironmentID
 	if env == "" {
-		env = sess.environmentID
+		env = sess.opened().EnvironmentID
 	}
-	sess.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	rc := &runningCall{id: p.CallID, reqID: string(r.id), sess: sess, cancel: cancel, done: make(chan struct{})}
 	if e := c.register(rc); e != nil {
@@ -142,7 +140,7 @@ func (c *conn) exec(ctx context.Context, params json.RawMessage, r *replier) err
 	var started func() error
 	logged, envNames, err := withoutEnv(params)
 	if err == nil {
-		started, err = sess.queue(RecCallStarted, callStartedRecord{CallID: p.CallID, TurnID: p.TurnID, EnvironmentID: env, Request: logged, EnvNames: envNames})
+		started, err = sess.queue(callStartedRecord{CallID: p.CallID, TurnID: p.TurnID, EnvironmentID: env, Request: logged, EnvNames: envNames})
 	}
 	if err != nil {
 		c.unregister(rc)
@@ -287,7 +285,7 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 	// loses it, and Restore finishes the call "lost".
 	c.srv.opt.Metrics.callFinished(began, sess, fin.Outcome, resp) // metrics: calls, denials, retries, downgrades
 	steptrace.Mark("settle the approval, outcome")
-	lerr := sess.later(RecCallFinished, fin)
+	lerr := sess.later(fin)
 	steptrace.Mark("log call/finished")
 	if lerr != nil {
 		// The call happened; its end could not be recorded. Say so rather
@@ -313,7 +311,7 @@ func (c *conn) execCall(ctx context.Context, sess *session, env string, p *execP
 		return wire.Response{}, errCancelled
 	}
 	sess.mu.Lock()
-	r.Mode, r.Escalation.ApprovalPolicy, r.Escalation.GuardPath = sess.mode, sess.policy, sess.guard
+	r.Mode, r.Escalation.ApprovalPolicy, r.Escalation.GuardPath = sess.st.Mode, sess.st.Policy, sess.st.Opened.Guard
 	sess.mu.Unlock()
 	r.Escalation.EnvironmentID = env
 	r.Escalation.Grants = sess.grantsFor(env, p.TurnID)

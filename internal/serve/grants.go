@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/sbx-sandbox/sbx/internal/journal"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
@@ -60,13 +59,11 @@ func (s *Server) applyGrant(params json.RawMessage, key profiles.GrantKey) (any,
 	if len(p.Response) == 0 {
 		return nil, required("response")
 	}
-	env := p.EnvironmentID
-	sess.mu.Lock()
+	env, opened := p.EnvironmentID, sess.opened()
 	if env == "" {
-		env = sess.environmentID
+		env = opened.EnvironmentID
 	}
-	cwd := sess.cwd
-	sess.mu.Unlock()
+	cwd := opened.Cwd
 	var resp map[string]json.RawMessage
 	if e := decodeParams(p.Response, &resp); e != nil {
 		e.Data.Field, e.Message = "response", "response: "+e.Message
@@ -95,13 +92,15 @@ func (s *Server) applyGrant(params json.RawMessage, key profiles.GrantKey) (any,
 }
 
 func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeResult) (any, *Error) {
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
+	// The writer's lock from the policy and turn read to the record.
+	sess.logMu.Lock()
+	defer sess.logMu.Unlock()
 	if e := sess.goneLocked(); e != nil {
 		return nil, e
 	}
 	rec := grantRecord{EnvironmentID: env, NormalizeResult: res}
-	if why := grantWithheld(sess.policy); why != "" {
+	open := sess.st.OpenTurn()
+	if why := grantWithheld(sess.st.Policy); why != "" {
 		// Seed 003 §1.2: under Never (and Granular without
 		// request_permissions) the tool is answered, without asking, with
 		// the empty grant of turn scope, whatever the client sends; a child
@@ -110,31 +109,24 @@ func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeRes
 		// stays an error.
 		rec.NormalizeResult = profiles.NormalizeResult{Scope: profiles.ScopeTurn}
 		rec.Withheld = why
-		if sess.turn != nil {
-			rec.TurnID = sess.turn.id
-		}
-		if err := sess.append(RecGrantApplied, rec); err != nil {
+		rec.TurnID = open
+		if err := sess.appendLocked(rec); err != nil {
 			return nil, asError(err)
 		}
 		return rec, nil
 	}
 	if res.Scope == profiles.ScopeTurn {
-		if sess.turn == nil {
+		if open == "" {
 			e := newError(CodeNoOpenTurn, KindNoOpenTurn, "a turn grant needs an open turn (turn/begin first)")
 			e.Data.SessionID = sess.id
 			return nil, e
 		}
-		rec.TurnID = sess.turn.id
+		rec.TurnID = open
 	}
-	if err := sess.append(RecGrantApplied, rec); err != nil {
+	// Stored by stepping the state with the record (journal.ApplyGrant),
+	// as a replay of it does.
+	if err := sess.appendLocked(rec); err != nil {
 		return nil, asError(err)
 	}
-	sess.applyGrantLocked(rec)
 	return rec, nil
-}
-
-// applyGrantLocked adds a recorded grant to the store, as a replay of the
-// record does (journal.ApplyGrant); sess.mu is held.
-func (sess *session) applyGrantLocked(rec grantRecord) {
-	journal.ApplyGrant(sess.grants, rec)
 }

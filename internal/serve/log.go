@@ -2,7 +2,6 @@ package serve
 
 import (
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/sbx-sandbox/sbx/internal/journal"
@@ -88,7 +87,6 @@ type (
 	callStartedRecord  = journal.CallStarted
 	callFinishedRecord = journal.CallFinished
 	closedRecord       = journal.SessionClosed
-	envGrants          = journal.EnvGrants
 )
 
 // MemLog keeps records in memory: for tests, and for a server run without
@@ -141,13 +139,4 @@ func (m *MemLogs) Get(sessionID string) *MemLog {
 		m.logs[sessionID] = l
 	}
 	return l
-}
-
-// record makes a record of typ for session with data as its JSON. typ
-// is data's own type: a record written under another is refused.
-func record(typ, session string, data journal.Payload) (journal.Record, error) {
-	if data.RecordType() != typ {
-		return journal.Record{}, fmt.Errorf("encode %s record: the data is %s's", typ, data.RecordType())
-	}
-	return journal.NewRecord(session, data)
 }

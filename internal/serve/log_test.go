@@ -1,19 +1,38 @@
 package serve
 
 import (
-	"strings"
 	"testing"
+
+	"github.com/sbx-sandbox/sbx/internal/journal"
+	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
 // TestRecordType: a record is written only under its data's own type, so
 // that no turn/ended goes to the log with turn/begun's payload or the other
-// way round.
+// way round. The session's append takes the payload alone and the type is
+// the payload's (RecordType): a record under another type's data cannot be
+// built any more.
 func TestRecordType(t *testing.T) {
-	if _, err := record(RecTurnEnded, "s", turnRecord{TurnID: "t"}); err == nil || !strings.Contains(err.Error(), "turn/begun's") {
-		t.Errorf("turn/ended with turn/begun's data: %v", err)
+	sess := sessionIn(t, profiles.ReadOnly)
+	if err := sess.append(turnRecord{TurnID: "t"}); err != nil {
+		t.Fatal(err)
 	}
-	rec, err := record(RecTurnEnded, "s", turnEndedRecord{TurnID: "t"})
-	if err != nil || rec.Type != RecTurnEnded || string(rec.Data) != `{"turn_id":"t"}` || rec.SessionID != "s" || rec.Time.IsZero() {
-		t.Errorf("record = %+v, %v", rec, err)
+	if err := sess.append(turnEndedRecord{TurnID: "t"}); err != nil {
+		t.Fatal(err)
 	}
+	recs := sess.log.(*MemLog).Records()
+	rec := recs[len(recs)-1]
+	if rec.Type != RecTurnEnded || string(rec.Data) != `{"turn_id":"t"}` || rec.SessionID != "s" || rec.Time.IsZero() {
+		t.Errorf("record = %+v", rec)
+	}
+}
+
+// sessionIn is a session "s" opened in mode, its log in memory.
+func sessionIn(t testing.TB, mode profiles.Mode) *session {
+	t.Helper()
+	sess := &session{id: "s", log: &MemLog{}, st: journal.NewState("s")}
+	if err := sess.append(openedRecord{SessionID: "s", Cwd: "/", EnvironmentID: "s", SandboxMode: mode, ApprovalPolicy: profiles.ApprovalNever}); err != nil {
+		t.Fatal(err)
+	}
+	return sess
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
@@ -283,15 +284,15 @@ func (s *Server) openSession(params json.RawMessage) (*facts, *Error) {
 	if err != nil {
 		return nil, asError(fmt.Errorf("open the session's log: %w", err))
 	}
-	sess := &session{id: rec.SessionID, log: log, cwd: rec.Cwd, environmentID: rec.EnvironmentID, mode: rec.SandboxMode,
-		policy: rec.ApprovalPolicy, explicitMode: rec.ExplicitMode, lastPreset: rec.Preset, guard: rec.Guard,
-		parent: rec.ParentSessionID, acpSessionID: rec.ACPSessionID, grants: map[string]*envGrants{}}
-	if err := sess.append(RecSessionOpened, rec); err != nil {
+	sess := &session{id: rec.SessionID, log: log, st: journal.NewState(rec.SessionID)}
+	if err := sess.append(rec); err != nil {
 		return nil, asError(err)
 	}
 	s.sessions[sess.id] = sess
 	s.opt.Metrics.session(+1) // metrics: sessions open
 	s.changed.fire()
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
 	f := sess.factsLocked(s.table)
 	return &f, nil
 }
@@ -315,12 +316,13 @@ func (s *Server) childFacts(rec *openedRecord, p openParams) *Error {
 		return e
 	}
 	parent.mu.Lock()
-	pctx := escalate.CallContext{DefaultMode: rec.SandboxMode, ApprovalPolicy: parent.policy}
-	if parent.explicitMode {
-		m := parent.mode
+	pst := parent.st
+	pctx := escalate.CallContext{DefaultMode: rec.SandboxMode, ApprovalPolicy: pst.Policy}
+	if pst.ExplicitMode {
+		m := pst.Mode
 		pctx.SessionMode = &m
 	}
-	parentGuard := parent.guard
+	parentGuard := pst.Opened.Guard
 	parent.mu.Unlock()
 	if p.Guard != "" && p.Guard != parentGuard {
 		return paramError("guard", errors.New("a child session keeps its parent's guard"))
@@ -352,31 +354,32 @@ func (s *Server) setPreset(params json.RawMessage) (any, *Error) {
 	if err != nil {
 		return nil, paramError("key", err)
 	}
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
+	// The writer's lock from the knobs read to the records written: the
+	// knob/changed records say what changed from.
+	sess.logMu.Lock()
+	defer sess.logMu.Unlock()
 	if e := sess.goneLocked(); e != nil {
 		return nil, e
 	}
-	if sess.child() && pr.ApprovalPolicy != profiles.ApprovalNever {
+	if sess.childLocked() && pr.ApprovalPolicy != profiles.ApprovalNever {
 		return nil, paramError("key", fmt.Errorf("preset %s has approval policy %s: a child session's is pinned to never", pr.Key, pr.ApprovalPolicy))
 	}
-	if err := sess.append(RecPresetIntent, intentRecord{Key: pr.Key}); err != nil {
+	if err := sess.appendLocked(intentRecord{Key: pr.Key}); err != nil {
 		return nil, asError(err)
 	}
-	if pr.SandboxMode != sess.mode {
-		if err := sess.append(RecKnobChanged, knobRecord{Knob: "sandbox_mode", From: sess.mode.String(), To: pr.SandboxMode.String()}); err != nil {
+	if mode := sess.st.Mode; pr.SandboxMode != mode {
+		if err := sess.appendLocked(knobRecord{Knob: journal.KnobSandboxMode, From: mode.String(), To: pr.SandboxMode.String()}); err != nil {
 			return nil, asError(err)
 		}
-		sess.mode = pr.SandboxMode
 	}
-	if pr.ApprovalPolicy != sess.policy {
-		if err := sess.append(RecKnobChanged, knobRecord{Knob: "approval_policy", From: sess.policy.String(), To: pr.ApprovalPolicy.String()}); err != nil {
+	if policy := sess.st.Policy; pr.ApprovalPolicy != policy {
+		if err := sess.appendLocked(knobRecord{Knob: journal.KnobApprovalPolicy, From: policy.String(), To: pr.ApprovalPolicy.String()}); err != nil {
 			return nil, asError(err)
 		}
-		sess.policy = pr.ApprovalPolicy
 	}
-	sess.lastPreset, sess.explicitMode = pr.Key, true
 	s.changed.fire()
+	sess.mu.Lock()
+	defer sess.mu.Unlock()
 	return sess.factsLocked(s.table), nil
 }
 
@@ -411,12 +414,10 @@ func (s *Server) permissions(params json.RawMessage) (any, *Error) {
 func (s *Server) permissionsOf(sess *session) permissionsResult {
 	sess.mu.Lock()
 	defer sess.mu.Unlock()
-	res := permissionsResult{Presets: s.table.List(), Default: s.table.Default().Key, Current: sess.factsLocked(s.table), Selectable: []string{}}
-	if sess.turn != nil {
-		res.TurnID = sess.turn.id
-	}
+	res := permissionsResult{Presets: s.table.List(), Default: s.table.Default().Key, Current: sess.factsLocked(s.table), Selectable: []string{},
+		TurnID: sess.st.OpenTurn()}
 	for _, pr := range res.Presets {
-		if !sess.child() || pr.ApprovalPolicy == profiles.ApprovalNever {
+		if !sess.childLocked() || pr.ApprovalPolicy == profiles.ApprovalNever {
 			res.Selectable = append(res.Selectable, pr.Key)
 		}
 	}
@@ -433,23 +434,21 @@ func (s *Server) beginTurn(params json.RawMessage) (any, *Error) {
 	if e != nil {
 		return nil, e
 	}
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
+	sess.logMu.Lock()
+	defer sess.logMu.Unlock()
 	if e := sess.goneLocked(); e != nil {
 		return nil, e
 	}
-	if sess.turn != nil {
-		e := newError(CodeConflict, KindConflict, "session %s already has turn %s open (turn/end first)", sess.id, sess.turn.id)
-		e.Data.SessionID, e.Data.TurnID = sess.id, sess.turn.id
+	if open := sess.st.OpenTurn(); open != "" {
+		e := newError(CodeConflict, KindConflict, "session %s already has turn %s open (turn/end first)", sess.id, open)
+		e.Data.SessionID, e.Data.TurnID = sess.id, open
 		return nil, e
 	}
-	t := &turn{id: newID("t-")}
-	if err := sess.append(RecTurnBegun, turnRecord{TurnID: t.id}); err != nil {
+	id := newID("t-")
+	if err := sess.appendLocked(turnRecord{TurnID: id}); err != nil {
 		return nil, asError(err)
 	}
-	t.ctx, t.cancel = contextWithCancel()
-	sess.turn = t
-	return turnResult{TurnID: t.id}, nil
+	return turnResult{TurnID: id}, nil
 }
 
 type endTurnParams struct {
@@ -468,24 +467,15 @@ func (s *Server) endTurn(params json.RawMessage) (any, *Error) {
 	if p.TurnID == "" {
 		return nil, required("turn_id")
 	}
-	t, e := sess.openTurn(p.TurnID)
-	if e != nil {
+	// The writer's lock from the check to the record: a turn ended
+	// meanwhile by another request is not the open turn any more.
+	sess.logMu.Lock()
+	defer sess.logMu.Unlock()
+	if _, e := sess.openTurnLocked(p.TurnID); e != nil {
 		return nil, e
 	}
-	sess.mu.Lock()
-	defer sess.mu.Unlock()
-	if e := sess.goneLocked(); e != nil {
-		return nil, e
-	}
-	if sess.turn != t {
-		// Ended meanwhile by another request.
-		e := newError(CodeNoOpenTurn, KindNoOpenTurn, "turn %q is not the open turn of session %s", p.TurnID, sess.id)
-		e.Data.SessionID, e.Data.TurnID = sess.id, p.TurnID
-		return nil, e
-	}
-	if err := sess.append(RecTurnEnded, turnEndedRecord{TurnID: t.id}); err != nil {
+	if err := sess.appendLocked(turnEndedRecord{TurnID: p.TurnID}); err != nil {
 		return nil, asError(err)
 	}
-	sess.endTurnLocked()
 	return nil, nil
 }

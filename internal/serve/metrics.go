@@ -92,7 +92,7 @@ func (m *Metrics) callFinished(start time.Time, sess *session, outcome string, r
 		return
 	}
 	sess.mu.Lock()
-	mode := sess.mode.String()
+	mode := sess.st.Mode.String()
 	sess.mu.Unlock()
 	m.inFlight.Add(-1)
 	m.call.observe(time.Since(start))

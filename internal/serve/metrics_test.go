@@ -17,7 +17,7 @@ import (
 // bucket.
 func TestMetricsText(t *testing.T) {
 	m := NewMetrics()
-	sess := &session{mode: profiles.WorkspaceWrite}
+	sess := sessionIn(t, profiles.WorkspaceWrite)
 	m.session(+1)
 	start := m.callStarted()
 	m.launched(start)
@@ -77,7 +77,7 @@ func TestMetricsNil(t *testing.T) {
 // pairs have been seen (another engineer optimises the per-call cost).
 func TestMetricsNoAlloc(t *testing.T) {
 	m := NewMetrics()
-	sess := &session{mode: profiles.ReadOnly}
+	sess := sessionIn(t, profiles.ReadOnly)
 	res := &wire.Result{}
 	res.Denials = []report.Denial{{Operation: "file-write", Source: "landlock"}}
 	resp := wire.Response{Result: res}

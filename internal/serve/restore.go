@@ -66,13 +66,9 @@ func (s *Server) replay(js journal.Session) (*session, *journal.State, error) {
 			return nil, nil, fmt.Errorf("record %d (%s): %w", i, rec.Type, err)
 		}
 	}
-	o := st.Opened
-	sess := &session{id: o.SessionID, cwd: o.Cwd, environmentID: o.EnvironmentID, mode: st.Mode, policy: st.Policy,
-		explicitMode: st.ExplicitMode, lastPreset: st.Preset, guard: o.Guard, parent: o.ParentSessionID,
-		acpSessionID: o.ACPSessionID, grants: st.Grants}
-	if id := st.OpenTurn(); id != "" {
-		sess.turn = &turn{id: id}
-	}
+	// The session holds the very state the replay stepped: what it
+	// settles and serves from here steps the same State.Apply.
+	sess := &session{id: st.Opened.SessionID, st: st}
 	if st.Closed() {
 		// Nothing to serve, nothing to append to.
 		return sess, st, nil
@@ -82,40 +78,33 @@ func (s *Server) replay(js journal.Session) (*session, *journal.State, error) {
 		return nil, nil, fmt.Errorf("open the log: %w", err)
 	}
 	sess.log = log
+	if id := st.OpenTurn(); id != "" {
+		// The dead server's turn, settled (ended) before it is served.
+		sess.turn = &turn{id: id}
+		sess.turn.ctx, sess.turn.cancel = contextWithCancel()
+	}
 	return sess, st, nil
 }
 
 // settle records the end of what the dead server left open (st, the
 // state its log left), each on the log before the session is served.
 func (s *Server) settle(sess *session, st *journal.State) error {
-	approvals, _ := st.Pending()
+	approvals, turns := st.Pending()
 	for _, id := range approvals {
-		if err := sess.append(RecApprovalDecided, decidedRecord{ApprovalID: id, Outcome: string(escalate.Cancelled)}); err != nil {
+		if err := sess.append(decidedRecord{ApprovalID: id, Outcome: string(escalate.Cancelled)}); err != nil {
 			return err
 		}
 	}
 	for _, id := range st.OpenCalls() {
-		if err := sess.append(RecCallFinished, callFinishedRecord{CallID: id, Outcome: journal.OutcomeLost, Error: "the server ended while the call ran, or before the call's end was written"}); err != nil {
+		if err := sess.append(callFinishedRecord{CallID: id, Outcome: journal.OutcomeLost, Error: "the server ended while the call ran, or before the call's end was written"}); err != nil {
 			return err
 		}
 	}
-	if sess.turn != nil {
-		if err := sess.append(RecTurnEnded, turnEndedRecord{TurnID: sess.turn.id}); err != nil {
+	// Its turn grants end with it (journal.EndTurn, in State.Apply).
+	for _, id := range turns {
+		if err := sess.append(turnEndedRecord{TurnID: id}); err != nil {
 			return err
 		}
-		sess.endTurnLocked()
 	}
 	return nil
-}
-
-// endTurnLocked closes the open turn: its grants end (journal.EndTurn, as
-// a replay of turn/ended does), its pending approvals settle cancelled
-// (turn.cancel). sess.mu is held.
-func (sess *session) endTurnLocked() {
-	t := sess.turn
-	sess.turn = nil
-	journal.EndTurn(sess.grants, t.id)
-	if t.cancel != nil {
-		t.cancel()
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -13,55 +12,42 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
-// session is one open session: its permission facts, pinned when it
-// opened (a later change of the server's defaults does not reach it), its
-// open turn and its stored grants. mu guards the state; logMu keeps the
-// records in the order their effects happen.
+// session is one open session. Its state (the facts pinned at open, the
+// knobs and preset, the open turn, the grants, the approvals and calls, the
+// close) is a journal.State, and it changes only as a replay of its log
+// changes it: a handler builds a record's payload, and commit checks it
+// (State.Check), writes it, then steps State.Apply with it, the one
+// transition function a restarted server (Restore) rebuilds the session
+// with. So the live state and the restored one cannot diverge
+// (TestLiveStateIsRestored).
+//
+// Two locks: logMu is the writer's (the records' order is the order of
+// their effects, and st changes only under it), mu the readers' (st is
+// changed under both, so a reader holding mu is not held up by a write's
+// fsync). Order: logMu, then mu.
 type session struct {
 	id  string
 	log Log
 
 	logMu sync.Mutex
 
-	mu  sync.Mutex
-	cwd string
-	// environmentID is the default environment of the session's calls and
-	// grants.
-	environmentID string
-	mode          profiles.Mode
-	policy        profiles.ApprovalPolicy
-	// explicitMode says the mode is the session's own override (a preset
-	// or sandbox_mode given at open or set since), not the default: the
-	// one thing a child session takes from it.
-	explicitMode bool
-	// lastPreset is the last preset selected, which wins the derivation
-	// while it still matches.
-	lastPreset string
-	guard      string
-	parent     string
-	// acpSessionID is the ACP session the session is bound to, pinned at
-	// open ("" when none).
-	acpSessionID string
-	turn         *turn
-	// grants are the stored grants, by environment id.
-	grants map[string]*envGrants
-	// undecided are the session's approval/asked records not yet
-	// decided, oldest first: the audit facts the browser panel claims by
-	// (WebAnswerer.Claim).
-	undecided []askedRecord
-	// closed is set (under mu) once session/closed is durable: a request
-	// that looked the session up before it may not act on it any more.
-	closed bool
+	mu sync.Mutex
+	st *journal.State
+	// turn is the running side of the open turn (st.OpenTurn): its
+	// context, made when turn/begun is applied and cancelled when
+	// turn/ended is (applied).
+	turn *turn
 	// closing is set (under the server's mu) when session/close begins:
 	// lookup and exec's register refuse the session from then on.
 	closing bool
 }
 
-// goneLocked is unknown_session once the session is closed; sess.mu is
-// held. Every method that looked the session up and then acts on it under
-// sess.mu asks, so that nothing follows session/closed in the log.
+// goneLocked is unknown_session once the session is closed; sess.mu or
+// sess.logMu is held. Every method that looked the session up and then
+// acts on it under the lock asks, so that nothing follows session/closed
+// in the log.
 func (s *session) goneLocked() *Error {
-	if s.closed {
+	if s.st.Closed() {
 		return unknownSession(s.id)
 	}
 	return nil
@@ -75,75 +61,132 @@ type turn struct {
 	cancel context.CancelFunc
 }
 
-// child reports whether the session is a delegated child (its approval
-// policy is pinned to never).
-func (s *session) child() bool { return s.parent != "" }
+// opened is the facts pinned at open (session/opened's data): they never
+// change after it.
+func (s *session) opened() journal.SessionOpened {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.st.Opened
+}
 
-// append makes the record durable; it returns once Log.Append did.
-func (s *session) append(typ string, data journal.Payload) error {
-	rec, err := record(typ, s.id, data)
+// childLocked reports whether the session is a delegated child (its approval
+// policy is pinned to never); sess.mu or sess.logMu is held.
+func (s *session) childLocked() bool { return s.st.Opened.ParentSessionID != "" }
+
+// append makes p's record durable and steps the state with it; it returns
+// once Log.Append did.
+func (s *session) append(p journal.Payload) error {
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	return s.appendLocked(p)
+}
+
+// appendLocked is append with sess.logMu held: a handler that decides what
+// to record from the state holds it from its reading to its writing.
+func (s *session) appendLocked(p journal.Payload) error {
+	return s.commitLocked(p, s.log.Append)
+}
+
+// commitLocked is the one way the session's state changes: p's record is
+// checked against the state (refused, nothing written, when the state,
+// and so a restarted server, would not take it), handed to put (an
+// Append, or a Queue or Later that takes its place in the log's order
+// now), then applied (State.Apply), in the log's order since logMu is
+// held throughout.
+func (s *session) commitLocked(p journal.Payload, put func(journal.Record) error) error {
+	rec, err := journal.NewRecord(s.id, p)
 	if err != nil {
 		return err
 	}
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	if err := s.log.Append(rec); err != nil {
-		return fmt.Errorf("log %s: %w", typ, err)
+	if err := s.st.Check(rec); err != nil {
+		return fmt.Errorf("log %s: %w", rec.Type, err)
 	}
+	if err := put(rec); err != nil {
+		return fmt.Errorf("log %s: %w", rec.Type, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.st.Apply(rec); err != nil {
+		// Check took it: only a bug in State gets here.
+		return fmt.Errorf("apply %s: %w", rec.Type, err)
+	}
+	s.appliedLocked(p)
 	return nil
+}
+
+// appliedLocked does what an applied record means for the session's
+// running parts, which no log holds: a begun turn gets its context, an
+// ended one is cancelled (its pending approvals settle cancelled). sess.mu
+// is held.
+func (s *session) appliedLocked(p journal.Payload) {
+	switch p := p.(type) {
+	case journal.TurnBegun:
+		t := &turn{id: p.TurnID}
+		t.ctx, t.cancel = contextWithCancel()
+		s.turn = t
+	case journal.TurnEnded:
+		if t := s.turn; t != nil && t.id == p.TurnID {
+			s.turn = nil
+			t.cancel()
+		}
+	}
 }
 
 // later appends a record written after the fact, which gates nothing:
 // it takes its place in the order now and is made durable by the next
 // group commit (LaterLog), not before later returns. A Log that cannot
-// (MemLog) appends it durable at once.
-func (s *session) later(typ string, data journal.Payload) error {
-	rec, err := record(typ, s.id, data)
-	if err != nil {
-		return err
-	}
+// (MemLog) appends it durable at once. The state is stepped when it takes
+// its place: no effect waits for it.
+//
+// IMPORTANT: the state then says the call finished before the log has it
+// on disk; a crash in between loses the record, and the restarted server
+// finishes the call "lost" (docs/log.md): the one place live and restored
+// state may differ, and only across a crash.
+func (s *session) later(p journal.Payload) error {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	l, ok := s.log.(LaterLog)
-	if !ok {
-		err = s.log.Append(rec)
-	} else {
-		err = l.Later(rec)
+	put := s.log.Append
+	if l, ok := s.log.(LaterLog); ok {
+		put = l.Later
 	}
-	if err != nil {
-		return fmt.Errorf("log %s: %w", typ, err)
-	}
-	return nil
+	return s.commitLocked(p, put)
 }
 
 // queue orders the record now, before every record appended after it, and
 // returns durable, which returns once it is durable: its effect waits for
 // durable, the work that only prepares it need not. A Log that cannot
-// queue (QueueLog) appends it here, durable at once.
-func (s *session) queue(typ string, data journal.Payload) (durable func() error, err error) {
-	rec, err := record(typ, s.id, data)
-	if err != nil {
-		return nil, err
-	}
+// queue (QueueLog) appends it here, durable at once. The state is stepped
+// when the record takes its place (the order is the log's): what it says
+// (a call started) is acted on only after durable.
+//
+// IMPORTANT: should that fsync fail, the state holds a call/started the
+// log may not: the Writer is poisoned then (every later record fails, the
+// call does not run), so the session writes nothing more that could build
+// on it.
+func (s *session) queue(p journal.Payload) (durable func() error, err error) {
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	q, ok := s.log.(QueueLog)
-	if !ok {
-		if err := s.log.Append(rec); err != nil {
-			return nil, fmt.Errorf("log %s: %w", typ, err)
+	durable = func() error { return nil }
+	put := s.log.Append
+	if q, ok := s.log.(QueueLog); ok {
+		put = func(rec journal.Record) error {
+			wait, err := q.Queue(rec)
+			if err != nil {
+				return err
+			}
+			durable = func() error {
+				if err := wait(); err != nil {
+					return fmt.Errorf("log %s: %w", rec.Type, err)
+				}
+				return nil
+			}
+			return nil
 		}
-		return func() error { return nil }, nil
 	}
-	wait, err := q.Queue(rec)
-	if err != nil {
-		return nil, fmt.Errorf("log %s: %w", typ, err)
+	if err := s.commitLocked(p, put); err != nil {
+		return nil, err
 	}
-	return func() error {
-		if err := wait(); err != nil {
-			return fmt.Errorf("log %s: %w", typ, err)
-		}
-		return nil
-	}, nil
+	return durable, nil
 }
 
 // facts is the session's permission state as the protocol shows it.
@@ -162,8 +205,9 @@ type facts struct {
 
 // factsLocked is the session's facts; s.mu is held.
 func (s *session) factsLocked(table profiles.PresetTable) facts {
-	f := facts{SessionID: s.id, SandboxMode: s.mode, ApprovalPolicy: s.policy, Preset: table.Derive(s.mode, s.policy, s.lastPreset)}
-	if _, ok := s.policy.Granular(); ok {
+	st := s.st
+	f := facts{SessionID: s.id, SandboxMode: st.Mode, ApprovalPolicy: st.Policy, Preset: table.Derive(st.Mode, st.Policy, st.Preset)}
+	if _, ok := st.Policy.Granular(); ok {
 		f.NotApplying = profiles.GranularNotApplying
 	}
 	return f
@@ -174,7 +218,7 @@ func (s *session) factsLocked(table profiles.PresetTable) facts {
 func (s *session) grantsFor(env, turnID string) profiles.Grants {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	g := s.grants[env]
+	g := s.st.Grants[env]
 	if g == nil {
 		return profiles.Grants{}
 	}
@@ -189,12 +233,18 @@ func (s *session) grantsFor(env, turnID string) profiles.Grants {
 func (s *session) openTurn(turnID string) (*turn, *Error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.openTurnLocked(turnID)
+}
+
+// openTurnLocked is openTurn with sess.mu or sess.logMu held.
+func (s *session) openTurnLocked(turnID string) (*turn, *Error) {
 	if e := s.goneLocked(); e != nil {
 		return nil, e
 	}
-	if s.turn == nil || s.turn.id != turnID {
+	open := s.st.OpenTurn()
+	if open == "" || open != turnID {
 		e := newError(CodeNoOpenTurn, KindNoOpenTurn, "turn %q is not the open turn of session %s", turnID, s.id)
-		if s.turn == nil {
+		if open == "" {
 			e.Message = fmt.Sprintf("session %s has no open turn (turn/begin first)", s.id)
 		}
 		e.Data.SessionID, e.Data.TurnID = s.id, turnID
@@ -213,29 +263,16 @@ func newID(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// noteAsked: r is durable in the log, and undecided.
-func (s *session) noteAsked(r askedRecord) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.undecided = append(s.undecided, r)
-}
-
-// noteDecided: the approval is settled (its decided record written, or
-// failed: it is not answered any more either way).
-func (s *session) noteDecided(approvalID string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.undecided = slices.DeleteFunc(s.undecided, func(r askedRecord) bool { return r.ApprovalID == approvalID })
-}
-
 // newestUndecided is the newest undecided asked record that match takes,
-// false when there is none.
+// false when there is none: the audit facts the browser panel claims by
+// (WebAnswerer.Claim).
 func (s *session) newestUndecided(match func(askedRecord) bool) (askedRecord, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i := len(s.undecided) - 1; i >= 0; i-- {
-		if match(s.undecided[i]) {
-			return s.undecided[i], true
+	undecided := s.st.Undecided()
+	for i := len(undecided) - 1; i >= 0; i-- {
+		if match(undecided[i]) {
+			return undecided[i], true
 		}
 	}
 	return askedRecord{}, false

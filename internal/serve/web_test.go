@@ -692,9 +692,11 @@ func TestWebClaimsTheAuditFact(t *testing.T) {
 	if w.Claim(q("ghost", "c1")) {
 		t.Error("claimed an approval that was never recorded as asked")
 	}
-	sess.noteAsked(asked("a1", "c1"))
-	sess.noteAsked(asked("a2", "c1"))
-	sess.noteAsked(asked("b1", "c2"))
+	for _, r := range []askedRecord{asked("a1", "c1"), asked("a2", "c1"), asked("b1", "c2")} {
+		if err := sess.append(r); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tt := range []struct {
 		name string
 		q    Question
@@ -719,7 +721,9 @@ func TestWebClaimsTheAuditFact(t *testing.T) {
 	if w.Claim(q("a2", "c1")) || !w.Claim(q("a1", "c1")) {
 		t.Error("a pending item's approval is claimed again, or the one before it is not")
 	}
-	sess.noteDecided("a1")
+	if err := sess.append(decidedRecord{ApprovalID: "a1", Outcome: string(escalate.Rejected)}); err != nil {
+		t.Fatal(err)
+	}
 	if w.Claim(q("a1", "c1")) {
 		t.Error("claimed a decided approval")
 	}
