@@ -193,14 +193,19 @@ var ABIs = []ABI{
 	}},
 }
 
-// Rights are every right and scope bit of every ABI, in table order.
-func Rights() []Right {
+// Rights are every right and scope bit of every ABI, in table order (a
+// copy: the table is not to be changed).
+func Rights() []Right { return slices.Clone(allRights) }
+
+// allRights is Rights, flattened once: Granted, FileRights and NameList
+// walk it on every call's plan.
+var allRights = func() []Right {
 	var out []Right
 	for _, a := range ABIs {
 		out = append(out, a.Rights...)
 	}
 	return out
-}
+}()
 
 // Mask is the rights of kind k that an ABI abi ruleset has and sbx handles
 // on a ruleset of the given kinds (when): Mask(FS, abi, Always) is what
@@ -226,7 +231,7 @@ func Mask(k Kind, abi int, when ...When) uint64 {
 // handled mask).
 func Granted(g Grant, when ...When) uint64 {
 	var m uint64
-	for _, r := range Rights() {
+	for _, r := range allRights {
 		if r.Kind == FS && r.Grant&g != 0 && slices.Contains(when, r.When) {
 			m |= r.Bit
 		}
@@ -238,7 +243,7 @@ func Granted(g Grant, when ...When) uint64 {
 // non-directory.
 func FileRights() uint64 {
 	var m uint64
-	for _, r := range Rights() {
+	for _, r := range allRights {
 		if r.Kind == FS && r.File {
 			m |= r.Bit
 		}
@@ -253,7 +258,7 @@ func Names(k Kind, mask uint64) string { return strings.Join(NameList(k, mask), 
 // features and scopes are lists.
 func NameList(k Kind, mask uint64) []string {
 	var out []string
-	for _, r := range Rights() {
+	for _, r := range allRights {
 		if r.Kind == k && mask&r.Bit != 0 {
 			out = append(out, r.Name)
 		}

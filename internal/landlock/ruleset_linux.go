@@ -9,6 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// fileRights is FileRights, computed once: RestrictSelf masks every rule
+// on a non-directory with it.
+var fileRights = FileRights()
+
 // RunningABI returns the Landlock ABI version of the running kernel, 0 when
 // Landlock is not available (not built in, or not enabled in lsm=).
 func RunningABI() int {
@@ -82,7 +86,7 @@ func addPathRule(ruleset int, r Rule, handled uint64) error {
 		return fmt.Errorf("landlock rule %s: fstat: %w", r.Path, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		access &= FileRights()
+		access &= fileRights
 	}
 	if access == 0 {
 		return nil
