@@ -18,7 +18,8 @@
 // (in a new user namespace), and a file-system change re-executes it as the
 // helper that makes the change inside the sandbox. Main runs those and
 // exits; in the program's own start it returns at once. Importing the
-// package has no side effect: no init function, no thread locked.
+// package locks no thread: its init locks the main one only in the stage
+// (as runc's init does), where Go's inits run on it.
 //
 //	func main() {
 //		sandbox.Main()

@@ -9,6 +9,22 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/run"
 )
 
+// init locks the main goroutine to the main thread in the one process
+// that needs it, the re-executed stage, and in no other: Go runs inits on
+// the main thread, and a lock taken in an init holds through main (the
+// runtime's documented way to keep main there), where Main could find the
+// goroutine already moved by a preemption between the runtime's start and
+// its call. In every other process importing sandbox locks nothing.
+func init() {
+	if isStage(os.Args) {
+		runtime.LockOSThread()
+	}
+}
+
+// isStage reports whether args are those sbx re-executes a program with
+// to make it a call's stage.
+func isStage(args []string) bool { return len(args) > 1 && args[1] == host.StageCommand }
+
 // Main runs sbx's stages when this process is one, and exits; otherwise it
 // returns at once and changes nothing. Call it first thing in main, as a
 // runc-based program calls runc's init:
@@ -34,11 +50,11 @@ func Main() {
 	if len(os.Args) < 2 {
 		return
 	}
-	switch os.Args[1] {
-	case host.StageCommand:
+	switch {
+	case isStage(os.Args):
 		lockMainThread()
 		os.Exit(host.StageMain())
-	case run.FSStageCommand:
+	case os.Args[1] == run.FSStageCommand:
 		// The helper is the command, restricted before it started: it
 		// needs no particular thread, and keeps the lock the sbx binary
 		// gives it.
@@ -47,11 +63,10 @@ func Main() {
 	}
 }
 
-// lockMainThread locks the main goroutine to the thread it is on, which
-// the stage then restricts and execs from (as the sbx binary's init does),
-// and exits 125, nothing run, when that is not the process's main thread:
-// the goroutine moved before Main was called, so Main was not first in
-// main. The stage is written for the main thread (the thread group leader,
+// lockMainThread locks the main goroutine to the thread it is on (init
+// has already), which the stage then restricts and execs from, and exits
+// 125, nothing run, when that is not the process's main thread: Main was
+// called from another goroutine than main's. The stage is written for the main thread (the thread group leader,
 // which /proc/self names); a stage on another thread fails closed.
 func lockMainThread() {
 	runtime.LockOSThread()
