@@ -3,16 +3,12 @@ package lint
 import (
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 )
-
-const module = "github.com/sbx-sandbox/sbx/"
 
 // flow is the module's packages in layers, from the ground up: a package
 // imports only packages of layers before its own. A request enters at the
@@ -62,7 +58,6 @@ var outside = []string{"integration", "bench", "release"}
 // the layers before its own, so the folders read the pipeline and no
 // mechanism reaches up into the code that calls it.
 func TestFlow(t *testing.T) {
-	root := moduleRoot(t)
 	layerOf := map[string]int{}
 	for i, l := range flow {
 		for _, p := range l.pkgs {
@@ -72,7 +67,7 @@ func TestFlow(t *testing.T) {
 			layerOf[p] = i
 		}
 	}
-	imports := packageImports(t, root)
+	imports := packageImports(t)
 	for pkg, imps := range imports {
 		i, ok := layerOf[pkg]
 		if !ok {
@@ -94,50 +89,29 @@ func TestFlow(t *testing.T) {
 }
 
 // packageImports maps each directory of the module with non-test Go files
-// (outside testdata and the directories in outside) to the module's
-// packages its files import, every build tag's files alike.
-func packageImports(t *testing.T, root string) map[string][]string {
+// (those moduleGoFiles walks, outside the directories in outside) to the
+// module's packages its files import, every build tag's files alike.
+func packageImports(t *testing.T) map[string][]string {
 	t.Helper()
 	out := map[string][]string{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, gf := range moduleGoFiles(t) {
+		if slices.Contains(outside, strings.SplitN(gf.rel, "/", 2)[0]) {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), gf.rel, gf.src, parser.ImportsOnly)
 		if err != nil {
-			return err
+			t.Fatal(err)
 		}
-		rel, _ := filepath.Rel(root, path)
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			name := d.Name()
-			if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".") ||
-				slices.Contains(outside, strings.SplitN(rel, "/", 2)[0])) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		f, err := parser.ParseFile(token.NewFileSet(), path, src, parser.ImportsOnly)
-		if err != nil {
-			return err
-		}
-		dir := filepath.ToSlash(filepath.Dir(rel))
+		dir := path.Dir(gf.rel)
 		if _, ok := out[dir]; !ok {
 			out[dir] = nil
 		}
 		for _, imp := range f.Imports {
 			p, _ := strconv.Unquote(imp.Path.Value)
-			if rest, ok := strings.CutPrefix(p, module); ok && !slices.Contains(out[dir], rest) {
+			if rest, ok := strings.CutPrefix(p, modulePath+"/"); ok && !slices.Contains(out[dir], rest) {
 				out[dir] = append(out[dir], rest)
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	return out
 }

@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -26,49 +23,22 @@ var oversized = map[string]bool{}
 // generated tables ("// Code generated" near the top: the kernel's syscall
 // names), has at most MaxLines lines, and the failure lists every offender.
 func TestFileSize(t *testing.T) {
-	root := moduleRoot(t)
 	var over []string
 	seen := map[string]bool{}
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
+	for _, f := range moduleGoFiles(t) {
+		if generated(f.src) {
+			continue
 		}
-		name := d.Name()
-		if d.IsDir() {
-			if path != root && (name == "testdata" || name == "node_modules" || strings.HasPrefix(name, ".")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
-			return nil
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		if generated(src) {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		n := bytes.Count(src, []byte("\n"))
-		if len(src) > 0 && src[len(src)-1] != '\n' {
+		n := bytes.Count(f.src, []byte("\n"))
+		if len(f.src) > 0 && f.src[len(f.src)-1] != '\n' {
 			n++
 		}
 		if n > MaxLines {
-			seen[rel] = true
-			if !oversized[rel] {
-				over = append(over, fmt.Sprintf("%s: %d lines", rel, n))
+			seen[f.rel] = true
+			if !oversized[f.rel] {
+				over = append(over, fmt.Sprintf("%s: %d lines", f.rel, n))
 			}
 		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	sort.Strings(over)
 	if len(over) > 0 {
@@ -97,22 +67,4 @@ func generated(src []byte) bool {
 		}
 	}
 	return false
-}
-
-// moduleRoot is the directory of the module's go.mod, above this package.
-func moduleRoot(t *testing.T) string {
-	dir, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			t.Fatal("no go.mod above the test's directory")
-		}
-		dir = parent
-	}
 }

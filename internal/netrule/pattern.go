@@ -40,7 +40,7 @@ var DefaultPorts = []int{80, 443}
 
 // ParsePattern parses and canonicalises one pattern. The error says what is
 // wrong without the field name; callers wrap it in a field error (the
-// request's edge: profiles.ParseDomainPatterns, the CLI's flags; edge_test.go
+// request's edge: profiles.ParseDomainPatterns, the CLI's flags; internal/lint's parsers_test.go
 // lists every caller allowed, and past them code takes typed values).
 func ParsePattern(s string) (Pattern, error) {
 	if s == "" {

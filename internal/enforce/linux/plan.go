@@ -130,7 +130,7 @@ type StageSpec struct {
 	WriteRoots []string `json:",omitempty"`
 	// MaskedMounts are existing paths the guard forbids reading, hidden under
 	// an empty read-only tmpfs (directories) or /dev/null (files).
-	MaskedMounts []string      `json:",omitempty"`
+	MaskedMounts []string          `json:",omitempty"`
 	Landlock     *landlock.Ruleset `json:",omitempty"`
 	// Supervise says whether the seccomp supervisor runs (supervisor/supervise.go).
 	Supervise   Supervise

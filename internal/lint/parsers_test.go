@@ -1,15 +1,11 @@
-package netrule
+package lint
 
 import (
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 )
 
@@ -53,38 +49,13 @@ var edgeCallers = map[string]string{
 // pattern or pin parser outside edgeCallers, and each of them still does
 // (a stale entry would hide the next caller of that name).
 func TestPatternsParsedAtTheEdge(t *testing.T) {
-	root := filepath.Join("..", "..")
 	var got []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, f := range moduleGoFiles(t) {
+		calls, err := parserCalls(f.rel, f.src)
 		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (n == "testdata" || n == "vendor" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		calls, err := parserCalls(filepath.ToSlash(rel), src)
-		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		got = append(got, calls...)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 	for _, c := range got {
 		if _, ok := edgeCallers[c]; !ok {

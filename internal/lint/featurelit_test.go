@@ -1,13 +1,11 @@
-package report
+package lint
 
 import (
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io/fs"
-	"os"
-	"path/filepath"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,41 +28,13 @@ const (
 // no code matches. It reads the source (go/parser), not type information,
 // so that every platform's files are checked from one.
 func TestNoBareFeatureLiteral(t *testing.T) {
-	root := filepath.Join("..", "..")
 	var files []*srcFile
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
+	for _, gf := range moduleGoFiles(t) {
+		f, err := parseSrc(gf.rel, gf.src)
 		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			if n := d.Name(); path != root && (n == "testdata" || n == "vendor" || strings.HasPrefix(n, ".") || strings.HasPrefix(n, "_")) {
-				return filepath.SkipDir
-			}
-			return nil
-		}
-		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
-			return nil
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		src, err := os.ReadFile(path)
-		if err != nil {
-			return err
-		}
-		f, err := parseSrc(filepath.ToSlash(rel), src)
-		if err != nil {
-			return err
+			t.Fatal(err)
 		}
 		files = append(files, f)
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(files) < 100 {
-		t.Fatalf("only %d Go files under %s: not the module", len(files), root)
 	}
 	for _, e := range featureLiterals(files) {
 		t.Error(e)
@@ -140,7 +110,7 @@ func parseSrc(rel string, src []byte) (*srcFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	sf := &srcFile{rel: rel, pkg: modulePath + "/" + filepath.ToSlash(filepath.Dir(rel)), fset: fset, f: f, imports: map[string]string{}}
+	sf := &srcFile{rel: rel, pkg: modulePath + "/" + path.Dir(rel), fset: fset, f: f, imports: map[string]string{}}
 	for _, imp := range f.Imports {
 		p, _ := strconv.Unquote(imp.Path.Value)
 		name := p[strings.LastIndex(p, "/")+1:]
