@@ -5,6 +5,7 @@
 // package sits in one layer of the pipeline (flow) and imports only the
 // layers below it. TestNoBareFeatureLiteral: no report.Feature spelt as a
 // string outside report's feature.go. TestPatternsParsedAtTheEdge: only
-// the edges parse domain patterns and pins. It has no code of its own and
+// the edges parse domain patterns and pins. TestGofmt: every file is as
+// gofmt writes it. It has no code of its own and
 // nothing imports it.
 package lint
