@@ -489,7 +489,7 @@ func (rf *runFlags) domains(set map[string]bool) (*profiles.Network, []netrule.R
 		list []string
 	}{{"--allow-domain", rf.allowDomain}, {"--deny-domain", rf.denyDomain}} {
 		for _, v := range f.list {
-			if _, err := profiles.ParseDomainPattern(v); err != nil {
+			if _, err := netrule.ParsePattern(v); err != nil {
 				return nil, nil, &strictjson.FieldError{Field: f.name, Err: fmt.Errorf("%q: %w", v, err)}
 			}
 		}

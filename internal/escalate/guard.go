@@ -32,7 +32,7 @@ var defaultGuardPath = DefaultGuardPath
 // A deny_read path is never written either. An entry with "*", "?" or "["
 // is a pattern (fspath.Glob; a relative one is matched below the call's
 // cwd and each writable root): see DenyReadGlobs. deny_domains are domain
-// patterns (profiles.ParseDomainPattern) refused even when a call is
+// patterns (netrule.ParsePattern) refused even when a call is
 // granted them: they join a network-by-domain policy's denied list, and a
 // full network becomes the proxy's, every host allowed but those (a client
 // that ignores the proxy variables then has no network).

@@ -15,7 +15,7 @@ import (
 // one: its callers take typed values from it.
 var parsers = map[string]bool{
 	"ParsePattern": true, "ParsePatterns": true, "ParseResolve": true, "ParseResolves": true,
-	"ParseDomainPattern": true, "ParseDomainPatterns": true,
+	"ParseDomainPatterns": true,
 }
 
 // edgeCallers are the only functions (file: [Receiver.]Func) that may call
@@ -29,7 +29,6 @@ var edgeCallers = map[string]string{
 	"internal/netrule/resolve.go: Resolve.UnmarshalText": "a Policy's JSON read back",
 	// The profile: validation is the edge of every profile (requests,
 	// grants, approver answers, profile files).
-	"internal/profiles/domain.go: ParseDomainPattern":  "the wrapper",
 	"internal/profiles/domain.go: ParseDomainPatterns": "the wrapper naming the field",
 	"internal/profiles/domain.go: Patterns":            "IMPORTANT: the one reader of a profile's stored text (its wire type keeps strings)",
 	"internal/profiles/profile.go: validateNetwork":    "the edge of a profile's network",

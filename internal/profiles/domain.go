@@ -9,26 +9,9 @@ import (
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
-// DomainPattern is one entry of network.allowed_domains or
-// network.denied_domains, parsed and canonical (netrule.Pattern, where the
-// syntax is described).
-type DomainPattern = netrule.Pattern
-
-// DefaultPorts are the ports a pattern without ":PORT" matches.
-var DefaultPorts = netrule.DefaultPorts
-
-// ParseDomainPattern parses and canonicalises one pattern
-// (netrule.ParsePattern). The error says what is wrong without the field
-// name; callers wrap it in a FieldError.
-func ParseDomainPattern(s string) (DomainPattern, error) { return netrule.ParsePattern(s) }
-
-// CanonicalHost validates a DNS host name and returns it canonical
-// (netrule.CanonicalHost).
-func CanonicalHost(h string) (string, error) { return netrule.CanonicalHost(h) }
-
 // ParseDomainPatterns parses a list (netrule.ParsePatterns); errors name
 // field[i].
-func ParseDomainPatterns(list []string, field string) ([]DomainPattern, error) {
+func ParseDomainPatterns(list []string, field string) ([]netrule.Pattern, error) {
 	ps, err := netrule.ParsePatterns(list)
 	var ie *netrule.IndexError
 	if errors.As(err, &ie) {
@@ -48,8 +31,8 @@ func ParseDomainPatterns(list []string, field string) ([]DomainPattern, error) {
 // always did, and policy.Build, which alone turns patterns into rules,
 // refuses such a profile naming the field (ParseDomainPatterns) rather
 // than dropping a denied entry.
-func Patterns(list []string) []DomainPattern {
-	var ps []DomainPattern
+func Patterns(list []string) []netrule.Pattern {
+	var ps []netrule.Pattern
 	for _, s := range list {
 		if p, err := netrule.ParsePattern(s); err == nil {
 			ps = append(ps, p)
@@ -59,14 +42,14 @@ func Patterns(list []string) []DomainPattern {
 }
 
 // AllowedPatterns returns network.allowed_domains typed (Patterns).
-func (p Profile) AllowedPatterns() []DomainPattern { return Patterns(p.AllowedDomains()) }
+func (p Profile) AllowedPatterns() []netrule.Pattern { return Patterns(p.AllowedDomains()) }
 
 // DeniedPatterns returns network.denied_domains typed (Patterns).
-func (p Profile) DeniedPatterns() []DomainPattern { return Patterns(p.DeniedDomains()) }
+func (p Profile) DeniedPatterns() []netrule.Pattern { return Patterns(p.DeniedDomains()) }
 
 // foldDomains sorts, de-duplicates and drops patterns within another of
 // the list, and spells what is left canonically.
-func foldDomains(ps []DomainPattern) []string {
+func foldDomains(ps []netrule.Pattern) []string {
 	var out []string
 	for i, p := range ps {
 		covered := false
@@ -86,7 +69,7 @@ func foldDomains(ps []DomainPattern) []string {
 }
 
 // DomainsWithin reports whether p lies within one of qs.
-func DomainsWithin(p DomainPattern, qs []DomainPattern) bool {
+func DomainsWithin(p netrule.Pattern, qs []netrule.Pattern) bool {
 	for _, q := range qs {
 		if p.Within(q) {
 			return true

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/sbx-sandbox/sbx/internal/fspath"
+	"github.com/sbx-sandbox/sbx/internal/netrule"
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
 
@@ -24,7 +25,7 @@ type Profile struct {
 // With allowed_domains empty, enabled means every address (today's
 // meaning: "full network"). With allowed_domains non-empty the network is
 // reached through sbx's proxy only, and only for the hosts the patterns
-// match (DomainPattern); enabled must then be true. denied_domains narrows:
+// match (netrule.Pattern); enabled must then be true. denied_domains narrows:
 // a host it matches is refused even when allowed_domains matches it too
 // (deny beats allow), and it may stand with enabled false (it asks for
 // nothing). allow_private_addresses lets an allowed name reach loopback,
@@ -196,7 +197,7 @@ func (p Profile) Normalize(cwd string) (Profile, error) {
 // meaning would be a guess, and returns the patterns parsed: the edge of
 // a profile's network, where its text is parsed (once). Errors name the
 // field.
-func validateNetwork(n *Network) (allowed, denied []DomainPattern, err error) {
+func validateNetwork(n *Network) (allowed, denied []netrule.Pattern, err error) {
 	if n == nil {
 		return nil, nil, nil
 	}
