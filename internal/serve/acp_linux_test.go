@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 )
 
 // fakeACP is a scripted ACP client on the other end of a socketpair from
@@ -179,12 +180,12 @@ func TestACPAnswers(t *testing.T) {
 			} else if code, data := errorOf(t, "exec", m); code != CodeDenied || data["outcome"] != tt.outcome || ran(out) {
 				t.Fatalf("%d %v ran=%v, want denied %s", code, data, ran(out), tt.outcome)
 			}
-			decided := c.recordData("s", RecApprovalDecided)
+			decided := c.recordData("s", journal.TypeApprovalDecided)
 			if d := decided[len(decided)-1]; d["approval_id"] != approval || d["outcome"] != tt.outcome {
 				t.Errorf("decided %v, want %s", d, tt.outcome)
 			}
 			// The answer is for this call only: nothing was stored.
-			if g := c.recordData("s", RecGrantApplied); len(g) != 0 {
+			if g := c.recordData("s", journal.TypeGrantApplied); len(g) != 0 {
 				t.Errorf("an ACP answer stored a grant: %v", g)
 			}
 		})
@@ -228,10 +229,10 @@ func TestACPBinding(t *testing.T) {
 		t.Errorf("duplicate acp_session_id: %d", code)
 	}
 	c.ok("session/open", map[string]any{"session_id": "bound", "cwd": ws, "acp_session_id": "acp-7"})
-	if r := c.recordData("bound", RecSessionOpened); len(r) != 1 || r[0]["acp_session_id"] != "acp-7" {
+	if r := c.recordData("bound", journal.TypeSessionOpened); len(r) != 1 || r[0]["acp_session_id"] != "acp-7" {
 		t.Errorf("session/opened %v", r)
 	}
-	if r := c.recordData("unbound", RecSessionOpened); r[0]["acp_session_id"] != nil {
+	if r := c.recordData("unbound", journal.TypeSessionOpened); r[0]["acp_session_id"] != nil {
 		t.Errorf("unbound session/opened %v", r)
 	}
 
@@ -271,7 +272,7 @@ func TestACPCancel(t *testing.T) {
 			f.send(fmt.Sprintf(`{"jsonrpc": "2.0", "id": %q, "error": {"code": -32800, "message": "Request cancelled"}}`, req["id"]))
 			f.reply(req["id"], `{"outcome": {"outcome": "selected", "optionId": "allow-once"}}`)
 			time.Sleep(100 * time.Millisecond)
-			if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
+			if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
 				t.Errorf("decided %v ran %v", d, ran(out))
 			}
 		})
@@ -295,7 +296,7 @@ func TestACPTimeout(t *testing.T) {
 	}
 	f.reply(req["id"], `{"outcome": {"outcome": "selected", "optionId": "allow-once"}}`)
 	time.Sleep(100 * time.Millisecond)
-	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "unavailable" || ran(out) {
+	if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "unavailable" || ran(out) {
 		t.Errorf("decided %v ran %v", d, ran(out))
 	}
 }
@@ -326,7 +327,7 @@ func TestACPClosed(t *testing.T) {
 	if q := <-passed; q.CallID != "c2" {
 		t.Errorf("passed %+v", q)
 	}
-	if got := c.records("s"); !slices.Contains(got, RecApprovalDecided) {
+	if got := c.records("s"); !slices.Contains(got, journal.TypeApprovalDecided) {
 		t.Errorf("records %v", got)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 )
 
 // Question is the one approval question (escalate.ApprovalRequest): what
@@ -91,7 +92,7 @@ func (a *approval) Approve(_ context.Context, req escalate.ApprovalRequest) (esc
 		// without asking (and nothing to record: nothing was asked).
 		return escalate.Cancelled, nil
 	}
-	asked := askedRecord{ApprovalID: req.ApprovalID, SessionID: a.sess.id, TurnID: a.turnID, ToolName: toolName(req),
+	asked := journal.ApprovalAsked{ApprovalID: req.ApprovalID, SessionID: a.sess.id, TurnID: a.turnID, ToolName: toolName(req),
 		CallID: a.callID, Reason: req.Justification}
 	if err := a.sess.append(asked); err != nil {
 		return escalate.Unavailable, fmt.Errorf("%w: %v", errLog, err)
@@ -100,7 +101,7 @@ func (a *approval) Approve(_ context.Context, req escalate.ApprovalRequest) (esc
 	a.asked = true
 	a.mu.Unlock()
 	outcome := a.answer(ctx, req)
-	if err := a.sess.append(decidedRecord{ApprovalID: req.ApprovalID, Outcome: string(outcome)}); err != nil {
+	if err := a.sess.append(journal.ApprovalDecided{ApprovalID: req.ApprovalID, Outcome: string(outcome)}); err != nil {
 		// The call proceeds only once the decided record is durable.
 		return escalate.Unavailable, fmt.Errorf("%w: %v", errLog, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 )
 
 // race is an injected answerer and hooks that stop a call where a test
@@ -82,14 +83,14 @@ func TestApprovedCall(t *testing.T) {
 	if res["exit_code"] != 0.0 || !ran(out) || res["call_id"] != "c1" {
 		t.Fatalf("approved call: %v", res)
 	}
-	if n := len(logAtAsk); n == 0 || logAtAsk[n-1] != RecApprovalAsked {
+	if n := len(logAtAsk); n == 0 || logAtAsk[n-1] != journal.TypeApprovalAsked {
 		t.Errorf("when the answerer was called the log ended %v, want approval/asked last", logAtAsk)
 	}
-	want := []string{RecSessionOpened, RecTurnBegun, RecCallStarted, RecApprovalAsked, RecApprovalDecided, RecCallFinished}
+	want := []string{journal.TypeSessionOpened, journal.TypeTurnBegun, journal.TypeCallStarted, journal.TypeApprovalAsked, journal.TypeApprovalDecided, journal.TypeCallFinished}
 	if got := c.records("s"); !slices.Equal(got, want) {
 		t.Errorf("records %v, want %v", got, want)
 	}
-	asked, decided := c.recordData("s", RecApprovalAsked)[0], c.recordData("s", RecApprovalDecided)[0]
+	asked, decided := c.recordData("s", journal.TypeApprovalAsked)[0], c.recordData("s", journal.TypeApprovalDecided)[0]
 	if asked["approval_id"] == "" || asked["approval_id"] != decided["approval_id"] || decided["outcome"] != "allowed-once" ||
 		asked["call_id"] != "c1" || asked["tool_name"] != "shell" || asked["reason"] != "write the output" {
 		t.Errorf("asked %v decided %v", asked, decided)
@@ -131,7 +132,7 @@ func TestCancelBeforeAsk(t *testing.T) {
 		t.Error("the answerer was asked after cancellation")
 	default:
 	}
-	if got := c.records("s"); slices.Contains(got, RecApprovalAsked) || ran(out) {
+	if got := c.records("s"); slices.Contains(got, journal.TypeApprovalAsked) || ran(out) {
 		t.Errorf("records %v, ran %v", got, ran(out))
 	}
 }
@@ -149,7 +150,7 @@ func TestCancelDuringAsk(t *testing.T) {
 	c.notify("$/cancelRequest", map[string]any{"id": id})
 	m := c.wait(pending)
 	cancelled(t, m, OutcomeAbortedBeforeDispatch)
-	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
+	if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
 		t.Errorf("decided %v, ran %v", d, ran(out))
 	}
 }
@@ -168,7 +169,7 @@ func TestLateAnswer(t *testing.T) {
 	close(r.release)
 	<-r.returned
 	time.Sleep(50 * time.Millisecond)
-	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
+	if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
 		t.Errorf("decided %v, ran %v", d, ran(out))
 	}
 }
@@ -184,14 +185,14 @@ func TestCancelAfterApproval(t *testing.T) {
 	ws, turn := c.openTurn("s", map[string]any{"preset": "auto"})
 	out := t.TempDir()
 	pending := c.start("exec", escalating("s", turn, "c1", ws, out))
-	waitFor(t, func() bool { return len(c.recordData("s", RecApprovalDecided)) == 1 })
+	waitFor(t, func() bool { return len(c.recordData("s", journal.TypeApprovalDecided)) == 1 })
 	c.ok("exec/cancel", map[string]any{"call_id": "c1"})
 	close(gate)
 	cancelled(t, c.wait(pending), OutcomeAbortedBeforeDispatch)
-	if d := c.recordData("s", RecApprovalDecided); d[0]["outcome"] != "allowed-once" || ran(out) {
+	if d := c.recordData("s", journal.TypeApprovalDecided); d[0]["outcome"] != "allowed-once" || ran(out) {
 		t.Errorf("decided %v, ran %v", d, ran(out))
 	}
-	fin := c.recordData("s", RecCallFinished)
+	fin := c.recordData("s", journal.TypeCallFinished)
 	if len(fin) != 1 || fin[0]["outcome"] != OutcomeAbortedBeforeDispatch {
 		t.Errorf("call/finished %v", fin)
 	}
@@ -214,7 +215,7 @@ func TestCancelAfterDispatch(t *testing.T) {
 	if res["aborted"] != true || res["killed_by"] != "signal" || time.Since(start) > 10*time.Second {
 		t.Errorf("result %v after %v", res, time.Since(start))
 	}
-	if fin := c.recordData("s", RecCallFinished); fin[0]["outcome"] != "aborted" {
+	if fin := c.recordData("s", journal.TypeCallFinished); fin[0]["outcome"] != "aborted" {
 		t.Errorf("call/finished %v", fin)
 	}
 }
@@ -259,13 +260,13 @@ func TestDisconnectKills(t *testing.T) {
 		t.Errorf("took %v", time.Since(start))
 	}
 	outcomes := map[string]string{}
-	for _, f := range c.recordData("s", RecCallFinished) {
+	for _, f := range c.recordData("s", journal.TypeCallFinished) {
 		outcomes[f["call_id"].(string)] = f["outcome"].(string)
 	}
 	if outcomes["sleeper"] != "aborted" || outcomes["asker"] != OutcomeAbortedBeforeDispatch || ran(out) {
 		t.Errorf("outcomes %v", outcomes)
 	}
-	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" {
+	if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" {
 		t.Errorf("decided %v", d)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 )
 
 // clientServer starts a server whose waterfall is the client answerer
@@ -138,15 +139,15 @@ func TestClientAnswers(t *testing.T) {
 			} else if code, data := errorOf(t, "exec", m); code != CodeDenied || data["outcome"] != "rejected" || ran(out) {
 				t.Fatalf("%d %v ran=%v", code, data, ran(out))
 			}
-			decided := c.recordData("s", RecApprovalDecided)
+			decided := c.recordData("s", journal.TypeApprovalDecided)
 			if d := decided[len(decided)-1]; d["approval_id"] != approval || (d["outcome"] == "allowed-once") != tt.ran {
 				t.Errorf("decided %v", d)
 			}
 		})
 	}
-	want := []string{RecSessionOpened, RecTurnBegun}
+	want := []string{journal.TypeSessionOpened, journal.TypeTurnBegun}
 	for range 3 {
-		want = append(want, RecCallStarted, RecApprovalAsked, RecApprovalDecided, RecCallFinished)
+		want = append(want, journal.TypeCallStarted, journal.TypeApprovalAsked, journal.TypeApprovalDecided, journal.TypeCallFinished)
 	}
 	if got := c.records("s"); !slices.Equal(got, want) {
 		t.Errorf("records %v, want %v", got, want)
@@ -189,7 +190,7 @@ func TestClientRefusals(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c.sendLine("", tt.line)
 			c.refused(tt.kind)
-			if d := c.recordData("s", RecApprovalDecided); len(d) != 0 || ran(out) {
+			if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 0 || ran(out) {
 				t.Fatalf("a refused response changed the approval: decided %v ran %v", d, ran(out))
 			}
 		})
@@ -209,7 +210,7 @@ func TestClientRefusals(t *testing.T) {
 	}
 	c.answer(id, good)
 	c.refused(RefusedExpired)
-	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "allowed-once" {
+	if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "allowed-once" {
 		t.Errorf("decided %v", d)
 	}
 }
@@ -246,7 +247,7 @@ func TestClientRace(t *testing.T) {
 		t.Errorf("refusal %v", p)
 	}
 	winner.noNote("approval/response_refused", 100*time.Millisecond)
-	if d := a.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != outcome {
+	if d := a.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != outcome {
 		t.Errorf("decided %v, want one %s", d, outcome)
 	}
 }
@@ -284,7 +285,7 @@ func TestClientCancelDuringAsk(t *testing.T) {
 			}
 			c.answer(req["id"], allowed("s", req["params"].(map[string]any)["approval_id"].(string)))
 			c.refused(RefusedExpired)
-			if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
+			if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
 				t.Errorf("decided %v ran %v", d, ran(out))
 			}
 		})
@@ -305,7 +306,7 @@ func TestClientTimeout(t *testing.T) {
 	}
 	c.answer(req["id"], allowed("s", req["params"].(map[string]any)["approval_id"].(string)))
 	c.refused(RefusedLate)
-	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "unavailable" || ran(out) {
+	if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "unavailable" || ran(out) {
 		t.Errorf("decided %v ran %v", d, ran(out))
 	}
 }
@@ -355,7 +356,7 @@ func TestClientReconnect(t *testing.T) {
 	if m := runner.wait(pending); m["error"] != nil || !ran(out) {
 		t.Fatalf("after the reconnect: %v ran=%v", m, ran(out))
 	}
-	if n := len(runner.recordData("s", RecApprovalAsked)); n != 1 {
+	if n := len(runner.recordData("s", journal.TypeApprovalAsked)); n != 1 {
 		t.Errorf("%d asked records for one approval", n)
 	}
 }
@@ -385,7 +386,7 @@ func TestWaterfallPassesOn(t *testing.T) {
 	if code != CodeDenied || data["outcome"] != "unavailable" || ran(out) {
 		t.Errorf("none claims: %d %v ran=%v", code, data, ran(out))
 	}
-	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "unavailable" {
+	if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "unavailable" {
 		t.Errorf("decided %v", d)
 	}
 }
@@ -401,7 +402,7 @@ func TestNeverAsksNobody(t *testing.T) {
 		t.Errorf("never: %d %v ran=%v", code, data, ran(out))
 	}
 	c.noNote("approval/requested", 50*time.Millisecond)
-	if got := c.records("s"); slices.Contains(got, RecApprovalAsked) {
+	if got := c.records("s"); slices.Contains(got, journal.TypeApprovalAsked) {
 		t.Errorf("records %v", got)
 	}
 }

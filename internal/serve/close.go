@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 )
 
 // closeSession is session/close {session_id}: the session ends for good.
@@ -91,9 +92,9 @@ func (s *Server) finishClose(sess *session) *Error {
 // is held.
 func (sess *session) closeLocked() error {
 	if open := sess.st.OpenTurn(); open != "" {
-		if err := sess.appendLocked(turnEndedRecord{TurnID: open}); err != nil {
+		if err := sess.appendLocked(journal.TurnEnded{TurnID: open}); err != nil {
 			return err
 		}
 	}
-	return sess.appendLocked(closedRecord{})
+	return sess.appendLocked(journal.SessionClosed{})
 }

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"github.com/sbx-sandbox/sbx/internal/journal"
 	"slices"
 	"testing"
 	"time"
@@ -27,7 +28,7 @@ func TestSessionCloseRefusals(t *testing.T) {
 			t.Errorf("%s: %d %v", tt.name, code, data)
 		}
 	}
-	if got := c.records("s"); !slices.Equal(got, []string{RecSessionOpened, RecTurnBegun}) {
+	if got := c.records("s"); !slices.Equal(got, []string{journal.TypeSessionOpened, journal.TypeTurnBegun}) {
 		t.Errorf("records after refused closes: %v", got)
 	}
 	c.ok("session/permissions", map[string]any{"session_id": "s"})
@@ -61,11 +62,11 @@ func TestSessionClose(t *testing.T) {
 		t.Errorf("the running call: %v", m)
 	}
 	cancelled(t, c.wait(asker), OutcomeAbortedBeforeDispatch)
-	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
+	if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" || ran(out) {
 		t.Errorf("decided %v ran=%v", d, ran(out))
 	}
 	recs := c.records("s")
-	if n := len(recs); n < 2 || recs[n-2] != RecTurnEnded || recs[n-1] != RecSessionClosed {
+	if n := len(recs); n < 2 || recs[n-2] != journal.TypeTurnEnded || recs[n-1] != journal.TypeSessionClosed {
 		t.Errorf("records %v: want turn/ended, session/closed last", recs)
 	}
 	c.answer(req["id"], allowed("s", req["params"].(map[string]any)["approval_id"].(string)))
@@ -143,7 +144,7 @@ func TestShutdownSettlesApprovals(t *testing.T) {
 	if code, data := errorOf(t, "exec", c.wait(pending)); code != CodeDenied || data["outcome"] != "cancelled" || ran(out) {
 		t.Errorf("%d %v ran=%v", code, data, ran(out))
 	}
-	if d := c.recordData("s", RecApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" {
+	if d := c.recordData("s", journal.TypeApprovalDecided); len(d) != 1 || d[0]["outcome"] != "cancelled" {
 		t.Errorf("decided %v", d)
 	}
 	c.answer(req["id"], allowed("s", req["params"].(map[string]any)["approval_id"].(string)))

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 	"github.com/sbx-sandbox/sbx/internal/run"
 	"github.com/sbx-sandbox/sbx/internal/steptrace"
 	"github.com/sbx-sandbox/sbx/internal/wire"
@@ -140,7 +141,7 @@ func (c *conn) exec(ctx context.Context, params json.RawMessage, r *replier) err
 	var started func() error
 	logged, envNames, err := withoutEnv(params)
 	if err == nil {
-		started, err = sess.queue(callStartedRecord{CallID: p.CallID, TurnID: p.TurnID, EnvironmentID: env, Request: logged, EnvNames: envNames})
+		started, err = sess.queue(journal.CallStarted{CallID: p.CallID, TurnID: p.TurnID, EnvironmentID: env, Request: logged, EnvNames: envNames})
 	}
 	if err != nil {
 		c.unregister(rc)
@@ -245,7 +246,7 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 		return nil
 	})
 	asked, decided := ap.wait()
-	fin := callFinishedRecord{CallID: p.CallID}
+	fin := journal.CallFinished{CallID: p.CallID}
 	var result any
 	var e *Error
 	switch {

@@ -37,7 +37,7 @@ func TestCallStartedWithoutEnvValues(t *testing.T) {
 			t.Errorf("record %s holds the env value: %s", r.Type, r.Data)
 		}
 	}
-	started := c.recordData("s", RecCallStarted)
+	started := c.recordData("s", journal.TypeCallStarted)
 	if len(started) != 1 {
 		t.Fatalf("call/started records: %v", started)
 	}
@@ -63,7 +63,7 @@ func (l *gatedLog) Queue(rec journal.Record) (func() error, error) {
 	if err := l.MemLog.Append(rec); err != nil {
 		return nil, err
 	}
-	if rec.Type != RecCallStarted {
+	if rec.Type != journal.TypeCallStarted {
 		return func() error { return nil }, nil
 	}
 	return func() error { <-l.gate; return l.err }, nil

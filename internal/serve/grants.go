@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/sbx-sandbox/sbx/internal/journal"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
 )
@@ -98,7 +99,7 @@ func (s *Server) storeGrant(sess *session, env string, res profiles.NormalizeRes
 	if e := sess.goneLocked(); e != nil {
 		return nil, e
 	}
-	rec := grantRecord{EnvironmentID: env, NormalizeResult: res}
+	rec := journal.GrantApplied{EnvironmentID: env, NormalizeResult: res}
 	open := sess.st.OpenTurn()
 	if why := grantWithheld(sess.st.Policy); why != "" {
 		// Seed 003 §1.2: under Never (and Granular without

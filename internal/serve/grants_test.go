@@ -2,6 +2,7 @@ package serve
 
 import (
 	"fmt"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 	"os"
 	"path/filepath"
 	"strings"
@@ -72,7 +73,7 @@ func TestGrantUnderNever(t *testing.T) {
 	if res["exit_code"] == 0.0 || ran(out) {
 		t.Fatalf("a never session wrote with a grant it applied: %v", res)
 	}
-	if d := c.recordData("n", RecGrantApplied); len(d) != 1 || d[0]["withheld"] != withheldNever {
+	if d := c.recordData("n", journal.TypeGrantApplied); len(d) != 1 || d[0]["withheld"] != withheldNever {
 		t.Errorf("recorded %v, want the withheld grant", d)
 	}
 	// A malformed response stays an error under never.

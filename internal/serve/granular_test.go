@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 )
 
 // granular is Codex's {"granular": {...}} with the given categories true.
@@ -90,7 +91,7 @@ func TestGranularSession(t *testing.T) {
 	}
 	// A preset replaces it, and a restart replays the change.
 	c2.ok("session/set_preset", map[string]any{"session_id": "g", "key": "auto"})
-	recs := c2.recordData("g", RecKnobChanged)
+	recs := c2.recordData("g", journal.TypeKnobChanged)
 	if !slices.ContainsFunc(recs, func(d map[string]any) bool { return d["from"] == "granular:rules,mcp_elicitations" }) {
 		t.Errorf("knob records: %v", recs)
 	}

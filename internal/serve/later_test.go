@@ -22,7 +22,7 @@ func lastFinished(t *testing.T, dir, s string) map[string]any {
 	var out map[string]any
 	for _, js := range sessions {
 		for _, rec := range js.Records {
-			if js.ID == s && rec.Type == RecCallFinished {
+			if js.ID == s && rec.Type == journal.TypeCallFinished {
 				out = nil
 				if err := json.Unmarshal(rec.Data, &out); err != nil {
 					t.Fatal(err)
@@ -64,7 +64,7 @@ func TestLostFinish(t *testing.T) {
 		t.Fatalf("replay: %v, %v", sessions, err)
 	}
 	recs := sessions[0].Records
-	if last := recs[len(recs)-1]; last.Type != RecCallStarted {
+	if last := recs[len(recs)-1]; last.Type != journal.TypeCallStarted {
 		t.Fatalf("the log at the answer ends with %s, want call/started (durable before the command ran) and no finish yet", last.Type)
 	}
 	srv := New(Options{OpenLog: func(id string) (Log, error) { return journal.Open(crashed, id) }, Logf: t.Logf})

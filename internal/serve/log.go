@@ -57,38 +57,6 @@ func (s *Server) Flush() error {
 // durable one). It is called once per session, at session/open.
 type OpenLog func(sessionID string) (Log, error)
 
-// The record types, the journal's vocabulary (journal.Types; add there,
-// never rename), under the names the server's code and tests use.
-const (
-	RecSessionOpened   = journal.TypeSessionOpened
-	RecPresetIntent    = journal.TypePresetIntent
-	RecKnobChanged     = journal.TypeKnobChanged
-	RecTurnBegun       = journal.TypeTurnBegun
-	RecTurnEnded       = journal.TypeTurnEnded
-	RecGrantApplied    = journal.TypeGrantApplied
-	RecApprovalAsked   = journal.TypeApprovalAsked
-	RecApprovalDecided = journal.TypeApprovalDecided
-	RecCallStarted     = journal.TypeCallStarted
-	RecCallFinished    = journal.TypeCallFinished
-	RecSessionClosed   = journal.TypeSessionClosed
-)
-
-// The records' data are the journal's payload types, declared once there
-// (the log's reader decodes the same types), under the server's names.
-type (
-	openedRecord       = journal.SessionOpened
-	intentRecord       = journal.PresetIntent
-	knobRecord         = journal.KnobChanged
-	turnRecord         = journal.TurnBegun
-	turnEndedRecord    = journal.TurnEnded
-	grantRecord        = journal.GrantApplied
-	askedRecord        = journal.ApprovalAsked
-	decidedRecord      = journal.ApprovalDecided
-	callStartedRecord  = journal.CallStarted
-	callFinishedRecord = journal.CallFinished
-	closedRecord       = journal.SessionClosed
-)
-
 // MemLog keeps records in memory: for tests, and for a server run without
 // a state directory (nothing survives it). It is safe for concurrent use.
 type MemLog struct {

@@ -14,15 +14,15 @@ import (
 // built any more.
 func TestRecordType(t *testing.T) {
 	sess := sessionIn(t, profiles.ReadOnly)
-	if err := sess.append(turnRecord{TurnID: "t"}); err != nil {
+	if err := sess.append(journal.TurnBegun{TurnID: "t"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := sess.append(turnEndedRecord{TurnID: "t"}); err != nil {
+	if err := sess.append(journal.TurnEnded{TurnID: "t"}); err != nil {
 		t.Fatal(err)
 	}
 	recs := sess.log.(*MemLog).Records()
 	rec := recs[len(recs)-1]
-	if rec.Type != RecTurnEnded || string(rec.Data) != `{"turn_id":"t"}` || rec.SessionID != "s" || rec.Time.IsZero() {
+	if rec.Type != journal.TypeTurnEnded || string(rec.Data) != `{"turn_id":"t"}` || rec.SessionID != "s" || rec.Time.IsZero() {
 		t.Errorf("record = %+v", rec)
 	}
 }
@@ -31,7 +31,7 @@ func TestRecordType(t *testing.T) {
 func sessionIn(t testing.TB, mode profiles.Mode) *session {
 	t.Helper()
 	sess := &session{id: "s", log: &MemLog{}, st: journal.NewState("s")}
-	if err := sess.append(openedRecord{SessionID: "s", Cwd: "/", EnvironmentID: "s", SandboxMode: mode, ApprovalPolicy: profiles.ApprovalNever}); err != nil {
+	if err := sess.append(journal.SessionOpened{SessionID: "s", Cwd: "/", EnvironmentID: "s", SandboxMode: mode, ApprovalPolicy: profiles.ApprovalNever}); err != nil {
 		t.Fatal(err)
 	}
 	return sess

@@ -232,7 +232,7 @@ func (s *Server) openSession(params json.RawMessage) (*facts, *Error) {
 		return nil, paramError(field, errors.New("sandbox_mode and approval_policy come together (or give a preset)"))
 	}
 	def := s.opt.Defaults()
-	rec := openedRecord{Cwd: cwd, EnvironmentID: p.EnvironmentID, Guard: p.Guard, ParentSessionID: p.ParentSessionID,
+	rec := journal.SessionOpened{Cwd: cwd, EnvironmentID: p.EnvironmentID, Guard: p.Guard, ParentSessionID: p.ParentSessionID,
 		SandboxMode: def.SandboxMode, ApprovalPolicy: def.ApprovalPolicy}
 	switch {
 	case p.Preset != nil:
@@ -300,7 +300,7 @@ func (s *Server) openSession(params json.RawMessage) (*facts, *Error) {
 // childFacts pins a child session's facts: only the parent's explicit
 // session sandbox override (never its grants, one-shot or stored), the
 // parent's guard, and approval policy never (escalate.ForChild).
-func (s *Server) childFacts(rec *openedRecord, p openParams) *Error {
+func (s *Server) childFacts(rec *journal.SessionOpened, p openParams) *Error {
 	if p.Preset != nil || p.SandboxMode != nil {
 		field := "preset"
 		if p.SandboxMode != nil {
@@ -364,16 +364,16 @@ func (s *Server) setPreset(params json.RawMessage) (any, *Error) {
 	if sess.childLocked() && pr.ApprovalPolicy != profiles.ApprovalNever {
 		return nil, paramError("key", fmt.Errorf("preset %s has approval policy %s: a child session's is pinned to never", pr.Key, pr.ApprovalPolicy))
 	}
-	if err := sess.appendLocked(intentRecord{Key: pr.Key}); err != nil {
+	if err := sess.appendLocked(journal.PresetIntent{Key: pr.Key}); err != nil {
 		return nil, asError(err)
 	}
 	if mode := sess.st.Mode; pr.SandboxMode != mode {
-		if err := sess.appendLocked(knobRecord{Knob: journal.KnobSandboxMode, From: mode.String(), To: pr.SandboxMode.String()}); err != nil {
+		if err := sess.appendLocked(journal.KnobChanged{Knob: journal.KnobSandboxMode, From: mode.String(), To: pr.SandboxMode.String()}); err != nil {
 			return nil, asError(err)
 		}
 	}
 	if policy := sess.st.Policy; pr.ApprovalPolicy != policy {
-		if err := sess.appendLocked(knobRecord{Knob: journal.KnobApprovalPolicy, From: policy.String(), To: pr.ApprovalPolicy.String()}); err != nil {
+		if err := sess.appendLocked(journal.KnobChanged{Knob: journal.KnobApprovalPolicy, From: policy.String(), To: pr.ApprovalPolicy.String()}); err != nil {
 			return nil, asError(err)
 		}
 	}
@@ -445,7 +445,7 @@ func (s *Server) beginTurn(params json.RawMessage) (any, *Error) {
 		return nil, e
 	}
 	id := newID("t-")
-	if err := sess.appendLocked(turnRecord{TurnID: id}); err != nil {
+	if err := sess.appendLocked(journal.TurnBegun{TurnID: id}); err != nil {
 		return nil, asError(err)
 	}
 	return turnResult{TurnID: id}, nil
@@ -474,7 +474,7 @@ func (s *Server) endTurn(params json.RawMessage) (any, *Error) {
 	if _, e := sess.openTurnLocked(p.TurnID); e != nil {
 		return nil, e
 	}
-	if err := sess.appendLocked(turnEndedRecord{TurnID: p.TurnID}); err != nil {
+	if err := sess.appendLocked(journal.TurnEnded{TurnID: p.TurnID}); err != nil {
 		return nil, asError(err)
 	}
 	return nil, nil

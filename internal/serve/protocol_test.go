@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sbx-sandbox/sbx/internal/journal"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 )
 
@@ -91,11 +92,11 @@ func TestSetPreset(t *testing.T) {
 	}
 	c.ok("session/set_preset", map[string]any{"session_id": "s", "key": "read-only"})
 	c.ok("session/set_preset", map[string]any{"session_id": "s", "key": "full-access"})
-	want := []string{RecSessionOpened, RecPresetIntent, RecKnobChanged, RecPresetIntent, RecPresetIntent, RecKnobChanged, RecKnobChanged}
+	want := []string{journal.TypeSessionOpened, journal.TypePresetIntent, journal.TypeKnobChanged, journal.TypePresetIntent, journal.TypePresetIntent, journal.TypeKnobChanged, journal.TypeKnobChanged}
 	if got := c.records("s"); !slices.Equal(got, want) {
 		t.Errorf("records %v, want %v", got, want)
 	}
-	knobs := c.recordData("s", RecKnobChanged)
+	knobs := c.recordData("s", journal.TypeKnobChanged)
 	if knobs[0]["knob"] != "sandbox_mode" || knobs[0]["from"] != "workspace-write" || knobs[0]["to"] != "read-only" {
 		t.Errorf("first knob record %v", knobs[0])
 	}
@@ -125,7 +126,7 @@ func TestTurns(t *testing.T) {
 	if code, _ := c.fail("turn/end", map[string]any{"session_id": "s", "turn_id": turn}); code != CodeNoOpenTurn {
 		t.Errorf("turn/end twice: %d", code)
 	}
-	if got, want := c.records("s"), []string{RecSessionOpened, RecTurnBegun, RecTurnEnded}; !slices.Equal(got, want) {
+	if got, want := c.records("s"), []string{journal.TypeSessionOpened, journal.TypeTurnBegun, journal.TypeTurnEnded}; !slices.Equal(got, want) {
 		t.Errorf("records %v, want %v", got, want)
 	}
 }

@@ -91,18 +91,18 @@ func (s *Server) replay(js journal.Session) (*session, *journal.State, error) {
 func (s *Server) settle(sess *session, st *journal.State) error {
 	approvals, turns := st.Pending()
 	for _, id := range approvals {
-		if err := sess.append(decidedRecord{ApprovalID: id, Outcome: string(escalate.Cancelled)}); err != nil {
+		if err := sess.append(journal.ApprovalDecided{ApprovalID: id, Outcome: string(escalate.Cancelled)}); err != nil {
 			return err
 		}
 	}
 	for _, id := range st.OpenCalls() {
-		if err := sess.append(callFinishedRecord{CallID: id, Outcome: journal.OutcomeLost, Error: "the server ended while the call ran, or before the call's end was written"}); err != nil {
+		if err := sess.append(journal.CallFinished{CallID: id, Outcome: journal.OutcomeLost, Error: "the server ended while the call ran, or before the call's end was written"}); err != nil {
 			return err
 		}
 	}
 	// Its turn grants end with it (journal.EndTurn, in State.Apply).
 	for _, id := range turns {
-		if err := sess.append(turnEndedRecord{TurnID: id}); err != nil {
+		if err := sess.append(journal.TurnEnded{TurnID: id}); err != nil {
 			return err
 		}
 	}

@@ -52,10 +52,10 @@ func TestRestore(t *testing.T) {
 		t.Errorf("restored knobs: %v", got)
 	}
 	tail := c2.records("s")[len(before[0].Records):]
-	if !slices.Equal(tail, []string{RecApprovalDecided, RecCallFinished, RecTurnEnded}) {
+	if !slices.Equal(tail, []string{journal.TypeApprovalDecided, journal.TypeCallFinished, journal.TypeTurnEnded}) {
 		t.Errorf("settled with %v, want decided, call finished, turn ended", tail)
 	}
-	if d := c2.recordData("s", RecApprovalDecided); d[len(d)-1]["outcome"] != "cancelled" {
+	if d := c2.recordData("s", journal.TypeApprovalDecided); d[len(d)-1]["outcome"] != "cancelled" {
 		t.Errorf("pending approval settled %v", d)
 	}
 	if code, _ := c2.fail("exec", map[string]any{"session_id": "s", "turn_id": turn, "call_id": "x", "cwd": ws, "command": []string{"true"}}); code != CodeNoOpenTurn {
@@ -78,10 +78,10 @@ func TestRestoreRejects(t *testing.T) {
 	var decided journal.Record
 	var withoutAsked []journal.Record
 	for _, r := range recs {
-		if r.Type == RecApprovalDecided {
+		if r.Type == journal.TypeApprovalDecided {
 			decided = r
 		}
-		if r.Type != RecApprovalAsked {
+		if r.Type != journal.TypeApprovalAsked {
 			withoutAsked = append(withoutAsked, r)
 		}
 	}
@@ -111,7 +111,7 @@ func TestRestoreRejects(t *testing.T) {
 // serve from (journal.ServerOnly) is not restored either, and a call
 // started and not finished is settled lost, in the order started.
 func TestRestoreServerRules(t *testing.T) {
-	opened := openedRecord{SessionID: "s", Cwd: t.TempDir(), EnvironmentID: "e", Preset: "read-only"}
+	opened := journal.SessionOpened{SessionID: "s", Cwd: t.TempDir(), EnvironmentID: "e", Preset: "read-only"}
 	recs := func(t *testing.T, ps ...journal.Payload) []journal.Record {
 		var out []journal.Record
 		for _, p := range append([]journal.Payload{opened}, ps...) {
@@ -128,10 +128,10 @@ func TestRestoreServerRules(t *testing.T) {
 		recs []journal.Payload
 		want string
 	}{
-		{"two turns", []journal.Payload{turnRecord{TurnID: "t1"}, turnRecord{TurnID: "t2"}}, "turn t2 begun while t1 is open"},
-		{"unknown knob", []journal.Payload{knobRecord{Knob: "colour", To: "red"}}, `unknown knob "colour"`},
-		{"grant outside its turn", []journal.Payload{grantRecord{EnvironmentID: "e", TurnID: "t1", NormalizeResult: profiles.NormalizeResult{Scope: profiles.ScopeTurn}}}, "outside it"},
-		{"closed with a call running", []journal.Payload{callStartedRecord{CallID: "c"}, closedRecord{}}, "calls [c] are open"},
+		{"two turns", []journal.Payload{journal.TurnBegun{TurnID: "t1"}, journal.TurnBegun{TurnID: "t2"}}, "turn t2 begun while t1 is open"},
+		{"unknown knob", []journal.Payload{journal.KnobChanged{Knob: "colour", To: "red"}}, `unknown knob "colour"`},
+		{"grant outside its turn", []journal.Payload{journal.GrantApplied{EnvironmentID: "e", TurnID: "t1", NormalizeResult: profiles.NormalizeResult{Scope: profiles.ScopeTurn}}}, "outside it"},
+		{"closed with a call running", []journal.Payload{journal.CallStarted{CallID: "c"}, journal.SessionClosed{}}, "calls [c] are open"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := New(Options{Logf: t.Logf})
@@ -151,7 +151,7 @@ func TestRestoreServerRules(t *testing.T) {
 		// More than a map's small group, so that a map's order would show.
 		ids := []string{"c3", "c1", "c2", "c9", "c4", "c8", "c5", "c7", "c6", "c12", "c10", "c11"}
 		for _, id := range ids {
-			started = append(started, callStartedRecord{CallID: id})
+			started = append(started, journal.CallStarted{CallID: id})
 		}
 		if problems := srv.Restore([]journal.Session{{ID: "s", Records: recs(t, started...)}}); len(problems) != 0 {
 			t.Fatalf("restore: %v", problems)
@@ -159,7 +159,7 @@ func TestRestoreServerRules(t *testing.T) {
 		var lost []string
 		for _, r := range logs.Get("s").Records() {
 			p, err := journal.Decode(r)
-			if f, ok := p.(*callFinishedRecord); err == nil && ok && f.Outcome == journal.OutcomeLost {
+			if f, ok := p.(*journal.CallFinished); err == nil && ok && f.Outcome == journal.OutcomeLost {
 				lost = append(lost, f.CallID)
 			}
 		}

@@ -266,7 +266,7 @@ func newID(prefix string) string {
 // newestUndecided is the newest undecided asked record that match takes,
 // false when there is none: the audit facts the browser panel claims by
 // (WebAnswerer.Claim).
-func (s *session) newestUndecided(match func(askedRecord) bool) (askedRecord, bool) {
+func (s *session) newestUndecided(match func(journal.ApprovalAsked) bool) (journal.ApprovalAsked, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	undecided := s.st.Undecided()
@@ -275,5 +275,5 @@ func (s *session) newestUndecided(match func(askedRecord) bool) (askedRecord, bo
 			return undecided[i], true
 		}
 	}
-	return askedRecord{}, false
+	return journal.ApprovalAsked{}, false
 }

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 	"github.com/sbx-sandbox/sbx/internal/netproxy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/strictjson"
@@ -98,7 +99,7 @@ func (w *WebAnswerer) Claim(q Question) bool {
 		return false
 	}
 	tool := toolName(q)
-	rec, ok := sess.newestUndecided(func(r askedRecord) bool {
+	rec, ok := sess.newestUndecided(func(r journal.ApprovalAsked) bool {
 		return r.SessionID == q.SessionID && r.ToolName == tool && r.CallID == q.CallID && !w.board.isPending(RPCID(r.ApprovalID))
 	})
 	return ok && rec.ApprovalID == q.ApprovalID

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sbx-sandbox/sbx/internal/escalate"
+	"github.com/sbx-sandbox/sbx/internal/journal"
 )
 
 // panelServer is a server whose waterfall is (the client answerer, when
@@ -576,7 +577,7 @@ func TestWebPreset(t *testing.T) {
 		t.Errorf("full-access confirmed: %d %v", status, m)
 	}
 	until(t, states, "full-access", func(st webState) bool { return st.Sessions[0].Current.Preset == "full-access" })
-	want := []string{RecPresetIntent, RecKnobChanged, RecPresetIntent, RecKnobChanged, RecKnobChanged}
+	want := []string{journal.TypePresetIntent, journal.TypeKnobChanged, journal.TypePresetIntent, journal.TypeKnobChanged, journal.TypeKnobChanged}
 	if got := c.records("s")[before:]; fmt.Sprint(got) != fmt.Sprint(want) {
 		t.Errorf("records %v, want %v (session/set_preset's)", got, want)
 	}
@@ -686,13 +687,13 @@ func TestWebClaimsTheAuditFact(t *testing.T) {
 	p.stream()
 	waitFor(t, func() bool { return p.panelCount() > 0 })
 	sess, _ := p.c.srv.lookup("s")
-	asked := func(approval, call string) askedRecord {
-		return askedRecord{ApprovalID: approval, SessionID: "s", ToolName: "shell", CallID: call}
+	asked := func(approval, call string) journal.ApprovalAsked {
+		return journal.ApprovalAsked{ApprovalID: approval, SessionID: "s", ToolName: "shell", CallID: call}
 	}
 	if w.Claim(q("ghost", "c1")) {
 		t.Error("claimed an approval that was never recorded as asked")
 	}
-	for _, r := range []askedRecord{asked("a1", "c1"), asked("a2", "c1"), asked("b1", "c2")} {
+	for _, r := range []journal.ApprovalAsked{asked("a1", "c1"), asked("a2", "c1"), asked("b1", "c2")} {
 		if err := sess.append(r); err != nil {
 			t.Fatal(err)
 		}
@@ -721,7 +722,7 @@ func TestWebClaimsTheAuditFact(t *testing.T) {
 	if w.Claim(q("a2", "c1")) || !w.Claim(q("a1", "c1")) {
 		t.Error("a pending item's approval is claimed again, or the one before it is not")
 	}
-	if err := sess.append(decidedRecord{ApprovalID: "a1", Outcome: string(escalate.Rejected)}); err != nil {
+	if err := sess.append(journal.ApprovalDecided{ApprovalID: "a1", Outcome: string(escalate.Rejected)}); err != nil {
 		t.Fatal(err)
 	}
 	if w.Claim(q("a1", "c1")) {
