@@ -4,7 +4,6 @@ package host
 
 import (
 	"context"
-	"os"
 	"syscall"
 	"time"
 
@@ -17,65 +16,6 @@ import (
 type process interface {
 	Wait() (syscall.WaitStatus, syscall.Rusage, error)
 	Signal(sig syscall.Signal) error
-}
-
-// callSignals are the signals a call listens to: those it relays to the
-// command (when the call asks for it) and the parent-death signal.
-// Subscribing to a signal, and unsubscribing, waits for a round trip to
-// the runtime's signal-mask thread (~0.1 ms per signal here), so both
-// happen in the background: the subscription while the call is compiled,
-// the unsubscription after it.
-type callSignals struct {
-	relay  chan os.Signal // nil unless the call relays signals
-	pdeath chan os.Signal // nil without a parent-death signal
-	ready  chan struct{}  // closed once both are subscribed
-	// notifier subscribed them (nil: nothing was).
-	notifier *Notifier
-}
-
-// subscribeSignals subscribes the call's signals in the background,
-// through the program's Notifier (SetNotifier): without one there is
-// nothing to relay and no parent-death signal.
-func subscribeSignals(c Call) *callSignals {
-	s := &callSignals{ready: make(chan struct{}), notifier: installedNotifier()}
-	if s.notifier == nil {
-		close(s.ready)
-		return s
-	}
-	if c.ForwardSignals {
-		s.relay = make(chan os.Signal, 4)
-	}
-	if parentDeathSignal != 0 {
-		s.pdeath = make(chan os.Signal, 1)
-	}
-	go func() {
-		defer close(s.ready)
-		if s.relay != nil {
-			s.notifier.Notify(s.relay, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
-		}
-		if s.pdeath != nil {
-			s.notifier.Notify(s.pdeath, parentDeathSignal)
-		}
-	}()
-	return s
-}
-
-// wait returns once the signals are subscribed. Call it before the start,
-// so a Ctrl-C between start and wait is relayed rather than killing sbx
-// and orphaning the command.
-func (s *callSignals) wait() { <-s.ready }
-
-// stop unsubscribes in the background: a signal that arrives meanwhile is
-// dropped instead of taking its default action.
-func (s *callSignals) stop() {
-	go func() {
-		<-s.ready
-		for _, c := range []chan os.Signal{s.relay, s.pdeath} {
-			if c != nil {
-				s.notifier.Stop(c)
-			}
-		}
-	}()
 }
 
 // waitCall waits for the command while relaying signals and enforcing the

@@ -128,8 +128,9 @@ func TestWaitCall(t *testing.T) {
 			}
 			// The signals as subscribeSignals would deliver them, without
 			// subscribing this process to any.
-			sigs := &callSignals{ready: make(chan struct{})}
-			close(sigs.ready)
+			ready := make(chan struct{})
+			close(ready)
+			sigs := &callSignals{ready: ready}
 			if tt.relay != nil {
 				sigs.relay = make(chan os.Signal, len(tt.relay))
 				for _, s := range tt.relay {
