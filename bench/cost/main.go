@@ -28,6 +28,8 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -45,8 +47,17 @@ func main() {
 	wideN := flag.Int("wide-calls", 800, "calls of the throughput phase, per launcher")
 	benchUser := flag.String("user", "sbxtest", "user of the unprivileged group (run as root; \"\" skips it)")
 	base := flag.String("base", "", "a second sbx binary (absolute path) whose rows, suffixed "+baseTag+", run interleaved with -sbx's")
+	only := flag.String("only", "", "run only the rows whose names match this `REGEXP` (bare and bwrap always; \"wide\" matches the throughput phase), for a quick before/after of one path")
 	flag.Parse()
 	b := &bench{sbx: *sbx, base: *base, rounds: *rounds, block: *block}
+	if *only != "" {
+		re, err := regexp.Compile(*only)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench/cost: -only:", err)
+			os.Exit(2)
+		}
+		b.only = re
+	}
 	if err := b.run(*wide, *wideN, *benchUser); err != nil {
 		fmt.Fprintln(os.Stderr, "bench/cost:", err)
 		os.Exit(1)
@@ -62,8 +73,10 @@ type bench struct {
 	// that both share the machine's drift and the other users' load.
 	sbx, base     string
 	rounds, block int
-	dir, ws       string
-	servers       []*rpc.Server
+	// only, when set, picks the rows run (see keep).
+	only    *regexp.Regexp
+	dir, ws string
+	servers []*rpc.Server
 }
 
 // target is one row: a way to make one call of /bin/true.
@@ -118,6 +131,7 @@ func (b *bench) run(wide, wideN int, benchUser string) error {
 	if err != nil {
 		return err
 	}
+	rows = b.kept(rows)
 	b.measure(rows)
 	b.table("per call /bin/true, "+who, rows, "")
 	if root && benchUser != "" {
@@ -126,6 +140,7 @@ func (b *bench) run(wide, wideN int, benchUser string) error {
 			if err != nil {
 				return err
 			}
+			urows = b.kept(urows)
 			b.measure(urows)
 			b.table("per call /bin/true, as "+benchUser+" (runuser rows: what each adds above runuser-bare)", urows, "runuser-bare")
 		} else {
@@ -136,7 +151,26 @@ func (b *bench) run(wide, wideN int, benchUser string) error {
 	if err := os.Mkdir(wstate, 0o700); err != nil {
 		return err
 	}
+	if b.only != nil && !b.only.MatchString("wide") {
+		return nil
+	}
 	return b.throughput(wide, wideN, wstate)
+}
+
+// keep says whether the row named name runs: every row without -only;
+// with it, the references (bare, bwrap, runuser-bare, runuser-bwrap) and
+// the rows it matches.
+func (b *bench) keep(name string) bool {
+	switch strings.TrimPrefix(name, "runuser-") {
+	case "bare", "bwrap":
+		return true
+	}
+	return b.only == nil || b.only.MatchString(name)
+}
+
+// kept is rows without those keep leaves out.
+func (b *bench) kept(rows []*target) []*target {
+	return slices.DeleteFunc(rows, func(t *target) bool { return !b.keep(t.name) })
 }
 
 // bins are the sbx binaries of the run and their rows' name suffixes.
