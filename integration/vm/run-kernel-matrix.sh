@@ -110,6 +110,22 @@ resolve() {
   else echo "$(basename "$k" | sed 's/^vmlinuz-//') $k"; fi
 }
 
+# --- what failed in one kernel's log: the failing passes' test failures,
+# panics and result lines, at most 60 lines, for the end of the output (a
+# CI log's tail may be all its reader gets; the whole pass is above) -------
+failures() {
+  awk -v label="$1" '
+    /@@PASS START/ { buf = ""; n = 0; next }
+    /@@PASS RESULT/ {
+      if ($4 != 0) { printf "[%s] %s\n%s", label, $0, buf }
+      next
+    }
+    /--- FAIL|_test\.go:[0-9]+:|panic:|^FAIL|@@VMM RESULT [^ ]+ [1-9]/ && !/SKIP/ && n < 60 {
+      buf = buf "[" label "] " $0 "\n"; n++
+    }
+  ' "$2"
+}
+
 # --- boot one kernel once: sets QRC (qemu/timeout status) and WALL ------------
 boot_once() {
   : > "$LOG"; local start=$EPOCHREALTIME
@@ -138,7 +154,7 @@ boot_once() {
 # kernel text it was patching, which no test can cause (sid's 7.2.13 did it
 # at boot, 2026-12-07); the failed try's log is kept next to the retry's and
 # the summary says which try it took) ---------------------------------------
-declare -a SUMMARY; RC=0
+declare -a SUMMARY DETAIL; RC=0
 for K in "$@"; do
   read -r LABEL VML < <(resolve "$K") || { SUMMARY+=("$K ERROR cannot-resolve"); RC=1; continue; }
   LOG=$WORK/$LABEL.log
@@ -162,9 +178,14 @@ for K in "$@"; do
   elif awk '/^@@VMM RESULT/ && $4 != 0 {f=1} END {exit !f}' "$M"; then ST=FAIL RC=1
   else ST=PASS; fi
   SUMMARY+=("$(printf '%-26s %-7s %s try=%s boot=%ss wall=%ss %s' "$LABEL" "$ST" "$ACCEL" "$TRY" "${BOOT:-?}" "$WALL" "$RES")")
+  [ "$ST" = PASS ] || DETAIL+=("$(failures "$LABEL" "$LOG")")
   [ -n "$LOGDIR" ] && mkdir -p "$LOGDIR" && cp "$LOG" "$LOGDIR/"
 done
 
 echo; echo "===== summary (boot = guest uptime when /init started) ====="
 printf '%s\n' "${SUMMARY[@]}"
+if [ ${#DETAIL[@]} -gt 0 ]; then
+  echo; echo "===== what failed (each failing pass's failures; its whole log is above) ====="
+  printf '%s\n' "${DETAIL[@]}"
+fi
 exit $RC
