@@ -154,7 +154,7 @@ boot_once() {
 # kernel text it was patching, which no test can cause (sid's 7.2.13 did it
 # at boot, 2026-12-07); the failed try's log is kept next to the retry's and
 # the summary says which try it took) ---------------------------------------
-declare -a SUMMARY DETAIL; RC=0
+SUMMARY=() DETAIL=() RC=0
 for K in "$@"; do
   read -r LABEL VML < <(resolve "$K") || { SUMMARY+=("$K ERROR cannot-resolve"); RC=1; continue; }
   LOG=$WORK/$LABEL.log
