@@ -26,23 +26,27 @@ type callSignals struct {
 // to the Go runtime's signal-mask thread, a locked thread that each round
 // trip wakes and parks again (~4 futex calls and two context switches):
 // every call of a server paid two (the parent-death signal on, then off),
-// beside its compile and after its answer (#31). The hub subscribes each
-// signal the first time a call needs it, through the Notifier installed
-// then, and keeps it; a call registers its channels with it and
-// unregisters them, under a mutex.
-var hub = signalHub{raise: func(sig syscall.Signal) { syscall.Kill(os.Getpid(), sig) }}
+// beside its compile and after its answer (#31). The hub subscribes the
+// parent-death signal the first time a call needs it, through the Notifier
+// installed then, and keeps it: nothing sends it unless a call asked the
+// kernel for it (parentDeath). The relayed signals it holds only while a
+// call that relays them is registered, as before: between such calls
+// they do what the program has them do (Go's default ends sbx). A call
+// registers its channels with the hub and unregisters them, under a mutex.
+var hub signalHub
 
 type signalHub struct {
-	// raise sends this process a relayed signal no call took (relayLoop).
-	raise func(syscall.Signal)
-	mu    sync.Mutex
+	mu sync.Mutex
 	// relayIn and pdeathIn are the hub's subscriptions, nil until a call
-	// needs them (relayIn again after a relayed signal no call took).
+	// needs them; relayIn is nil again once no registered call relays.
 	relayIn, pdeathIn chan os.Signal
+	relaying          int // registered calls that relay signals
 	// done is closed once the last subscription started is in (a chain:
 	// each waits for the one before), nil before the first.
-	done  chan struct{}
-	calls map[*callSignals]struct{}
+	done chan struct{}
+	// notifier is what the relayed signals were subscribed through.
+	notifier *Notifier
+	calls    map[*callSignals]struct{}
 }
 
 // subscribeSignals registers c's signals with the hub, subscribing in the
@@ -72,6 +76,9 @@ func (h *signalHub) register(n *Notifier, forward bool) *callSignals {
 	defer h.mu.Unlock()
 	h.subscribeLocked(n, forward)
 	s.ready, s.hub = h.done, h
+	if forward {
+		h.relaying++
+	}
 	if h.calls == nil {
 		h.calls = map[*callSignals]struct{}{}
 	}
@@ -85,9 +92,9 @@ func (h *signalHub) subscribeLocked(n *Notifier, relay bool) {
 	var subscribe []func()
 	if relay && h.relayIn == nil {
 		in := make(chan os.Signal, 4)
-		h.relayIn = in
+		h.relayIn, h.notifier = in, n
 		subscribe = append(subscribe, func() { n.Notify(in, relayedSignals...) })
-		go h.relayLoop(n, in)
+		go h.relayLoop(in)
 	}
 	if parentDeathSignal != 0 && h.pdeathIn == nil {
 		in := make(chan os.Signal, 1)
@@ -115,36 +122,20 @@ func (h *signalHub) subscribeLocked(n *Notifier, relay bool) {
 	}()
 }
 
-// relayLoop hands each relayed signal to every call that relays signals.
-// One that no call takes does what it did before the hub caught it: the
-// hub unsubscribes (a later call subscribes again) and sends it to this
-// process once more, so that sbx run ends on a SIGINT before or after its
-// call as it did before the subscription (Go's default for it), and a
-// subscriber of the program's own (sbx's Ctrl-C during an approval) hears it.
-func (h *signalHub) relayLoop(n *Notifier, in chan os.Signal) {
+// relayLoop hands each relayed signal to every call that relays signals,
+// until in is closed (unregister).
+func (h *signalHub) relayLoop(in chan os.Signal) {
 	for sig := range in {
 		h.mu.Lock()
-		taken := false
 		for s := range h.calls {
 			if s.relay != nil {
-				taken = true
 				select {
 				case s.relay <- sig:
 				default: // full: as signal.Notify drops one
 				}
 			}
 		}
-		if taken {
-			h.mu.Unlock()
-			continue
-		}
-		h.relayIn = nil
-		n.Stop(in)
 		h.mu.Unlock()
-		if num, ok := sig.(syscall.Signal); ok {
-			h.raise(num)
-		}
-		return
 	}
 }
 
@@ -164,14 +155,35 @@ func (h *signalHub) pdeathLoop(in chan os.Signal) {
 }
 
 // stop unregisters the call's channels: what arrives later is not theirs.
-// The subscriptions stay, for the next call.
+// The parent-death subscription stays, for the next call; the relayed
+// signals' ends with the last call that relays them, in the background (a
+// relayed signal that arrives meanwhile is dropped instead of taking its
+// default action).
 func (s *callSignals) stop() {
-	if s.hub == nil {
+	h := s.hub
+	if h == nil {
 		return
 	}
-	s.hub.mu.Lock()
-	delete(s.hub.calls, s)
-	s.hub.mu.Unlock()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if _, ok := h.calls[s]; !ok {
+		return
+	}
+	delete(h.calls, s)
+	if s.relay == nil {
+		return
+	}
+	if h.relaying--; h.relaying > 0 {
+		return
+	}
+	in, n := h.relayIn, h.notifier
+	h.relayIn = nil
+	done := h.done
+	go func() {
+		<-done // subscribed before it is stopped
+		n.Stop(in)
+		close(in) // Stop returned: nothing sends on in any more
+	}()
 }
 
 // wait returns once the signals are subscribed. Call it before the start,

@@ -72,12 +72,11 @@ func receive(t *testing.T, c <-chan os.Signal, want os.Signal) {
 	}
 }
 
-// TestSignalHub: the hub subscribes each group of signals once, for every
-// later call, hands each signal to the calls registered, and gives a
-// relayed signal no call takes back to the process.
+// TestSignalHub: the hub subscribes the parent-death signal once, for
+// every later call, holds the relayed signals while a call that relays them
+// is registered, and hands each signal to the calls registered.
 func TestSignalHub(t *testing.T) {
-	raised := make(chan os.Signal, 1)
-	h := &signalHub{raise: func(sig syscall.Signal) { raised <- sig }}
+	h := &signalHub{}
 	f := &fakeNotifier{}
 	n := f.notifier()
 	groups := 1 // the relayed signals
@@ -93,8 +92,26 @@ func TestSignalHub(t *testing.T) {
 	f.send(t, syscall.SIGTERM)
 	receive(t, first.relay, syscall.SIGTERM)
 	first.stop()
+	first.stop() // twice: nothing more
+	// The relayed signals go back to the program once no call relays.
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		if _, stops := f.counts(); stops == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the relayed signals were never unsubscribed after the last call that relays them")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	f.mu.Lock()
+	_, held := f.subs[syscall.SIGINT]
+	f.mu.Unlock()
+	if held {
+		t.Fatal("SIGINT is still subscribed with no call relaying it")
+	}
 
-	// A server's calls: the subscriptions stay, none is made again.
+	// A server's calls: the parent-death subscription stays, none is
+	// made again.
 	for range 3 {
 		s := h.register(n, false)
 		s.wait()
@@ -104,22 +121,22 @@ func TestSignalHub(t *testing.T) {
 		}
 		s.stop()
 	}
-	if got, stops := f.counts(); got != groups || stops != 0 {
-		t.Fatalf("after 4 calls: %d subscriptions and %d unsubscriptions, want %d and 0", got, stops, groups)
+	if got, stops := f.counts(); got != groups || stops != 1 {
+		t.Fatalf("after 4 calls: %d subscriptions and %d unsubscriptions, want %d and 1", got, stops, groups)
 	}
 
-	// No call relays: the signal does what it would without the hub.
-	f.send(t, syscall.SIGINT)
-	receive(t, raised, syscall.SIGINT)
-	if _, stops := f.counts(); stops != 1 {
-		t.Fatalf("a SIGINT no call took: %d unsubscriptions, want 1", stops)
-	}
-	again := h.register(n, true)
-	again.wait()
+	// Two relaying calls at once: one subscription, held until both end.
+	a, b := h.register(n, true), h.register(n, true)
+	a.wait()
+	b.wait()
 	if got, _ := f.counts(); got != groups+1 {
-		t.Fatalf("a relaying call after it: %d subscriptions, want %d", got, groups+1)
+		t.Fatalf("two relaying calls: %d subscriptions, want %d", got, groups+1)
 	}
 	f.send(t, syscall.SIGHUP)
-	receive(t, again.relay, syscall.SIGHUP)
-	again.stop()
+	receive(t, a.relay, syscall.SIGHUP)
+	receive(t, b.relay, syscall.SIGHUP)
+	a.stop()
+	f.send(t, syscall.SIGINT) // still held for b
+	receive(t, b.relay, syscall.SIGINT)
+	b.stop()
 }
