@@ -323,7 +323,9 @@ func serveCmd(args []string, stdio Stdio) int {
 	}
 	defer stopMetrics()
 	if *listen == "" {
-		err := srv.ServeConn(ctx, stdio.In, stdio.Out)
+		in, out, done := pollableStdio(stdio.In, stdio.Out, stdio.Err)
+		err := srv.ServeConn(ctx, in, out)
+		done()
 		switch {
 		case err == nil, errors.Is(err, io.EOF), ctx.Err() != nil:
 			return 0
