@@ -16,10 +16,12 @@
 //	resp, err := run.Exec(ctx, req, r, in, run.Options{Raw: data})
 //
 // Exec does, in order: call.Prepare (grants, the ladder, approval, the
-// guard), the caller's Dispatch check (it changes nothing in the call), the
-// run (captured, or streamed as wire.OutputEvents to an EventSink),
-// and the result with the exact-retry hint when the sandbox denied
-// something. Nothing changes the call between the caller and Prepare.
+// guard), the run (captured, or streamed as wire.OutputEvents to an
+// EventSink), and the result with the exact-retry hint when the sandbox
+// denied something. Within the run, once the plan is compiled and admitted
+// and before anything is made for it, comes the caller's Dispatch check (it
+// changes nothing in the call). Nothing changes the call between the
+// caller and Prepare.
 //
 // Guarantees:
 //   - Every refusal of Exec and RunFS happens before anything is started.

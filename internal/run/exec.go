@@ -26,10 +26,12 @@ type Options struct {
 	// this process to the command (sbx exec: a runtime cancels a call so).
 	// A server running many calls leaves it off and cancels through ctx.
 	RelaySignals bool
-	// Dispatch, when set, is asked once the call is prepared and approved,
-	// just before it starts; an error ends the call there, a refusal with
-	// nothing started (a server checks for cancellation here). It changes
-	// nothing in the call.
+	// Dispatch, when set, is asked once the call is prepared and approved
+	// and its plan compiled and admitted, just before anything is made for
+	// it (host.Call.BeforeStart); an error ends the call there, a refusal
+	// with nothing started, and is Exec's own (a server waits there for its
+	// call/started record to be durable, and checks for cancellation). It
+	// changes nothing in the call.
 	Dispatch func() error
 	// Executable is the sbx binary whose FSStageCommand makes an fs
 	// change (default os.Executable).
@@ -69,11 +71,13 @@ func Exec(ctx context.Context, req *wire.Request, r call.Request, in wire.Input,
 		return wire.Response{}, err
 	}
 	steptrace.Mark("prepare: policy, probe, compile the plan")
+	var dispatchErr error
 	if err == nil && opt.Dispatch != nil {
-		if err := opt.Dispatch(); err != nil {
-			return wire.Response{}, err
+		p.Call.BeforeStart = func() error {
+			dispatchErr = opt.Dispatch()
+			steptrace.Mark("dispatch: call/started durable")
+			return dispatchErr
 		}
-		steptrace.Mark("dispatch: call/started durable")
 	}
 	res := wire.Result{CallReport: wire.PreparedReport(p)}
 	if err == nil {
@@ -85,6 +89,9 @@ func Exec(ctx context.Context, req *wire.Request, r call.Request, in wire.Input,
 			out, err = Capture(ctx, p, req.MaxOutputBytes, stdio)
 		}
 		res = result(p, out, call.RetryForm{Request: opt.Raw})
+	}
+	if dispatchErr != nil {
+		return wire.Response{}, dispatchErr
 	}
 	if err != nil {
 		if err := res.StartFailed(err, p.Call.Cmd); err != nil {

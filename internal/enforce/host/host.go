@@ -45,6 +45,12 @@ type Call struct {
 	// the end of the output as soon as the command's tree is gone, while
 	// Run still ends the call. Not called when the command did not start.
 	Started func()
+	// BeforeStart, when set, is asked once the call's plan is compiled and
+	// admitted, before anything is made for it (placeholders, supervisor,
+	// cgroup, launch): an error is Run's, with nothing made or started. A
+	// server waits there for its call/started record to be on disk, so that
+	// the fsync overlaps the compile (#31).
+	BeforeStart func() error
 }
 
 // DefaultKillGrace is the KillGrace of a call that sets none.
@@ -102,6 +108,11 @@ func runOn(ctx context.Context, c Call, b backend) (report.Report, error) {
 		return rep, err
 	}
 	steptrace.Mark("compile the plan (enforce), admit")
+	if c.BeforeStart != nil {
+		if err := c.BeforeStart(); err != nil {
+			return rep, err
+		}
+	}
 	start := time.Now()
 	waitErr, err := b.run(ctx, &rep)
 	if err != nil {

@@ -59,6 +59,9 @@ func TestRunOn(t *testing.T) {
 		wantErr   error
 		wantSteps []string
 		wantExit  int
+		// dispatch sets a BeforeStart hook, which returns dispatchErr.
+		dispatch    bool
+		dispatchErr error
 	}{
 		{name: "ran", b: fakeBackend{runFor: 20 * time.Millisecond},
 			wantSteps: []string{"prepare", "run", "finish", "exit", "close"}, wantExit: 3},
@@ -72,11 +75,26 @@ func TestRunOn(t *testing.T) {
 			wantSteps: []string{"prepare", "run", "finish", "close"}, wantExit: execFailureStatus(startErr)},
 		{name: "wait failed", b: fakeBackend{waitErr: waitFailed}, wantErr: waitFailed,
 			wantSteps: []string{"prepare", "run", "finish", "close"}},
+		// A server's dispatch comes after the compile, before anything is
+		// made: a refusal there starts nothing.
+		{name: "dispatched", b: fakeBackend{}, dispatch: true,
+			wantSteps: []string{"prepare", "before start", "run", "finish", "exit", "close"}, wantExit: 3},
+		{name: "dispatch refused", b: fakeBackend{}, dispatch: true, dispatchErr: refused, wantErr: refused,
+			wantSteps: []string{"prepare", "before start", "close"}},
+		{name: "refused before dispatch", b: fakeBackend{prepareErr: refused}, dispatch: true, wantErr: refused,
+			wantSteps: []string{"prepare", "close"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			b := tt.b
-			rep, err := runOn(context.Background(), Call{}, &b)
+			var c Call
+			if tt.dispatch {
+				c.BeforeStart = func() error {
+					b.steps = append(b.steps, "before start")
+					return tt.dispatchErr
+				}
+			}
+			rep, err := runOn(context.Background(), c, &b)
 			if !errors.Is(err, tt.wantErr) || (tt.wantErr == nil) != (err == nil) {
 				t.Fatalf("err = %v, want %v", err, tt.wantErr)
 			}
