@@ -24,9 +24,11 @@ func nonblocking(t *testing.T, f *os.File) bool {
 func blockingPipe(t *testing.T) (*os.File, *os.File) {
 	t.Helper()
 	var p [2]int
-	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+	if err := unix.Pipe(p[:]); err != nil {
 		t.Fatal(err)
 	}
+	unix.CloseOnExec(p[0])
+	unix.CloseOnExec(p[1])
 	return os.NewFile(uintptr(p[0]), "r"), os.NewFile(uintptr(p[1]), "w")
 }
 
