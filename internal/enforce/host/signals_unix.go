@@ -35,12 +35,19 @@ type callSignals struct {
 // registers its channels with the hub and unregisters them, under a mutex.
 var hub signalHub
 
+// subscribed is a closed channel: the ready of a call with nothing to wait
+// for.
+var subscribed = func() chan struct{} {
+	c := make(chan struct{})
+	close(c)
+	return c
+}()
+
 type signalHub struct {
 	mu sync.Mutex
 	// relayIn and pdeathIn are the hub's subscriptions, nil until a call
 	// needs them; relayIn is nil again once no registered call relays.
 	relayIn, pdeathIn chan os.Signal
-	relaying          int // registered calls that relay signals
 	// done is closed once the last subscription started is in (a chain:
 	// each waits for the one before), nil before the first.
 	done chan struct{}
@@ -61,9 +68,7 @@ func subscribeSignals(c Call) *callSignals {
 func (h *signalHub) register(n *Notifier, forward bool) *callSignals {
 	s := &callSignals{}
 	if n == nil {
-		ready := make(chan struct{})
-		close(ready)
-		s.ready = ready
+		s.ready = subscribed
 		return s
 	}
 	if forward {
@@ -76,9 +81,6 @@ func (h *signalHub) register(n *Notifier, forward bool) *callSignals {
 	defer h.mu.Unlock()
 	h.subscribeLocked(n, forward)
 	s.ready, s.hub = h.done, h
-	if forward {
-		h.relaying++
-	}
 	if h.calls == nil {
 		h.calls = map[*callSignals]struct{}{}
 	}
@@ -94,18 +96,17 @@ func (h *signalHub) subscribeLocked(n *Notifier, relay bool) {
 		in := make(chan os.Signal, 4)
 		h.relayIn, h.notifier = in, n
 		subscribe = append(subscribe, func() { n.Notify(in, relayedSignals...) })
-		go h.relayLoop(in)
+		go h.hand(in, func(s *callSignals) chan os.Signal { return s.relay })
 	}
 	if parentDeathSignal != 0 && h.pdeathIn == nil {
 		in := make(chan os.Signal, 1)
 		h.pdeathIn = in
 		subscribe = append(subscribe, func() { n.Notify(in, parentDeathSignal) })
-		go h.pdeathLoop(in)
+		go h.hand(in, func(s *callSignals) chan os.Signal { return s.pdeath })
 	}
 	if len(subscribe) == 0 {
 		if h.done == nil {
-			h.done = make(chan struct{})
-			close(h.done)
+			h.done = subscribed
 		}
 		return
 	}
@@ -122,32 +123,17 @@ func (h *signalHub) subscribeLocked(n *Notifier, relay bool) {
 	}()
 }
 
-// relayLoop hands each relayed signal to every call that relays signals,
-// until in is closed (unregister).
-func (h *signalHub) relayLoop(in chan os.Signal) {
-	for sig := range in {
-		h.mu.Lock()
-		for s := range h.calls {
-			if s.relay != nil {
-				select {
-				case s.relay <- sig:
-				default: // full: as signal.Notify drops one
-				}
-			}
-		}
-		h.mu.Unlock()
-	}
-}
-
-// pdeathLoop hands the parent-death signal to every call: each checks
-// whether its parent is gone. With no call, nothing asked for it.
-func (h *signalHub) pdeathLoop(in chan os.Signal) {
+// hand gives each signal that arrives on in to every registered call's
+// channel of that kind (to: the call's relay or pdeath; a call without one
+// gets nothing), until in is closed (stop). The parent-death signal goes to
+// every call, and each checks whether its own parent is gone.
+func (h *signalHub) hand(in chan os.Signal, to func(*callSignals) chan os.Signal) {
 	for sig := range in {
 		h.mu.Lock()
 		for s := range h.calls {
 			select {
-			case s.pdeath <- sig:
-			default:
+			case to(s) <- sig: // a nil channel: never ready
+			default: // full: as signal.Notify drops one
 			}
 		}
 		h.mu.Unlock()
@@ -173,8 +159,10 @@ func (s *callSignals) stop() {
 	if s.relay == nil {
 		return
 	}
-	if h.relaying--; h.relaying > 0 {
-		return
+	for other := range h.calls {
+		if other.relay != nil {
+			return // still relaying for it
+		}
 	}
 	in, n := h.relayIn, h.notifier
 	h.relayIn = nil
