@@ -26,16 +26,21 @@ import (
 // stdin or stdout is the same file as stderr (2>&1), both stay as they
 // are: sbx's log lines are written to stderr by plain, blocking writes.
 func pollableStdio(in io.Reader, out io.Writer, errw io.Writer) (io.Reader, io.Writer, func()) {
-	fin, ok := in.(*os.File)
-	if !ok || !pollableKind(fin) {
+	fin, ok1 := in.(*os.File)
+	fout, ok2 := out.(*os.File)
+	if !ok1 || !ok2 {
 		return in, out, func() {}
 	}
-	fout, ok := out.(*os.File)
-	if !ok || !pollableKind(fout) {
+	sin, okIn := stat(fin)
+	sout, okOut := stat(fout)
+	if !okIn || !okOut || !pollableKind(sin) || !pollableKind(sout) {
 		return in, out, func() {}
 	}
-	if ferr, ok := errw.(*os.File); ok && (sameFile(fin, ferr) || sameFile(fout, ferr)) {
-		return in, out, func() {}
+	if ferr, ok := errw.(*os.File); ok {
+		serr, ok := stat(ferr)
+		if !ok || sameFile(sin, serr) || sameFile(sout, serr) {
+			return in, out, func() {} // unknown counts as shared
+		}
 	}
 	pin, restoreIn, err := nonblockingDup(fin)
 	if err != nil {
@@ -65,14 +70,16 @@ func rawFD(f *os.File) int {
 	return fd
 }
 
-// pollableKind says whether f is a pipe or a socket: a terminal or a file
-// stays as it is (a terminal left non-blocking would trouble the shell
-// after sbx).
-func pollableKind(f *os.File) bool {
+// stat is fstat of f's fd; false when it fails.
+func stat(f *os.File) (unix.Stat_t, bool) {
 	var st unix.Stat_t
-	if unix.Fstat(rawFD(f), &st) != nil {
-		return false
-	}
+	return st, unix.Fstat(rawFD(f), &st) == nil
+}
+
+// pollableKind says whether st is a pipe's or a socket's: a terminal or a
+// file stays as it is (a terminal left non-blocking would trouble the
+// shell after sbx).
+func pollableKind(st unix.Stat_t) bool {
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFIFO, unix.S_IFSOCK:
 		return true
@@ -81,13 +88,7 @@ func pollableKind(f *os.File) bool {
 }
 
 // sameFile says whether a and b are the same file (a pipe's two ends are).
-func sameFile(a, b *os.File) bool {
-	var sa, sb unix.Stat_t
-	if unix.Fstat(rawFD(a), &sa) != nil || unix.Fstat(rawFD(b), &sb) != nil {
-		return true // unknown: as if shared
-	}
-	return sa.Dev == sb.Dev && sa.Ino == sb.Ino
-}
+func sameFile(a, b unix.Stat_t) bool { return a.Dev == b.Dev && a.Ino == b.Ino }
 
 // nonblockingDup duplicates f's fd, makes the open file non-blocking and
 // returns the duplicate as a pollable file, and restore, which gives the
