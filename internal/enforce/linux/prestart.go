@@ -212,19 +212,13 @@ func prestartStage(netns bool, stdio [3]*os.File) {
 	t := &prestarted{netns: netns, stage: make(chan *stageProc, 1)}
 	setPending(t)
 	go func() {
-		// The stage's parent-death signal fires when the thread that forked
-		// it ends: this one, locked, lives until the stage is reaped.
-		runtime.LockOSThread()
 		var st *stageProc
 		if ok, _ := userNSAllowed(); ok {
 			// An error here is met again, and reported, by the call's own
 			// spawn.
-			st, _ = spawnStage(stageNamespaces{net: netns, pid: true}, stdio, nil)
+			st, _ = spawnStageLocked(stageNamespaces{net: netns, pid: true}, stdio, nil)
 		}
 		t.stage <- st
-		if st != nil {
-			<-st.reaped
-		}
 	}()
 }
 

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"syscall"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce"
@@ -18,11 +19,38 @@ import (
 // (as planned) network namespaces, and sends it the plan: see spawnStage
 // and stageProc.run.
 func startStage(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup) (*Process, error) {
-	st, err := spawnStage(stageNamespaces{net: p.NewNetNS, pid: p.NewPIDNS}, [3]*os.File{spec.Stdin, spec.Stdout, spec.Stderr}, cg)
+	st, err := spawnStageLocked(stageNamespaces{net: p.NewNetNS, pid: p.NewPIDNS}, [3]*os.File{spec.Stdin, spec.Stdout, spec.Stderr}, cg)
 	if err != nil {
 		return nil, err
 	}
 	return st.run(p, spec, sup)
+}
+
+// spawnStageLocked is spawnStage from a thread of its own, locked until the
+// stage is reaped. The stage's parent-death signal (SIGKILL) fires when the
+// thread that forked it ends, and a thread ends when a goroutine that
+// locked it returns, as every thread launch's launcher does: a stage forked
+// by a call's goroutine from a thread that a concurrent thread launch
+// (a server's danger-full-access call) then took and ended was killed,
+// its call ending in SIGKILL with no cause.
+func spawnStageLocked(ns stageNamespaces, stdio [3]*os.File, cg *callCgroup) (*stageProc, error) {
+	type spawned struct {
+		st  *stageProc
+		err error
+	}
+	c := make(chan spawned, 1)
+	go func() {
+		runtime.LockOSThread()
+		st, err := spawnStage(ns, stdio, cg)
+		c <- spawned{st, err}
+		if err != nil {
+			runtime.UnlockOSThread() // no child: the thread may serve on
+			return
+		}
+		<-st.reaped // then the thread ends with this goroutine
+	}()
+	r := <-c
+	return r.st, r.err
 }
 
 // stageProc is a started stage waiting for its plan on its fd 3.
