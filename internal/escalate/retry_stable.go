@@ -151,7 +151,10 @@ var (
 	datedRe = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`(19|20)\d\d[-_.][01]\d[-_.][0-3]\d|(^|\D)(19|20)\d\d[01]\d[0-3]\d(\D|$)`)
 	})
-	tempName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^\.?(tmp|temp)([._-]|$)|\.(tmp|temp)$|^\.#|~$`) })
+	// A name that is only "tmp" or "temp" is not picked afresh: /tmp,
+	// /var/tmp, a project's tmp/ are where temporary names are made, and
+	// climbing past them granted /var for a file in /var/tmp/tmp_x.
+	tempName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?i)^\.?(tmp|temp)[._-]|.\.(tmp|temp)$|^\.#|~$`) })
 )
 
 // unstableName reports whether a file name is one a tool picks afresh

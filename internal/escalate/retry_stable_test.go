@@ -27,7 +27,8 @@ func TestSmallestRetryStable(t *testing.T) {
 		}
 	}
 	mk(ws, home+"/.cache/go-build/5e", home+"/.npm/_cacache/index-v5/25/5e", home+"/.cargo/bin", home+"/.cargo/registry",
-		home+"/.config/go/telemetry/local", home+"/proj/out/2026-12-07", home+"/.local/bin", base+"/gc/8d")
+		home+"/.config/go/telemetry/local", home+"/proj/out/2026-12-07", home+"/.local/bin", base+"/gc/8d",
+		base+"/var/tmp/tmp_jgxqnzo", base+"/var/tmp/tmpab3k9zqx")
 	mk(base + "/home2")
 	os.WriteFile(home+"/.bashrc", nil, 0o644)
 	os.WriteFile(home+"/.cargo/.package-cache", nil, 0o644)
@@ -83,6 +84,10 @@ func TestSmallestRetryStable(t *testing.T) {
 		{"a directory on PATH is never offered", nil, []report.Denial{fs("create", home+"/.local/bin/tool")}, nil, 1},
 		{"a shell startup file is never offered", nil, []report.Denial{fs("write", home+"/.bashrc")}, nil, 1},
 		{"the home directory is never offered", nil, []report.Denial{fs("create", home+"/.newrc")}, nil, 1},
+		{"a temporary directory climbs to tmp, never past it", nil, []report.Denial{fs("create", base+"/var/tmp/tmp_jgxqnzo/note")},
+			[]string{base + "/var/tmp"}, 0},
+		{"a mkdtemp name without a separator is its own grant", nil, []report.Denial{fs("create", base+"/var/tmp/tmpab3k9zqx/note")},
+			[]string{base + "/var/tmp/tmpab3k9zqx"}, 0},
 		{"a dated directory climbs to its parent", nil, []report.Denial{fs("create", home+"/proj/out/2026-12-07/x")},
 			[]string{home + "/proj/out"}, 0},
 		{"a grant beside a refusal", nil, []report.Denial{fs("create", home+"/.local/bin/tool"), fs("create", home+"/.cache/go-build/5e/y")},
@@ -121,7 +126,7 @@ func TestSmallestRetryStable(t *testing.T) {
 func TestUnstableName(t *testing.T) {
 	for name, want := range map[string]bool{
 		"5e": true, "8d": true, "5e01abcd-d": true, "0123456789abcdef": true, "2026-12-07": true, "go@go1.26.8-linux-amd64-2026-12-07.v1.count": true,
-		"tmp": true, ".tmp-123": true, "x.tmp": true, "tmp_abc": true,
+		"tmp": false, "temp": false, ".tmp": false, "TMP": false, "tmp.XyZ12": true, "x.TEMP": true, ".tmp-123": true, "x.tmp": true, "tmp_abc": true,
 		"20261207": true, "log-20261207.txt": true, "sbx-it-1520660032": false,
 		"go-build": false, "registry": false, "_cacache": false, "out": false, "src": false, "index-v5": false, "bin": false,
 	} {

@@ -1,7 +1,7 @@
 import sys, tempfile
 import sbx
 
-ws, elsewhere = tempfile.mkdtemp(), tempfile.mkdtemp(dir="/var/tmp")   # the workspace, a place outside it
+ws, elsewhere = tempfile.mkdtemp(), tempfile.mkdtemp(prefix="out-", dir="/var/tmp")  # the workspace, a place outside it
 with sbx.Server(args=["--ephemeral"], timeout=60) as srv:               # or sbx.connect("/run/user/1000/sbx/sock")
     s = srv.open_session(ws, preset="auto")      # writes in the workspace; anything more needs a grant
     turn = srv.begin_turn(s)
