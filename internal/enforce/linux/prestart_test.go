@@ -373,6 +373,69 @@ func TestPrestartStage(t *testing.T) {
 	}
 }
 
+// TestStageOutlivesCallerThread: a stage's parent-death signal (SIGKILL)
+// fires when the thread that forked it ends, so a call whose goroutine sat
+// on a thread that then ended (a locked thread's goroutine returning, as a
+// concurrent thread launch's does) must not lose its command: the stage is
+// forked from a thread of its own (spawnStageLocked). Before that fix the
+// command here died of SIGKILL.
+func TestStageOutlivesCallerThread(t *testing.T) {
+	if ok, why := userNSAllowed(); !ok {
+		t.Skipf("SKIP: no user namespaces: %s", why)
+	}
+	DiscardPrestart() // the call spawns its own stage
+	ws := t.TempDir()
+	pol, err := policy.Build(policy.Request{Mode: profiles.WorkspaceWrite, Cwd: ws, ExcludeTmp: true, ExcludeTmpdir: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sys := Probe()
+	sys.Privileged = false
+	plan, err := Compile(pol, sys, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Launch != LaunchStage {
+		t.Fatalf("launch %v, want the stage", plan.Launch)
+	}
+	started := make(chan *Process, 1)
+	onEndingThread(func() {
+		proc, err := Start(plan, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", "sleep 0.3; exit 7"}, Dir: ws,
+			Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: os.Stderr, Stderr: os.Stderr})
+		if err != nil {
+			t.Error(err)
+		}
+		started <- proc
+	})
+	proc := <-started
+	if proc == nil {
+		return
+	}
+	ws2, _, err := proc.Wait()
+	proc.EndSupervision()
+	if err != nil || !ws2.Exited() || ws2.ExitStatus() != 7 {
+		t.Fatalf("command: %v, status %#x (signaled %t, %v); want exit 7", err, ws2, ws2.Signaled(), ws2.Signal())
+	}
+}
+
+// onEndingThread runs f on a locked thread that ends once f returns (its
+// goroutine returns locked), never on the main thread, which Go keeps.
+func onEndingThread(f func()) {
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		if unix.Gettid() == unix.Getpid() {
+			onEndingThread(f) // hold the main thread meanwhile
+			runtime.UnlockOSThread()
+			close(done)
+			return
+		}
+		f()
+		close(done)
+	}()
+	<-done
+}
+
 // notReaped reports whether pid still exists, as a zombie or not.
 func notReaped(pid int) bool {
 	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
