@@ -173,10 +173,36 @@ func (s *State) judge(rec Record) (Payload, recordKeys, *ruleError) {
 // Check says what Apply would say of rec, and changes nothing: a live
 // server checks each record before it writes it, so that it never makes
 // durable a record its own state (or a restarted server's) would refuse.
-func (s *State) Check(rec Record) error {
-	if _, _, rerr := s.judge(rec); rerr != nil {
-		return rerr
+// The verdict, when rec passes, applies it (Judged.Apply) without
+// decoding its data again.
+func (s *State) Check(rec Record) (Judged, error) {
+	p, k, rerr := s.judge(rec)
+	if rerr != nil {
+		return Judged{}, rerr
 	}
+	return Judged{st: s, next: s.next, rec: rec, p: p, k: k}, nil
+}
+
+// Judged is a record Check took, with its data decoded: the strict
+// decode is the most of what checking and applying a record costs, and a
+// server does both to every record it writes.
+type Judged struct {
+	st   *State
+	next uint64 // st.next when judged: every Apply moves it
+	rec  Record
+	p    Payload
+	k    recordKeys
+}
+
+// Apply is State.Apply(rec) of the State that judged it. Should that
+// State have applied a record since, the verdict is stale and rec is
+// judged again.
+func (j Judged) Apply() error {
+	if j.st.next != j.next {
+		return j.st.Apply(j.rec)
+	}
+	j.st.apply(j.rec, j.k)
+	j.st.serveApply(j.p)
 	return nil
 }
 

@@ -110,7 +110,9 @@ func TestKeysOf(t *testing.T) {
 
 // TestCheckChangesNothing: Check says what Apply would of each record, of
 // every kind of answer (accepted, a server's rule, rejected, stopped), and
-// leaves the state as it was; Undecided follows the approvals.
+// leaves the state as it was; its verdict applies a record as Apply does,
+// and one the state has moved past is judged again; Undecided follows the
+// approvals.
 func TestCheckChangesNothing(t *testing.T) {
 	open := rec("s", 1, TypeSessionOpened, `{"session_id":"s","cwd":"/w","environment_id":"e","sandbox_mode":"read-only","approval_policy":"on-request","explicit_mode":false,"preset":"read-only"}`)
 	for _, tt := range []struct {
@@ -123,14 +125,14 @@ func TestCheckChangesNothing(t *testing.T) {
 		{"stopped", rec("s", 2, "call/exploded", `{}`)},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, before := NewState("s"), NewState("s")
+			st, before, via := NewState("s"), NewState("s"), NewState("s")
 			for _, r := range []Record{open, rec("s", 2, TypeTurnBegun, `{"turn_id":"t1"}`),
 				rec("s", 3, TypeApprovalAsked, `{"approval_id":"a1","session_id":"s","turn_id":"t1","tool_name":"shell","reason":"r"}`)} {
-				if err := errors.Join(st.Apply(r), before.Apply(r)); err != nil {
+				if err := errors.Join(st.Apply(r), before.Apply(r), via.Apply(r)); err != nil {
 					t.Fatal(err)
 				}
 			}
-			cerr := st.Check(tt.r)
+			_, cerr := st.Check(tt.r)
 			if !reflect.DeepEqual(st, before) {
 				t.Fatalf("Check changed the state")
 			}
@@ -138,9 +140,37 @@ func TestCheckChangesNothing(t *testing.T) {
 			if (cerr == nil) != (aerr == nil) || (cerr != nil && (cerr.Error() != aerr.Error() || ServerOnly(cerr) != ServerOnly(aerr))) {
 				t.Errorf("Check = %v, Apply = %v", cerr, aerr)
 			}
+			// The verdict applies rec as Apply does.
+			if judged, err := via.Check(tt.r); err == nil {
+				if err := judged.Apply(); err != nil {
+					t.Fatalf("Judged.Apply: %v", err)
+				}
+				if !reflect.DeepEqual(via, st) {
+					t.Errorf("Judged.Apply left %+v, Apply %+v", via, st)
+				}
+			}
 		})
 	}
+	// A verdict the state has moved past is judged again: the second
+	// decision of a1, judged before the first was applied, is refused.
 	st := NewState("s")
+	decide := rec("s", 3, TypeApprovalDecided, `{"approval_id":"a1","outcome":"rejected"}`)
+	for _, r := range []Record{open, rec("s", 2, TypeApprovalAsked, `{"approval_id":"a1","session_id":"s","turn_id":"","tool_name":"shell","reason":"r"}`)} {
+		if err := st.Apply(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	judged, err := st.Check(decide)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Apply(decide); err != nil {
+		t.Fatal(err)
+	}
+	if err := judged.Apply(); err == nil {
+		t.Errorf("a stale verdict applied a second decision")
+	}
+	st = NewState("s")
 	for _, r := range []Record{open, rec("s", 2, TypeApprovalAsked, `{"approval_id":"a1","session_id":"s","turn_id":"","tool_name":"shell","reason":"r"}`),
 		rec("s", 3, TypeApprovalAsked, `{"approval_id":"a2","session_id":"s","turn_id":"","tool_name":"fs","reason":"r"}`),
 		rec("s", 4, TypeApprovalDecided, `{"approval_id":"a1","outcome":"rejected"}`)} {

@@ -98,7 +98,8 @@ func (s *session) commitLocked(p journal.Payload, put func(journal.Record) error
 	if err != nil {
 		return err
 	}
-	if err := s.st.Check(rec); err != nil {
+	judged, err := s.st.Check(rec)
+	if err != nil {
 		return fmt.Errorf("log %s: %w", rec.Type, err)
 	}
 	if err := put(rec); err != nil {
@@ -106,7 +107,7 @@ func (s *session) commitLocked(p journal.Payload, put func(journal.Record) error
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.st.Apply(rec); err != nil {
+	if err := judged.Apply(); err != nil {
 		// Check took it: only a bug in State gets here.
 		return fmt.Errorf("apply %s: %w", rec.Type, err)
 	}
