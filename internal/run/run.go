@@ -124,7 +124,7 @@ func execCall(ctx context.Context, call host.Call, in IO) (report.Report, error)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			io.Copy(s.w, s.r)
+			copyOutput(s.w, s.r)
 			s.r.Close()
 		}()
 	}
@@ -145,6 +145,20 @@ func execCall(ctx context.Context, call host.Call, in IO) (report.Report, error)
 	drain(drained, p.outR, p.errR)
 	steptrace.Mark("drain the output")
 	return rep, err
+}
+
+// copyBuffers are copyOutput's: io.Copy from an *os.File makes a 32 KiB
+// buffer for every copy, two per call, which was most of what a server
+// allocated per call (and so of its garbage collections).
+var copyBuffers = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// copyOutput copies r to w through a pooled buffer. Both are wrapped: the
+// *os.File's WriteTo, or a ReadFrom of w's that falls back to a copy,
+// would each make a buffer of their own.
+func copyOutput(w io.Writer, r io.Reader) {
+	buf := copyBuffers.Get().(*[]byte)
+	io.CopyBuffer(struct{ io.Writer }{w}, struct{ io.Reader }{r}, *buf)
+	copyBuffers.Put(buf)
 }
 
 // execOnPTY runs call on a fresh pty of size, types stdin into it and

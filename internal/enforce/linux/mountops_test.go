@@ -37,3 +37,21 @@ func TestMountOps(t *testing.T) {
 		t.Errorf("no writable roots: %q", s)
 	}
 }
+
+// TestNeedsMountNS: needsMountNS, which reads the fields, says what
+// MountOps, which makes the steps, does: for each field alone, and none.
+func TestNeedsMountNS(t *testing.T) {
+	for _, s := range []StageSpec{
+		{},
+		{WriteRoots: []string{"/w"}},
+		{ReadOnlyRoot: true},
+		{ReadOnlyMounts: []string{"/w/.git"}},
+		{PrivateProc: true},
+		{Placeholders: []string{"/w/.codex"}},
+		{MaskedMounts: []string{"/w/.env"}},
+	} {
+		if got, want := s.needsMountNS(), len(s.MountOps()) > 0; got != want {
+			t.Errorf("%+v: needsMountNS %t, MountOps %v", s, got, s.MountOps())
+		}
+	}
+}

@@ -396,10 +396,12 @@ func (p *Plan) Enforcement() report.Enforcement {
 	return e
 }
 
-// needsMountNS reports whether the plan changes mounts, which needs a
-// private mount namespace.
+// needsMountNS reports whether the plan changes mounts (MountOps is not
+// empty), which needs a private mount namespace. It is asked several
+// times per call, so it reads the fields MountOps makes steps of rather
+// than making them (TestNeedsMountNS holds the two together).
 func (s *StageSpec) needsMountNS() bool {
-	return len(s.MountOps()) > 0
+	return s.ReadOnlyRoot || len(s.ReadOnlyMounts) > 0 || s.PrivateProc || len(s.Placeholders) > 0 || len(s.MaskedMounts) > 0
 }
 
 // pathOpens reports whether path can be opened as Landlock's rules open
