@@ -34,9 +34,10 @@ type Call struct {
 	// write-heavy commands, but nothing the sandbox blocks is reported.
 	NoDenialReports bool
 	// Cleanup, when set, counts the clean-up that Run may leave running
-	// when it returns (Linux: removing the call's carve-out placeholders):
-	// the caller waits for it before it says the call is over, and can do
-	// its own work meanwhile. Nil: Run returns once everything is done.
+	// when it returns (Linux: removing the call's carve-out placeholders
+	// and its control groups): the caller waits for it before it says the
+	// call is over, and can do its own work meanwhile. Nil: Run returns
+	// once everything is done.
 	Cleanup *sync.WaitGroup
 	// Started, when set, is called once the command runs under its final
 	// plan (Linux: no launch without namespaces can follow), from the
