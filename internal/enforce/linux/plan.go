@@ -302,6 +302,11 @@ func seccompFilters(sockets seccomp.SocketPolicy, sup seccomp.NotifyScope) (*sec
 		return f.(*seccompFilter), nil
 	}
 	f := &seccompFilter{table: seccomp.SeccompTable(sockets, sup)}
+	if prog, plain, ok := seccomp.Precompiled(sockets, sup); ok {
+		f.prog, f.plain = prog, plain
+		seccompCache.Store(key, f)
+		return f, nil
+	}
 	var err error
 	if f.prog, err = seccomp.CompileSeccomp(f.table); err != nil {
 		return nil, err
