@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/enforce"
+	"github.com/sbx-sandbox/sbx/internal/enforce/linux/seccomp"
 	"github.com/sbx-sandbox/sbx/internal/policy"
 	"github.com/sbx-sandbox/sbx/internal/profiles"
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -458,12 +459,22 @@ func TestStagePlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.Rlimits = []Rlimit{{Resource: unix.RLIMIT_NPROC, Name: "nproc", Value: 7}}
-	b, err := json.Marshal(stagePayload{Plan: &p.StageSpec})
+	sent := stagePayload{Plan: &p.StageSpec}.compact()
+	if runtime.GOARCH == "amd64" && (sent.SeccompProg == nil || sent.SeccompPlainProg == nil || sent.Plan.SeccompProg != nil || sent.Plan.SeccompPlainProg != nil) {
+		t.Errorf("the built-in programs are carried, not named: %+v %+v", sent.SeccompProg, sent.SeccompPlainProg)
+	}
+	if len(p.SeccompProg) == 0 {
+		t.Fatal("compact emptied the plan's own program")
+	}
+	b, err := json.Marshal(sent)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var pl stagePayload
 	if err := json.Unmarshal(b, &pl); err != nil {
+		t.Fatal(err)
+	}
+	if err := pl.expand(); err != nil {
 		t.Fatal(err)
 	}
 	got := pl.Plan
@@ -473,6 +484,16 @@ func TestStagePlan(t *testing.T) {
 		!reflect.DeepEqual(got.Landlock, p.Landlock) || !slices.Equal(got.SeccompProg, p.SeccompProg) ||
 		!slices.Equal(got.SeccompPlainProg, p.SeccompPlainProg) || !slices.Equal(got.Rlimits, p.Rlimits) {
 		t.Errorf("stage plan changed on the way:\n got %+v\nwant %+v", got, p)
+	}
+	// A name sbx has no program for, or one beside a carried program, is
+	// refused: the stage then runs nothing.
+	for _, bad := range []stagePayload{
+		{Plan: &StageSpec{}, SeccompProg: &seccomp.Ref{Sockets: 9}},
+		{Plan: &StageSpec{SeccompProg: p.SeccompProg}, SeccompProg: &seccomp.Ref{}},
+	} {
+		if err := bad.expand(); err == nil {
+			t.Errorf("expand took %+v", bad.SeccompProg)
+		}
 	}
 	if len(p.ReadOnlyMounts) == 0 || len(p.MaskedMounts) == 0 || p.Landlock == nil || len(p.SeccompPlainProg) == 0 {
 		t.Errorf("the plan lacks a part to carry: read-only mounts %v, masks %v, Landlock %v, plain program %d",

@@ -49,7 +49,13 @@ func StageMain() int {
 			os.Exit(137)
 		}()
 	}
-	if err != nil || pl.Plan == nil {
+	if err == nil && pl.Plan == nil {
+		err = errors.New("no plan")
+	}
+	if err == nil {
+		err = pl.expand()
+	}
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "sbx stage: read plan: %v\n", err)
 		return 125
 	}

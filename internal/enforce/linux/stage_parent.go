@@ -151,7 +151,7 @@ func (st *stageProc) run(p *Plan, spec enforce.Command, sup *supervisor) (*Proce
 	if st.ns.pid {
 		pl.StatusFD = stageStatusFD
 	}
-	payload, err := json.Marshal(pl)
+	payload, err := json.Marshal(pl.compact())
 	if err != nil {
 		st.kill()
 		return nil, fmt.Errorf("stage payload: %w", err)

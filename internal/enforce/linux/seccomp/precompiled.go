@@ -29,3 +29,40 @@ func Precompiled(s SocketPolicy, sup NotifyScope) (prog, plain []unix.SockFilter
 	}
 	return p[0], p[1], true
 }
+
+// Ref names a program built into sbx: the one of SeccompTable(Sockets,
+// Notify), or, Plain, the one of SeccompRules(Sockets) beside it. A plan
+// sent to sbx's stage (the same binary) names its programs instead of
+// carrying them: ~5 KB of its JSON, a third of the stage's CPU (#31).
+type Ref struct {
+	Sockets SocketPolicy
+	Notify  NotifyScope
+	Plain   bool `json:",omitempty"`
+}
+
+// RefOf names p when p is one of the programs Precompiled returns (the
+// same slice, not a copy with the same instructions).
+func RefOf(p []unix.SockFilter) (Ref, bool) {
+	if len(p) == 0 {
+		return Ref{}, false
+	}
+	for s := range precompiledPrograms {
+		for sup := range precompiledPrograms[s] {
+			for i, q := range precompiledPrograms[s][sup] {
+				if len(q) == len(p) && &q[0] == &p[0] {
+					return Ref{Sockets: SocketPolicy(s), Notify: NotifyScope(sup), Plain: i == 1}, true
+				}
+			}
+		}
+	}
+	return Ref{}, false
+}
+
+// Program is the program r names; ok is false when sbx has none such.
+func (r Ref) Program() (p []unix.SockFilter, ok bool) {
+	prog, plain, ok := Precompiled(r.Sockets, r.Notify)
+	if r.Plain {
+		prog = plain
+	}
+	return prog, ok && prog != nil
+}
