@@ -78,6 +78,10 @@ func (pl *stagePayload) expand() error {
 	return nil
 }
 
+// stageNetnsArg, after StageCommand, tells the stage it was cloned into a
+// new network namespace.
+const stageNetnsArg = "netns"
+
 // The stage's fds past stdio (see stagePayload).
 const (
 	stagePlanFD     = 3

@@ -34,6 +34,14 @@ func StageMain() int {
 	if len(os.Args) > 2 && os.Args[2] == limitedExecArg {
 		return limitedExec(os.Args[3:])
 	}
+	// A stage cloned into a new network namespace brings its loopback up
+	// while the plan is still being compiled (a plan for this stage has
+	// the namespace: forStage): ~0.1-0.2 ms of kernel work, off the path.
+	var loopback error
+	netns := len(os.Args) > 2 && os.Args[2] == stageNetnsArg
+	if netns {
+		loopback = loopbackUp()
+	}
 	// Main thread is locked by the sbx binary's init; the restrictions
 	// below apply to it and to the program it execs.
 	f := os.NewFile(stagePlanFD, "stage-plan")
@@ -75,8 +83,12 @@ func StageMain() int {
 			return 125
 		}
 	}
-	if err == nil && spec.NewNetNS {
-		err = loopbackUp()
+	switch {
+	case err != nil:
+	case spec.NewNetNS != netns:
+		err = fmt.Errorf("the plan's network namespace (%t) is not the stage's (%t)", spec.NewNetNS, netns)
+	case netns:
+		err = loopback
 	}
 	if err == nil {
 		err = setupMounts(spec, mountHooks{proc: mountProcHere})

@@ -130,7 +130,11 @@ func spawnStage(ns stageNamespaces, stdio [3]*os.File, cg *callCgroup) (*stagePr
 		st.close()
 		return nil, fmt.Errorf("stage: locate sbx: %w", err)
 	}
-	st.pid, err = syscall.ForkExec(exe, []string{"sbx", StageCommand}, &syscall.ProcAttr{Dir: "/", Env: []string{}, Files: files, Sys: sys})
+	argv := []string{"sbx", StageCommand}
+	if ns.net {
+		argv = append(argv, stageNetnsArg)
+	}
+	st.pid, err = syscall.ForkExec(exe, argv, &syscall.ProcAttr{Dir: "/", Env: []string{}, Files: files, Sys: sys})
 	if err != nil {
 		st.close()
 		return nil, fmt.Errorf("%w: stage: clone into new user namespace: %w", ErrUserNS, err)
