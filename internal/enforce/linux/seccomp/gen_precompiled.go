@@ -59,7 +59,7 @@ func literal(p []unix.SockFilter) []byte {
 	var b bytes.Buffer
 	b.WriteString("{")
 	for _, f := range p {
-		fmt.Fprintf(&b, "{%#x, %d, %d, %#x}, ", f.Code, f.Jt, f.Jf, f.K)
+		fmt.Fprintf(&b, "{Code: %#x, Jt: %d, Jf: %d, K: %#x}, ", f.Code, f.Jt, f.Jf, f.K)
 	}
 	b.WriteString("}")
 	return b.Bytes()
