@@ -2,13 +2,14 @@
 
 package seccomp
 
-//go:generate go run gen_precompiled.go
+//go:generate env SBX_WRITE_PRECOMPILED=1 go test -count=1 -run ^TestPrecompiled$ .
 
 import "golang.org/x/sys/unix"
 
 // The programs are a pure function of (SocketPolicy, NotifyScope), nine
 // kinds, so those of amd64 are compiled when sbx is built (go generate
-// writes precompiled_amd64.go; TestPrecompiled holds it to CompileSeccomp).
+// writes precompiled_amd64.go, through TestPrecompiled, which otherwise
+// holds it to CompileSeccomp).
 // `sbx run` compiles them once per process, cold: ~0.25 ms of its CPU
 // (#31). Other architectures compile them at run time.
 
