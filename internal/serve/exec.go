@@ -211,8 +211,8 @@ func (c *conn) run(ctx context.Context, sess *session, t *turn, env string, p *e
 	hooks := c.srv.opt.Hooks
 	began := c.srv.opt.Metrics.callStarted() // metrics: in flight, latencies
 	// What the launch leaves to clean up after the command (its
-	// placeholders) runs while call/finished is written; the answer
-	// waits for both.
+	// placeholders, its control groups) runs while call/finished is
+	// written; the answer waits for both.
 	var cleanup sync.WaitGroup
 	defer cleanup.Wait()
 	askCtx, stopAsk := context.WithCancel(ctx)
