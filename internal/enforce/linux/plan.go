@@ -302,17 +302,10 @@ func seccompFilters(sockets seccomp.SocketPolicy, sup seccomp.NotifyScope) (*sec
 		return f.(*seccompFilter), nil
 	}
 	f := &seccompFilter{table: seccomp.SeccompTable(sockets, sup)}
-	if prog, plain, ok := seccomp.Precompiled(sockets, sup); ok {
-		f.prog, f.plain = prog, plain
-		seccompCache.Store(key, f)
-		return f, nil
-	}
-	var err error
-	if f.prog, err = seccomp.CompileSeccomp(f.table); err != nil {
-		return nil, err
-	}
-	if sup != seccomp.NotifyNone {
-		if f.plain, err = seccomp.CompileSeccomp(seccomp.SeccompRules(sockets)); err != nil {
+	var ok bool
+	if f.prog, f.plain, ok = seccomp.Precompiled(sockets, sup); !ok {
+		var err error
+		if f.prog, f.plain, err = seccomp.Programs(f.table, sockets, sup); err != nil {
 			return nil, err
 		}
 	}

@@ -16,6 +16,18 @@ import "golang.org/x/sys/unix"
 // precompiledKinds is how many SocketPolicy and NotifyScope values there are.
 const precompiledKinds = 3
 
+// Programs compiles the programs of kind (s, sup): CompileSeccomp of
+// table, which is SeccompTable(s, sup), and, when sup is not NotifyNone,
+// of SeccompRules(s), the plain program loaded where no listener can be
+// had. Precompiled is them as sbx was built with them.
+func Programs(table []SeccompRule, s SocketPolicy, sup NotifyScope) (prog, plain []unix.SockFilter, err error) {
+	if prog, err = CompileSeccomp(table); err != nil || sup == NotifyNone {
+		return prog, nil, err
+	}
+	plain, err = CompileSeccomp(SeccompRules(s))
+	return prog, plain, err
+}
+
 // Precompiled returns the programs CompileSeccomp makes of
 // SeccompTable(s, sup) and, when sup is not NotifyNone, of SeccompRules(s),
 // as built into sbx for this architecture; ok is false where none are.

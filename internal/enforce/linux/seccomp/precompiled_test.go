@@ -35,7 +35,7 @@ func TestPrecompiled(t *testing.T) {
 			if !ok {
 				t.Fatalf("%s, %s: not precompiled", s, sup)
 			}
-			want, err := CompileSeccomp(SeccompTable(s, sup))
+			want, wp, err := Programs(SeccompTable(s, sup), s, sup)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -43,14 +43,10 @@ func TestPrecompiled(t *testing.T) {
 				t.Errorf("%s, %s: the precompiled program is stale: run go generate in internal/enforce/linux/seccomp", s, sup)
 			}
 			if sup == NotifyNone {
-				if plain != nil {
+				if plain != nil || wp != nil {
 					t.Errorf("%s, %s: a plain program beside an unsupervised one", s, sup)
 				}
 				continue
-			}
-			wp, err := CompileSeccomp(SeccompRules(s))
-			if err != nil {
-				t.Fatal(err)
 			}
 			if !slices.Equal(plain, wp) {
 				t.Errorf("%s, %s: the precompiled plain program is stale: run go generate in internal/enforce/linux/seccomp", s, sup)
@@ -120,16 +116,12 @@ func writePrecompiled(t *testing.T) {
 	for s := SocketsAny; s <= SocketsUnixOnly; s++ {
 		b.WriteString("\t{\n")
 		for sup := NotifyNone; sup <= NotifyReads; sup++ {
-			prog, err := CompileSeccomp(SeccompTable(s, sup))
+			prog, p, err := Programs(SeccompTable(s, sup), s, sup)
 			if err != nil {
 				t.Fatal(err)
 			}
 			plain := []byte("nil")
-			if sup != NotifyNone {
-				p, err := CompileSeccomp(SeccompRules(s))
-				if err != nil {
-					t.Fatal(err)
-				}
+			if p != nil {
 				plain = programLiteral(p)
 			}
 			fmt.Fprintf(&b, "\t\t// %s, %s\n\t\t{%s, %s},\n", s, sup, programLiteral(prog), plain)
