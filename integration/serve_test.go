@@ -89,7 +89,10 @@ func startServerCmd(t *testing.T, cmd *exec.Cmd) *server {
 	}
 	s := &server{t: t, cmd: cmd, in: in, stderr: &lockedBuffer{}, wait: map[string]chan map[string]any{},
 		notes: make(chan map[string]any, 4096), exited: make(chan struct{})}
-	cmd.Stderr = s.stderr
+	if cmd.Stderr == nil {
+		// A test may give the server a stderr of its own (a terminal).
+		cmd.Stderr = s.stderr
+	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -28,7 +28,8 @@ func Compile(c Call) (*linux.Plan, error) {
 }
 
 func compileFor(c Call, sys linux.System) (*linux.Plan, error) {
-	return linux.Compile(c.Policy, sys, linux.Options{Limits: c.Limits, NoDenialReports: c.NoDenialReports, Require: c.Require, Cwd: c.Cmd.Dir})
+	return linux.Compile(c.Policy, sys, linux.Options{Limits: c.Limits, NoDenialReports: c.NoDenialReports, Require: c.Require, Cwd: c.Cmd.Dir,
+		Streams: [3]*os.File{c.Cmd.Stdin, c.Cmd.Stdout, c.Cmd.Stderr}})
 }
 
 // execFailureStatus is the exit status of a command that could not be

@@ -3,9 +3,12 @@
 package linux
 
 import (
-	"fmt"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sbx-sandbox/sbx/internal/landlock"
 )
@@ -49,16 +52,33 @@ func abiOf(feature string) int {
 // accessString names the file-system rights in a mask, for Plan.String.
 func accessString(a uint64) string { return landlock.Names(landlock.FS, a) }
 
-// ttyPaths returns the terminal devices behind the standard streams, so the
-// command keeps its terminal under Landlock.
-func ttyPaths() []string {
+// terminalPaths returns the terminal devices behind a command's standard
+// streams, so that the command keeps its terminal under Landlock (a program
+// may reopen it by name). Only the command's own streams count: sbx's are
+// not the command's when a server runs it (its calls get pipes), and a
+// server started from a terminal, its stderr left there, would otherwise
+// give every call read and write on the user's terminal (keystrokes typed
+// into the agent included). A stream that is no character device costs one
+// fstat, and no readlink of /proc.
+func terminalPaths(streams [3]*os.File) []string {
 	var out []string
-	for fd := 0; fd <= 2; fd++ {
-		p, err := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd))
+	for _, f := range streams {
+		if f == nil {
+			continue
+		}
+		rc, err := f.SyscallConn()
 		if err != nil {
 			continue
 		}
-		if strings.HasPrefix(p, "/dev/pts/") || strings.HasPrefix(p, "/dev/tty") || p == "/dev/console" {
+		var p string
+		rc.Control(func(fd uintptr) {
+			var st unix.Stat_t
+			if unix.Fstat(int(fd), &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFCHR {
+				return
+			}
+			p, _ = os.Readlink("/proc/self/fd/" + strconv.Itoa(int(fd)))
+		})
+		if (strings.HasPrefix(p, "/dev/pts/") || strings.HasPrefix(p, "/dev/tty") || p == "/dev/console") && !slices.Contains(out, p) {
 			out = append(out, p)
 		}
 	}

@@ -171,6 +171,9 @@ type Options struct {
 	// Cwd is the command's working directory: inside a writable root, it
 	// is checked as one (rootaccess.go).
 	Cwd string
+	// Streams are the command's stdin, stdout and stderr: a terminal
+	// behind one stays open to it (terminalPaths). Nil ones are skipped.
+	Streams [3]*os.File
 }
 
 // Compile turns pol into a Plan for sys and the call's opts; nothing
@@ -233,7 +236,7 @@ func compile(pol policy.Policy, sys System, opts Options) (*Plan, error) {
 	if err := p.compileSeccomp(sup); err != nil {
 		return nil, err
 	}
-	ttys := ttyPaths()
+	ttys := terminalPaths(opts.Streams)
 	if pol.Terminal != "" {
 		ttys = []string{pol.Terminal}
 	}
