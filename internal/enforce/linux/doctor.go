@@ -17,6 +17,9 @@ import (
 // Probe it really creates a user and a network namespace, once.
 func Doctor() []report.Check {
 	sys := Probe()
+	// Probe leaves it unread for a privileged process; doctor says it for
+	// every user.
+	sys.UserNS, sys.UserNSReason = userNSAllowed()
 	var out []report.Check
 	ll := report.Check{Feature: report.FeatureLandlock, Available: sys.LandlockABI > 0, Detail: fmt.Sprintf("ABI %d", sys.LandlockABI),
 		Fallback: "every mount but the writable roots read-only in a mount namespace (root or user namespaces), else writes unrestricted; reported as degraded \"landlock\""}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -138,14 +139,23 @@ func TestProbeKeepsFileFacts(t *testing.T) {
 		probed.at = time.Time{}
 		probed.Unlock()
 	})
-	fresh := probeFiles()
+	priv := hasCapSysAdmin()
+	fresh := probeFiles(priv)
 	probed.Lock()
-	probed.sys = System{UserNSReason: "kept (test)", LandlockABI: -1, Privileged: !hasCapSysAdmin()}
-	probed.at = time.Now()
+	probed.sys = System{UserNSReason: "kept (test)", LandlockABI: -1, Privileged: !priv}
+	probed.at, probed.privileged = time.Now(), priv
 	probed.Unlock()
 	s := Probe()
 	if s.UserNSReason != "kept (test)" {
 		t.Errorf("within the TTL Probe read the files again: UserNSReason %q", s.UserNSReason)
+	}
+	// Facts read for the other privilege are read again: a privileged
+	// probe leaves the user-namespace sysctls unread.
+	probed.Lock()
+	probed.privileged = !priv
+	probed.Unlock()
+	if s := Probe(); s.UserNSReason == "kept (test)" {
+		t.Errorf("Probe kept facts read for privileged=%t", !priv)
 	}
 	if s.LandlockABI != landlock.RunningABI() || s.Privileged != hasCapSysAdmin() {
 		t.Errorf("Probe kept LandlockABI %d, Privileged %t", s.LandlockABI, s.Privileged)
@@ -155,5 +165,18 @@ func TestProbeKeepsFileFacts(t *testing.T) {
 	probed.Unlock()
 	if s := Probe(); s.UserNSReason != fresh.UserNSReason || s.UserNS != fresh.UserNS || s.ProcFullyVisible != fresh.ProcFullyVisible {
 		t.Errorf("after the TTL: %+v, want the files' %+v", s, fresh)
+	}
+}
+
+// TestUserNotifAvailable: the seccomp(2) question agrees with the list of
+// actions in /proc, which it replaced.
+func TestUserNotifAvailable(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/seccomp/actions_avail")
+	if err != nil {
+		t.Skipf("no seccomp actions list to compare with: %v", err)
+	}
+	want := slices.Contains(strings.Fields(string(b)), "user_notif")
+	if got, reason := userNotifAvailable(); got != want {
+		t.Errorf("userNotifAvailable() = %t (%s), actions_avail says %t (%q)", got, reason, want, b)
 	}
 }

@@ -336,8 +336,7 @@ func TestPrestartStage(t *testing.T) {
 			if tt.network {
 				pol.Network = policy.NetworkFull
 			}
-			sys := Probe()
-			sys.Privileged = false
+			sys := asUnprivileged(Probe())
 			plan, err := Compile(pol, sys, Options{})
 			if err != nil {
 				t.Fatal(err)
@@ -390,8 +389,7 @@ func TestStageOutlivesCallerThread(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sys := Probe()
-	sys.Privileged = false
+	sys := asUnprivileged(Probe())
 	plan, err := Compile(pol, sys, Options{})
 	if err != nil {
 		t.Fatal(err)
