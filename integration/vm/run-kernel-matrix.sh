@@ -110,19 +110,31 @@ resolve() {
   else echo "$(basename "$k" | sed 's/^vmlinuz-//') $k"; fi
 }
 
-# --- what failed in one kernel's log: the failing passes' test failures,
-# panics and result lines, at most 60 lines, for the end of the output (a
-# CI log's tail may be all its reader gets; the whole pass is above) -------
+# --- what failed in one kernel's log: each failing pass's failed tests, each
+# with its own log lines (from its "=== RUN", "=== CONT" or "=== NAME" to the
+# next), panics and result lines, at most 60 lines, for the end of the output
+# (a CI log's tail may be all its reader gets; the whole pass is above). The
+# passing tests' t.Logf lines are left out: they are most of a -v log. -------
 failures() {
   awk -v label="$1" '
-    /@@PASS START/ { buf = ""; n = 0; next }
+    function keep(line) { if (n < 60) { buf = buf "[" label "] " line "\n"; n++ } }
+    { sub(/\r$/, "") }
+    /@@PASS START/ { buf = ""; n = 0; cur = ""; delete logs; next }
     /@@PASS RESULT/ {
       if ($4 != 0) { printf "[%s] %s\n%s", label, $0, buf }
       next
     }
-    /--- FAIL|_test\.go:[0-9]+:|panic:|^FAIL|@@VMM RESULT [^ ]+ [1-9]/ && !/SKIP/ && n < 60 {
-      buf = buf "[" label "] " $0 "\n"; n++
+    /^=== (RUN|CONT|NAME) / { cur = $3; if ($2 == "RUN") logs[cur] = ""; next }
+    /^ *--- FAIL: / {
+      name = $0; sub(/^ *--- FAIL: /, "", name); sub(/ .*/, "", name)
+      keep($0)
+      k = split(logs[name], l, "\n")
+      for (i = 1; i < k; i++) keep(l[i])
+      delete logs[name]
+      next
     }
+    /panic:|^FAIL|@@VMM RESULT [^ ]+ [1-9]/ && !/SKIP/ { keep($0); next }
+    /^    / && cur != "" && length(logs[cur]) < 4000 { logs[cur] = logs[cur] $0 "\n" }
   ' "$2"
 }
 
