@@ -3,10 +3,12 @@
 package linux
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sbx-sandbox/sbx/internal/report"
@@ -98,5 +100,29 @@ func TestSweepStale(t *testing.T) {
 	sweepStale(parent) // within sweepEvery: not read again
 	if _, err := os.Stat(deadDir); err != nil {
 		t.Errorf("swept again within %v: %v", sweepEvery, err)
+	}
+}
+
+// TestCgroupReadFile: the poller-free reader reads a file of any size
+// whole (cgroup.procs of a big tree is longer than its first buffer) and
+// says when a file is missing (memory.peak without the memory controller).
+func TestCgroupReadFile(t *testing.T) {
+	dir := t.TempDir()
+	want := strings.Repeat("4242\n", 1000)
+	path := filepath.Join(dir, "cgroup.procs")
+	if err := os.WriteFile(path, []byte(want), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := readFile(path); err != nil || string(b) != want {
+		t.Errorf("readFile: %d bytes, %v; want %d bytes", len(b), err, len(want))
+	}
+	if pids := readPids(path); len(pids) != 1000 || pids[999] != 4242 {
+		t.Errorf("readPids: %d pids", len(pids))
+	}
+	if _, err := readFile(filepath.Join(dir, "memory.peak")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("missing file: %v, want ErrNotExist", err)
+	}
+	if err := writeFile(filepath.Join(dir, "cgroup.kill"), "1"); err == nil {
+		t.Error("writeFile created a missing file")
 	}
 }
