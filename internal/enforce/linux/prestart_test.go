@@ -5,6 +5,7 @@ package linux
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -602,4 +604,50 @@ awk '$5 ~ /^\/proc/ {m[$5] = $6} END {for (k in m) print k, m[k]}' /proc/self/mo
 	if len(out) != 3 || out[0] == ready || out[2] != "0000000000000400" {
 		t.Errorf("a plan keeping CAP_NET_BIND_SERVICE printed %q (the prepared thread's PID namespace is %s)", out, ready)
 	}
+}
+
+// TestResidentDirectLaunch: a Resident process forks its direct launches
+// (danger-full-access) from one resident thread: calls in turn and at once
+// each get their own command and exit status, and a command outlives the
+// thread of the goroutine that started it (its parent-death signal is tied
+// to the forking thread, which must be the resident one).
+func TestResidentDirectLaunch(t *testing.T) {
+	keepAhead.Store(true)
+	t.Cleanup(func() { keepAhead.Store(false) })
+	plan, err := Compile(policy.Policy{Mode: profiles.DangerFullAccess, Unrestricted: true}, Probe(), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plan.Launch != LaunchDirect {
+		t.Fatalf("launch %v, want direct", plan.Launch)
+	}
+	start := func(script string) *Process {
+		proc, err := Start(plan, enforce.Command{Path: "/bin/sh", Argv: []string{"sh", "-c", script}, Dir: t.TempDir(),
+			Env: []string{"PATH=/usr/bin:/bin"}, Stdin: os.Stdin, Stdout: os.Stderr, Stderr: os.Stderr})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return proc
+	}
+	check := func(proc *Process, want int) {
+		ws, _, err := proc.Wait()
+		if err != nil || !ws.Exited() || ws.ExitStatus() != want {
+			t.Errorf("command: %v, status %v, want exit %d", err, ws, want)
+		}
+	}
+	for i := range 3 {
+		check(start(fmt.Sprintf("exit %d", i+3)), i+3)
+	}
+	var wg sync.WaitGroup
+	for i := range 6 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			check(start(fmt.Sprintf("sleep 0.0%d; exit %d", i, 10+i)), 10+i)
+		}()
+	}
+	wg.Wait()
+	started := make(chan *Process, 1)
+	onEndingThread(func() { started <- start("sleep 0.3; exit 7") })
+	check(<-started, 7)
 }
