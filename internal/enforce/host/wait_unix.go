@@ -21,14 +21,25 @@ type process interface {
 // waitCall waits for the command while relaying signals and enforcing the
 // timeout and ctx, then kills what is left of its process group.
 func waitCall(ctx context.Context, c Call, proc process, sigs *callSignals, rep *report.Report) (syscall.WaitStatus, syscall.Rusage, error) {
-	done := make(chan struct{})
 	var ws syscall.WaitStatus
 	var ru syscall.Rusage
 	var waitErr error
-	go func() {
-		ws, ru, waitErr = proc.Wait()
-		close(done)
-	}()
+	wait := func() { ws, ru, waitErr = proc.Wait() }
+	// A process that says when its command has exited (linux.Process)
+	// is waited for here once it has: a goroutine blocked in Wait would
+	// cost a wake-up more per call.
+	var done <-chan struct{}
+	if e, ok := proc.(interface{ Ended() <-chan struct{} }); ok {
+		done = e.Ended()
+	}
+	if done == nil {
+		d, w := make(chan struct{}), wait
+		go func() {
+			w()
+			close(d)
+		}()
+		done, wait = d, nil
+	}
 	sigs.wait()
 	sigc := sigs.relay
 	pdc, parentGone, stopPD := parentDeath(sigs.pdeath)
@@ -72,6 +83,10 @@ func waitCall(ctx context.Context, c Call, proc process, sigs *callSignals, rep 
 	for {
 		select {
 		case <-done:
+			if wait != nil {
+				// Ends what is left of the tree, and reaps it.
+				wait()
+			}
 			// The command is gone; take its group with it.
 			proc.Signal(syscall.SIGKILL)
 			if rep.KilledBy == "" && interrupted.sig != 0 && time.Since(interrupted.at) <= killGrace {

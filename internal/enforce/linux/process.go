@@ -25,7 +25,7 @@ type Process struct {
 	// done delivers the command's exit: the stage launch's stage reaps
 	// it, a thread launch's launcher thread (which must outlive the
 	// command: parent-death signals fire when the forking thread exits).
-	done chan exitResult
+	done *exitBox
 	// stageInit: the command is the child of a stage that is PID 1 of the
 	// call's PID namespace (Pid is the stage's).
 	stageInit bool
@@ -56,6 +56,38 @@ type Process struct {
 	proxy *proxyServer
 }
 
+// exitBox carries the command's exit from whoever reaps it to Wait, and
+// says it is there (Ended) without taking it.
+type exitBox struct {
+	ready chan struct{}
+	r     exitResult
+}
+
+func newExitBox() *exitBox { return &exitBox{ready: make(chan struct{})} }
+
+// put is called once, by the reaper.
+func (b *exitBox) put(r exitResult) {
+	b.r = r
+	close(b.ready)
+}
+
+func (b *exitBox) take() exitResult {
+	<-b.ready
+	return b.r
+}
+
+// Ended is ready once the command has exited: Wait then blocks no longer
+// than it takes to end what is left of the tree. A caller that waits on
+// signals and timers too selects on it and calls Wait after, instead of
+// spending a goroutine, and a wake-up, on Wait itself. Nil (never ready)
+// when the command's exit is not known that way.
+func (pr *Process) Ended() <-chan struct{} {
+	if pr.done == nil {
+		return nil
+	}
+	return pr.done.ready
+}
+
 type exitResult struct {
 	status syscall.WaitStatus
 	rusage syscall.Rusage
@@ -83,7 +115,7 @@ func (pr *Process) EndSupervision() supervise.Result {
 func (pr *Process) Wait() (syscall.WaitStatus, syscall.Rusage, error) {
 	var r exitResult
 	if pr.done != nil {
-		r = <-pr.done
+		r = pr.done.take()
 	} else {
 		r = wait(pr.Pid)
 	}

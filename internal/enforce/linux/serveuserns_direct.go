@@ -91,15 +91,15 @@ func startOutside(spec enforce.Command) (*Process, error) {
 		call.Close()
 		return nil, fmt.Errorf("%w: %s: %s", ErrStart, spec.Argv[0], started.Err)
 	}
-	pr := &Process{Pid: started.Pid, done: make(chan exitResult, 1)}
+	pr := &Process{Pid: started.Pid, done: newExitBox()}
 	go func() {
 		defer call.Close()
 		var end directReply
 		if err := dec.Decode(&end); err != nil || !end.Exited {
-			pr.done <- exitResult{err: fmt.Errorf("direct launch: the command's exit from the outer sbx serve: %w", err)}
+			pr.done.put(exitResult{err: fmt.Errorf("direct launch: the command's exit from the outer sbx serve: %w", err)})
 			return
 		}
-		pr.done <- exitResult{status: syscall.WaitStatus(end.Status), rusage: end.Rusage}
+		pr.done.put(exitResult{status: syscall.WaitStatus(end.Status), rusage: end.Rusage})
 	}()
 	return pr, nil
 }

@@ -160,7 +160,7 @@ func (st *stageProc) run(p *Plan, spec enforce.Command, sup *supervisor) (*Proce
 		st.kill()
 		return nil, fmt.Errorf("stage payload: %w", err)
 	}
-	pr := &Process{Pid: st.pid, done: make(chan exitResult, 1), stageInit: st.ns.pid}
+	pr := &Process{Pid: st.pid, done: newExitBox(), stageInit: st.ns.pid}
 	if st.ns.pid {
 		// Keep the plan pipe open as the stage's lifeline (see StageMain).
 		dup, err := unix.FcntlInt(st.plan.Fd(), unix.F_DUPFD_CLOEXEC, 3)
@@ -179,7 +179,7 @@ func (st *stageProc) run(p *Plan, spec enforce.Command, sup *supervisor) (*Proce
 			stageStatus(status, &res, argv0)
 			status.Close()
 		}
-		pr.done <- res
+		pr.done.put(res)
 	}()
 	if _, err := st.plan.Write(payload); err != nil {
 		return nil, fmt.Errorf("stage: send plan: %w", err)

@@ -60,7 +60,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 	// released it paid two more hand-offs of its thread and a P per call
 	// (stoplockedm, startlockedm: ~4 futex calls each) than one that waits
 	// in wait4. done is read here, not through pr, as Wait reads it.
-	done := make(chan exitResult, 1)
+	done := newExitBox()
 	pr := &Process{done: done}
 	resident := pre == nil && residentDirect(p, cg)
 	launch := func(pre nsDone) {
@@ -168,12 +168,12 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 		if resident {
 			// The thread serves the next direct launch; any thread may
 			// reap the command.
-			go func() { done <- wait(pid) }()
+			go func() { done.put(wait(pid)) }()
 			return
 		}
 		// Its exit ends the thread: init's parent-death signal then kills
 		// the PID namespace, as Wait's stopInit does next in any case.
-		done <- wait(pid)
+		done.put(wait(pid))
 	}
 	switch {
 	case pre != nil:
