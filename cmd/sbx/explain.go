@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 
 	"github.com/sbx-sandbox/sbx/internal/call"
 	"github.com/sbx-sandbox/sbx/internal/enforce/host"
@@ -61,6 +62,10 @@ func explainCmd(args []string, stdio Stdio) int {
 		if err == nil {
 			var text string
 			var plan any
+			// The plan `sbx run` would compile from here: its command's
+			// streams are sbx's own, and a terminal among them stays open
+			// to it.
+			p.Call.Cmd.Stdin, p.Call.Cmd.Stdout, p.Call.Cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 			text, plan, err = host.Explain(p.Call)
 			if err == nil {
 				if *asJSON {
