@@ -168,6 +168,15 @@ func TestProbeKeepsFileFacts(t *testing.T) {
 	}
 }
 
+// asUnprivileged is sys as an unprivileged process probes it: the
+// user-namespace sysctls, which Probe leaves unread for a privileged one,
+// read.
+func asUnprivileged(sys System) System {
+	sys.Privileged = false
+	sys.UserNS, sys.UserNSReason = userNSAllowed()
+	return sys
+}
+
 // TestUserNotifAvailable: the seccomp(2) question agrees with the list of
 // actions in /proc, which it replaced.
 func TestUserNotifAvailable(t *testing.T) {

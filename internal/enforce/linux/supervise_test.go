@@ -263,15 +263,6 @@ func newSuperviseEnv(t *testing.T, gitDir bool) superviseEnv {
 	return e
 }
 
-// asUnprivileged is sys as an unprivileged process probes it: the
-// user-namespace sysctls, which Probe leaves unread for a privileged one,
-// read.
-func asUnprivileged(sys System) System {
-	sys.Privileged = false
-	sys.UserNS, sys.UserNSReason = userNSAllowed()
-	return sys
-}
-
 // launchVariants are the two ways a supervised command starts.
 func launchVariants(t *testing.T) map[string]System {
 	sys := Probe()
