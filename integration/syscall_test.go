@@ -22,7 +22,7 @@ var sandboxedModes = [][]string{readOnly, wsWrite, {"--mode", "workspace-write",
 func modeName(m []string) string { return strings.TrimPrefix(strings.Join(m[1:], ""), "--") }
 
 // openPTY returns a new pseudo-terminal pair that is nobody's controlling
-// terminal.
+// terminal; slave.Name() is the slave's path (/dev/pts/N).
 func openPTY(t *testing.T) (master, slave *os.File) {
 	t.Helper()
 	m, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)

@@ -179,7 +179,7 @@ func startThread(p *Plan, spec enforce.Command, sup *supervisor, cg *callCgroup,
 	case pre != nil:
 		pre.jobs <- launch
 	case resident:
-		directLauncher().jobs <- launch
+		directLauncher() <- launch
 	default:
 		go func() {
 			runtime.LockOSThread()
@@ -224,24 +224,24 @@ func residentDirect(p *Plan, cg *callCgroup) bool {
 	return p.Launch == LaunchDirect && keepAhead.Load() && (cg == nil || len(cg.v1) == 0)
 }
 
-// directLauncher is the resident direct launcher thread, started at its
-// first job: a locked thread that never ends, so that the parent-death
-// signal of every command it forks fires only when sbx does (it is tied to
-// the forking thread). It is never restricted: a direct launch makes no
-// namespace and applies no rule. It forks one command at a time; each
-// command is reaped by a goroutine of its own.
-var directLauncher = sync.OnceValue(func() *prestarted {
-	t := &prestarted{jobs: make(chan func(nsDone))}
+// directLauncher is the job queue of the resident direct launcher thread,
+// started at its first job: a locked thread that never ends, so that the
+// parent-death signal of every command it forks fires only when sbx does
+// (it is tied to the forking thread). It is never restricted: a direct
+// launch makes no namespace and applies no rule. It forks one command at a
+// time; each command is reaped by a goroutine of its own.
+var directLauncher = sync.OnceValue(func() chan<- func(nsDone) {
+	jobs := make(chan func(nsDone))
 	go func() {
 		// IMPORTANT: locked for good: an unlocked thread could be taken
 		// by a goroutine that locks it and ends, and its end would kill
 		// every command forked from it.
 		runtime.LockOSThread()
-		for job := range t.jobs {
+		for job := range jobs {
 			job(nsDone{})
 		}
 	}()
-	return t
+	return jobs
 })
 
 // errPIDNSGone: a prestarted launcher thread's PID namespace has no init
